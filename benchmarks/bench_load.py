@@ -99,7 +99,7 @@ def child(method: str, path: str) -> None:
         sys.path.insert(0, str(ROOT))
         import jupyter_profview as profview
         from jupyter_profview import _native
-        from jupyter_profview.formats import chrome_trace  # noqa: F401  (import outside the timing)
+        from jupyter_profview.formats import chrome  # noqa: F401  (import outside the timing)
 
         base = _rss_now()
         t0, c0 = time.perf_counter(), _cpu()

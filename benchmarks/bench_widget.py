@@ -67,7 +67,7 @@ def pct(values: list[float], q: float) -> float:
 
 def kernel_side(path: Path) -> dict[str, float]:
     import jupyter_profview as profview
-    from jupyter_profview.widget_rpc import WidgetData, detail
+    from jupyter_profview.widget.rpc import WidgetData, detail
 
     t = time.perf_counter()
     trace = profview.load(path)

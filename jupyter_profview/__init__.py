@@ -3,6 +3,7 @@
 >>> import jupyter_profview as profview
 >>> t = profview.load("trace.json.gz")     # format sniffed from content
 >>> t.events.head()                          # one row per timed slice
+>>> profview.summary(t)                      # per op type: count, total, self, share
 >>> profview.show(t)                         # the interactive widget
 """
 
@@ -12,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .analysis import phases, summary, top
 from .errors import ProfviewError
 from .loader import load
 from .model import Quality, Trace
@@ -26,7 +28,8 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 EXAMPLES = Path(__file__).parent / "examples"
 
-__all__ = ["EXAMPLES", "ProfviewError", "Quality", "Trace", "example", "formats", "load", "show"]
+__all__ = ["EXAMPLES", "ProfviewError", "Quality", "Trace", "example", "formats", "load", "phases", "show",
+           "summary", "top"]
 
 
 def formats() -> dict[str, str]:

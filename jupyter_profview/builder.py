@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import phases as phase_rules
+from . import phase_rules
 from .model import (
     KINDS,
     OVERLAP_TAG,

@@ -30,7 +30,7 @@ import pandas as pd
 from .analysis import phases as phases_table
 from .analysis import summary as summary_table
 from .model import PHASES, Trace
-from .overview import _downsample
+from .widget.lod import _downsample
 
 ALTAIR_MAX_ROWS = 5000
 PHASE_COLORS = {
@@ -119,7 +119,7 @@ def downsample_memory(memory: pd.DataFrame, max_points: int = 4000) -> pd.DataFr
 
     Each device gets an equal share of the budget.  Its time range is cut into
     columns and each column keeps its first, lowest, highest and last sample
-    (the widget's own rule, :func:`jupyter_profview.overview._downsample`), so
+    (the widget's own rule, :func:`jupyter_profview.widget.lod._downsample`), so
     every device's peak and its first and last samples are kept; a device with
     few enough samples is kept whole.  Rows stay in (device, time) order.
     """

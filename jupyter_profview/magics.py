@@ -32,6 +32,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from .analysis import summary
 from .errors import ProfviewError
 from .loader import load
 from .model import Trace
@@ -49,7 +50,7 @@ def show_trace(trace: Trace) -> None:
     try:
         from .widget import TraceWidget
     except ImportError:
-        display(trace, trace.summary().head(20))
+        display(trace, summary(trace).head(20))
         return
     display(TraceWidget(trace))
 

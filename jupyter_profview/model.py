@@ -161,24 +161,6 @@ class Trace:
             return 0
         return int((self.events["start"] + self.events["dur"]).max())
 
-    def summary(self, by: str = "category") -> pd.DataFrame:
-        """Per-``by`` totals: see :func:`jupyter_profview.analysis.summary`."""
-        from .analysis import summary
-
-        return summary(self, by=by)
-
-    def phases(self) -> pd.DataFrame:
-        """Per-device phase breakdown: see :func:`jupyter_profview.analysis.phases`."""
-        from .analysis import phases
-
-        return phases(self)
-
-    def top(self, n: int = 10, by: str = "self") -> pd.DataFrame:
-        """The ``n`` events with the largest ``by``: see :func:`jupyter_profview.analysis.top`."""
-        from .analysis import top
-
-        return top(self, n=n, by=by)
-
     def __repr__(self) -> str:
         return (
             f"<Trace format={self.format!r} unit={self.time_unit!r} "

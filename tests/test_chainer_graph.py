@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_profview
+from jupyter_profview import analysis
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import chainer_graph, megengine_json
 from tests.format_helpers import fuzz_check, load_with
@@ -156,13 +157,13 @@ def test_simulated_memory_matches_reference(trace):
 
 
 def test_live_at_peak(trace):
-    peak_t = chainer_graph.peak_time(trace)
-    live = chainer_graph.live_at(trace, peak_t)
+    peak_t = analysis.peak_time(trace)
+    live = analysis.live_at(trace, peak_t)
     assert int(live["bytes"].sum()) == int(trace.memory["bytes"].max())
     assert "/predictor/fc6/W" in set(live["owner"])
     assert live["bytes"].is_monotonic_decreasing
     for t in (0, 10, 60, 91):
-        assert int(chainer_graph.live_at(trace, t)["bytes"].sum()) == int(
+        assert int(analysis.live_at(trace, t)["bytes"].sum()) == int(
             trace.memory.loc[trace.memory["time"] == t, "bytes"].iloc[0])
 
 

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
-from jupyter_profview.formats.chrome_columns import ABSENT_TIME, ChromeColumns
-from jupyter_profview.formats.chrome_decode import decode_python, normalized
-from jupyter_profview.formats.chrome_trace import to_trace
+from jupyter_profview.formats.chrome import native as chrome_native
+from jupyter_profview.formats.chrome.columns import ABSENT_TIME, ChromeColumns
+from jupyter_profview.formats.chrome.decode import decode_python, normalized
+from jupyter_profview.formats.chrome.trace import to_trace
 from jupyter_profview.model import Trace
 from jupyter_profview.sources import Source
 
@@ -40,7 +41,7 @@ def decoders(data: bytes) -> list[tuple[str, Any]]:
     """(name, decode) for the Python decoder and, where built, the native one."""
     out: list[tuple[str, Any]] = [("python", decode_python)]
     if NATIVE:
-        out.append(("native", _native.decode_chrome))
+        out.append(("native", chrome_native.decode_chrome))
     return out
 
 
@@ -130,7 +131,7 @@ def test_byte_order_mark_is_ignored() -> None:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_native_matches_python_on_fixtures(name: str) -> None:
     source = Source(DATA / name)
-    native = _native.decode_chrome(source)
+    native = chrome_native.decode_chrome(source)
     if native is None:
         pytest.skip("native decoder declined this file")
     assert normalized(native) == normalized(decode_python(source))

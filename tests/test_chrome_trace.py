@@ -20,7 +20,7 @@ import jupyter_profview as profview
 from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import detect
-from jupyter_profview.formats.chrome_trace import FORMAT, sniff
+from jupyter_profview.formats.chrome.trace import FORMAT, sniff
 from jupyter_profview.sources import Source
 
 DATA = Path(__file__).parent / "data"
@@ -337,6 +337,6 @@ def test_tf_timeline(name: str, decoder: str) -> None:
     ["a\0s:b", "c"], ["id2l:5", "id2g:s:7"], [],
 ])
 def test_token_labels_fast_path_matches_token_label(tokens: list[str | None]) -> None:
-    from jupyter_profview.formats.chrome_slices import token_label, token_labels
+    from jupyter_profview.formats.chrome.slices import token_label, token_labels
 
     assert token_labels(tokens) == [token_label(t) if t is not None else "" for t in tokens]

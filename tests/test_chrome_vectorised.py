@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from jupyter_profview.builder import _nest_order, fill_down
 from jupyter_profview.errors import ProfviewError
-from jupyter_profview.formats.chrome_columns import SparseColumn
-from jupyter_profview.formats.chrome_decode import decode_python
-from jupyter_profview.formats.chrome_flows import SliceIndex, flow_chains
-from jupyter_profview.formats.chrome_memory import torch_allocations
-from jupyter_profview.formats.chrome_trace import to_trace
+from jupyter_profview.formats.chrome.columns import SparseColumn
+from jupyter_profview.formats.chrome.decode import decode_python
+from jupyter_profview.formats.chrome.flows import SliceIndex, flow_chains
+from jupyter_profview.formats.chrome.memory import torch_allocations
+from jupyter_profview.formats.chrome.trace import to_trace
 from jupyter_profview.model import Quality
 from jupyter_profview.sources import Source
 

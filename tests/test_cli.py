@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import jupyter_profview as profview
-from jupyter_profview import cli
+from jupyter_profview import cli, export
 from jupyter_profview.builder import build_events, make_trace
 from jupyter_profview.model import Quality
 
@@ -157,14 +157,14 @@ def test_flows_become_s_f_pairs(tmp_path):
         "start": np.array([1500, 1500]), "end": np.array([5000, 9000]),
     })
     trace = make_trace("test", "ns", events, q, base=0, flows=flows)
-    data = cli.chrome_trace(trace)
+    data = export.chrome_trace(trace)
     pairs = [e for e in data["traceEvents"] if e["ph"] in ("s", "f")]
     pid = {e["args"]["name"]: e["pid"] for e in data["traceEvents"] if e["name"] == "process_name"}
     assert [(e["ph"], e["id"], e["pid"], e["ts"]) for e in pairs] == [
         ("s", "17", pid["host"], 1.5), ("f", "17", pid["gpu"], 5.0)]
     assert pairs[1]["bp"] == "e"
     assert data["otherData"]["flows_dropped_without_both_events"] == 1
-    cli.write_chrome(trace, tmp_path / "flows.json")
+    export.write_chrome(trace, tmp_path / "flows.json")
     back = profview.load(tmp_path / "flows.json")
     assert len(back.flows) == 1
     flow = back.flows.iloc[0]
@@ -200,5 +200,5 @@ def test_convert_to_parquet(tmp_path, example):
 
 
 def test_parquet_mixed_object_values_fall_back_to_json():
-    column = cli._arrow_column(pd.Series([[(1, 2)], "int32 4x1", None], dtype=object))
+    column = export._arrow_column(pd.Series([[(1, 2)], "int32 4x1", None], dtype=object))
     assert column.to_pylist() == ["[[1, 2]]", '"int32 4x1"', None]

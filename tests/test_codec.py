@@ -8,7 +8,14 @@ import struct
 import numpy as np
 import pytest
 
-from jupyter_profview.codec import DTYPES, FrameError, absolute_times, decode_frame, empty_frame, encode_frame
+from jupyter_profview.widget.codec import (
+    DTYPES,
+    FrameError,
+    absolute_times,
+    decode_frame,
+    empty_frame,
+    encode_frame,
+)
 
 
 def test_golden_bytes_written_by_hand() -> None:

@@ -29,9 +29,10 @@ from hypothesis import strategies as st
 from jupyter_profview import _native
 from jupyter_profview.builder import nest_python
 from jupyter_profview.errors import ProfviewError
-from jupyter_profview.formats import chrome_trace
-from jupyter_profview.formats.chrome_columns import NUMERIC_ARGS, ChromeColumns
-from jupyter_profview.formats.chrome_decode import decode_python, normalized
+from jupyter_profview.formats import chrome as chrome_trace
+from jupyter_profview.formats.chrome import native as chrome_native
+from jupyter_profview.formats.chrome.columns import NUMERIC_ARGS, ChromeColumns
+from jupyter_profview.formats.chrome.decode import decode_python, normalized
 from jupyter_profview.sources import Source
 
 pytestmark = pytest.mark.skipif(
@@ -51,7 +52,7 @@ def chrome_fixtures() -> list[Path]:
 
 
 def native(data: bytes | Path, chunk_size: int = _native.CHUNK_SIZE) -> ChromeColumns | None:
-    return _native.decode_chrome(Source(data), chunk_size=chunk_size)
+    return chrome_native.decode_chrome(Source(data), chunk_size=chunk_size)
 
 
 def assert_same(ref: ChromeColumns, got: ChromeColumns) -> None:

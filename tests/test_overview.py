@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jupyter_profview.codec import decode_frame
 from jupyter_profview.model import memory_frame
-from jupyter_profview.overview import (
+from jupyter_profview.widget.codec import decode_frame
+from jupyter_profview.widget.lod import (
     LEGEND_TOP,
     OVERVIEW_BUDGET,
     MemoryIndex,

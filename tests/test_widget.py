@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import jupyter_profview.widget as widget_module
-from jupyter_profview.codec import absolute_times, decode_frame
+import jupyter_profview.widget.widget as widget_module
 from jupyter_profview.model import Quality, Trace, empty_allocations
-from jupyter_profview.widget import BundleMissingError, TraceWidget
+from jupyter_profview.widget.codec import absolute_times, decode_frame
+from jupyter_profview.widget.widget import BundleMissingError, TraceWidget
 from tests.widget_helpers import flat_trace, trace_from_rows
 
 XSS = ["<img src=x onerror=window.__pwned=1>", "<script>window.__pwned=2</script>", "</script><b>x"]

@@ -19,7 +19,7 @@ from ..sources import Source
 
 _MODULES = (
     "megengine_json",
-    "chrome_trace",
+    "chrome",
     "tf_step_stats",
     "chainer_graph",
     "tf_node_shapes",

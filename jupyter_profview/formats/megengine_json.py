@@ -44,7 +44,7 @@ start of the operator producing it to the end of the last comp_seq operator
 reading a var in it (its producer's end if none).  On the seed no two buffers
 live at once overlap in address, which supports the model.  Extra columns of
 ``allocations``: ``storage`` (static / dynamic), ``vars`` (var ids sharing the
-buffer).  :func:`live_at` (from :mod:`.chainer_graph`) lists what is live at
+buffer).  :func:`jupyter_profview.analysis.live_at` lists what is live at
 ``peak_time(trace)``.
 """
 
@@ -64,9 +64,8 @@ from ..errors import ProfviewError, line_position
 from ..model import Quality, Trace, memory_frame
 from ..sources import Source
 from . import TraceFormat
-from .chainer_graph import live_at, peak_time
 
-__all__ = ["FORMAT", "live_at", "peak_time"]
+__all__ = ["FORMAT"]
 
 PERSISTENT_FLAGS = {"PERSISTENT_DEVICE_VALUE", "NO_MEM_RECLAIM"}
 OTHER_TYPES = {"InputCallback", "OutputCallback", "ImmutableTensor", "SharedDeviceTensor", "Host2DeviceCopy",

@@ -40,7 +40,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from .. import phases
+from .. import phase_rules as phases
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace

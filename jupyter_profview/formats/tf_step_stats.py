@@ -44,7 +44,7 @@ from google.protobuf import text_format
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError, line_position
 from ..model import Quality, Trace, empty_allocations, empty_memory, memory_frame
-from ..phases import rule
+from ..phase_rules import rule
 from ..sources import Source
 from . import TraceFormat
 from .step_stats_proto import dtype_name, message_class, varint, wire_error

@@ -54,17 +54,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import _native
-from ..builder import build_events, dense_codes, make_trace
-from ..model import KINDS, PHASES, Quality, Trace
-from ..phases import rule
-from ..sources import Source
-from . import TraceFormat
-from .chrome_columns import ABSENT_TIME, ChromeColumns, args_at
-from .chrome_decode import BOM, decode_python
-from .chrome_flows import SliceIndex, build_flows, inherit_down, propagate_phase
-from .chrome_memory import MemoryParts, counters, torch_allocations, torch_memory
-from .chrome_slices import Labels, Rows, from_codes, match_async, match_begin_end
+from ... import _native
+from ...builder import build_events, dense_codes, make_trace
+from ...model import KINDS, PHASES, Quality, Trace
+from ...phase_rules import rule
+from ...sources import Source
+from .. import TraceFormat
+from .columns import ABSENT_TIME, ChromeColumns, args_at
+from .decode import BOM, decode_python
+from .flows import SliceIndex, build_flows, inherit_down, propagate_phase
+from .memory import MemoryParts, counters, torch_allocations, torch_memory
+from .native import decode_chrome
+from .slices import Labels, Rows, from_codes, match_async, match_begin_end
 
 FLOW_PHASE_CATEGORIES = ("ac2g", "async_cpu_to_gpu")
 # PyTorch op names the default rules would misread (``broadcast`` is not communication here)
@@ -92,8 +93,7 @@ def sniff(head: bytes) -> bool:
 def decode(source: Source) -> tuple[ChromeColumns, str]:
     """Columns from the native decoder where built and able, else from Python."""
     if _native.available():
-        native = getattr(_native, "decode_chrome", None)
-        columns = native(source) if native is not None else None
+        columns = decode_chrome(source)
         if columns is not None:
             return columns, "native"
     return decode_python(source), "python"

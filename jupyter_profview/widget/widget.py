@@ -1,7 +1,7 @@
 """``TraceWidget``: the notebook widget (kernel side).
 
 The wire protocol is ``docs/widget-protocol.md``; the command handlers are thin
-wrappers around the pure functions of :mod:`jupyter_profview.widget_rpc`.
+wrappers around the pure functions of :mod:`jupyter_profview.widget.rpc`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import traitlets
 from anywidget._file_contents import FileContents
 from anywidget.experimental import command
 
-from . import widget_rpc as rpc
+from ..model import Trace
+from . import rpc
 from .codec import encode_frame
-from .model import Trace
 
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parent.parent / "static"
 _ESM_PATH = STATIC / "widget.js"
 _CSS_PATH = STATIC / "widget.css"
 _BUILD_HINT = "cd js && npm install && npm run build   (or: pip install -e . , which runs the same build)"

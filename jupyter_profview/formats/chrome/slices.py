@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..model import Quality
-from .chrome_columns import ChromeColumns, Interner
+from ...model import Quality
+from .columns import ChromeColumns, Interner
 
 MISSING_PID = "(no pid)"
 MISSING_TID = "(no tid)"

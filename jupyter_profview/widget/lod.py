@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..model import OVERLAP_TAG, PHASES, Trace
 from .codec import encode_frame
-from .model import OVERLAP_TAG, PHASES, Trace
 
 OVERVIEW_WIDTH = 4096
 OVERVIEW_BUDGET = 4 * 1024 * 1024

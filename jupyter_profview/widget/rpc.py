@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..export import json_safe
 from .codec import empty_frame, encode_frame
-from .overview import Legend, MemoryIndex, TimelineIndex, build_legend
+from .lod import Legend, MemoryIndex, TimelineIndex, build_legend
 
 MAX_WIDTH = 16384
 MAX_LIMIT = 1000
@@ -79,27 +80,6 @@ def guarded(fn: Callable[..., Reply]) -> Callable[..., Reply]:
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
-
-
-def json_safe(value: Any, depth: int = 0) -> Any:
-    """Any value as plain JSON: numpy scalars unwrapped, non-finite floats -> None, else str."""
-    if depth > 20:
-        return str(value)
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [json_safe(v, depth + 1) for v in list(value)]
-    if value is pd.NA or value is pd.NaT:
-        return None
-    return str(value)
 
 
 # ---------------------------------------------------------------------------

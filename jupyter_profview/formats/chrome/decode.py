@@ -1,7 +1,7 @@
 """Pure-Python reference decoder: Chrome Trace Event JSON -> :class:`ChromeColumns`.
 
 The whole content is parsed with :func:`orjson.loads`, then one pass over the
-event list fills the columns.  The native scanner (``_native.decode_chrome``)
+event list fills the columns.  The native scanner (``native.decode_chrome``)
 must agree with this module; :func:`normalized` puts two ChromeColumns in a
 canonical form so tests can compare them whatever dictionary order or args
 serialisation each decoder uses.
@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..errors import ProfviewError, line_position
-from ..sources import Source
-from .chrome_columns import ABSENT_TIME, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
+from ...errors import ProfviewError, line_position
+from ...sources import Source
+from .columns import ABSENT_TIME, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
 
 BOM = b"\xef\xbb\xbf"
 _INT64_MAX = int(np.iinfo(np.int64).max)

@@ -30,9 +30,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import Quality, empty_allocations, memory_frame
-from .chrome_columns import ChromeColumns
-from .chrome_slices import Labels, from_codes, token_label
+from ...model import Quality, empty_allocations, memory_frame
+from .columns import ChromeColumns
+from .slices import Labels, from_codes, token_label
 
 DEVICE_TYPES = {
     0: "cpu", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "hip", 7: "fpga",

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from ..builder import dense_codes, fill_down
-from ..model import PHASES, Quality
-from .chrome_columns import ChromeColumns
-from .chrome_slices import from_codes, token_labels
+from ...builder import dense_codes, fill_down
+from ...model import PHASES, Quality
+from .columns import ChromeColumns
+from .slices import from_codes, token_labels
 
 
 class SliceIndex:

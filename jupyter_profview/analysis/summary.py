@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .errors import ProfviewError
-from .model import PHASES, Trace
+from ..errors import ProfviewError
+from ..model import PHASES, Trace
 
 FLOPS_COLUMN = "flops"
 BYTES_COLUMNS = ("memory_bytes", "bytes")
