@@ -30,13 +30,10 @@ import pandas as pd
 from .analysis import phases as phases_table
 from .analysis import summary as summary_table
 from .model import PHASES, Trace
+from .palette import PHASE_COLORS
 from .widget.lod import _downsample
 
 ALTAIR_MAX_ROWS = 5000
-PHASE_COLORS = {
-    "forward": "#4c78a8", "backward": "#f58518", "optimizer": "#54a24b",
-    "communication": "#b279a2", "other": "#9d9d9d", "idle": "#e6e6e6",
-}
 
 
 def enable_offline(fmt: str = "svg") -> None:

@@ -21,20 +21,12 @@ import numpy as np
 import pandas as pd
 
 from ..model import OVERLAP_TAG, PHASES, Trace
+from ..palette import OTHER_COLOR, PALETTE, PHASE_COLORS
 from .codec import encode_frame
 
 OVERVIEW_WIDTH = 4096
 OVERVIEW_BUDGET = 4 * 1024 * 1024
 LEGEND_TOP = 11
-PALETTE = (
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#3e8fb0", "#d37295",
-)
-OTHER_COLOR = "#b3b3b3"
-PHASE_COLORS = {
-    "forward": "#4e79a7", "backward": "#f28e2b", "optimizer": "#59a14f",
-    "communication": "#b07aa1", "other": OTHER_COLOR,
-}
 _OVERLAP = re.compile(re.escape(OVERLAP_TAG).replace(r"\{\}", r"(\d+)") + "$")
 
 
