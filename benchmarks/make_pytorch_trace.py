@@ -1,6 +1,6 @@
 """Generate a PyTorch-profiler-shaped Chrome trace (Kineto JSON) of N timeline events.
 
-    python benchmarks/make_pytorch_trace.py [--events 1000000] [--gzip] [--out PATH]
+    python benchmarks/make_pytorch_trace.py [--events 1000000] [--gzip] [--gpu] [--out PATH]
 
 ``--events N`` is the number of timeline events: ``X`` slices (``cpu_op``,
 ``python_function``, ``cuda_runtime``, ``kernel``, ``user_annotation``).  The
@@ -27,6 +27,15 @@ microseconds with three decimals.  Content per training step:
   a ``kernel`` event on the GPU stream (pid 0, tid 7);
 * ``[memory]`` instants (``ph: "i"``, ``s: "t"``) for allocations and frees.
 
+``--gpu`` makes it a multi-stream GPU trace as real Kineto files are (written
+to ``pytorch_<N>x_gpu.json``): forward kernels on stream 7, backward GEMMs on
+stream 20, an NCCL all-reduce per backward layer on stream 24 (launched with
+``cudaLaunchKernelExC``), a ``cudaMemcpyAsync`` + ``gpu_memcpy`` and a
+``cudaMemsetAsync`` + ``gpu_memset`` per step, per-stream GPU clocks (so
+streams overlap), each kernel written *before* its launch with the flow ``f``
+before its ``s`` (the file order of real traces), and a
+``cudaStreamIsCapturing`` per step with the lone ``f`` Kineto writes for it.
+
 Deterministic for a given N and seed.  Written streaming (batches of
 formatted lines), so memory stays small whatever N is.
 """
@@ -47,6 +56,11 @@ MAIN_TID = 2417031
 BWD_TID = 2417188
 GPU_PID = 0
 STREAM = 7
+BWD_STREAM = 20
+COMM_STREAM = 24
+GPU_THREADS = (("thread_name", GPU_PID, BWD_STREAM, "stream 20 "),
+               ("thread_name", GPU_PID, COMM_STREAM, "stream 24 "))
+NCCL_KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 BASE_US = 1_712_300_000_000_000  # ns; printed timestamps are relative-ish microseconds
 
 # (name, input dims, input types, kernel) per forward op; children are expanded below
@@ -78,8 +92,10 @@ MM_KERNEL = "ampere_sgemm_64x64_nn"
 class Writer:
     """Formats events into batches of lines and streams them out."""
 
-    def __init__(self, out: IO[str], limit: int, rng: random.Random) -> None:
+    def __init__(self, out: IO[str], limit: int, rng: random.Random, gpu: bool = False) -> None:
         self.out = out
+        self.gpu = gpu
+        self.clocks: dict[int, int] = {}  # --gpu: per-stream GPU clock (ns)
         self.limit = limit
         self.rng = rng
         self.count = 0  # records written
@@ -145,25 +161,51 @@ class Writer:
         )
 
     # -- composite ops ---------------------------------------------------
-    def launch(self, tid: int, ts: int, kernel: str, ext: int, grid: int) -> int:
+    def launch(self, tid: int, ts: int, kernel: str, ext: int, grid: int, stream: int = STREAM,
+               api: str = "cudaLaunchKernel", cat: str = "kernel") -> int:
         """cudaLaunchKernel at ts on tid + flow + kernel; returns the launch's end."""
         self.correlation += 1
         corr = self.correlation
         dur = self.rng.randint(3_000, 9_000)
-        self.x("cuda_runtime", "cudaLaunchKernel", PID, tid, ts, dur,
-               f'"External id": {ext}, "cbid": 211, "correlation": {corr}')
+        clock = self.clocks.get(stream, 0) if self.gpu else self.gpu_clock
+        k_start = max(clock, ts + dur + self.rng.randint(2_000, 20_000))
+        k_dur = self.rng.randint(2_000, 400_000) if cat == "kernel" else self.rng.randint(1_000, 20_000)
+        clock = k_start + k_dur + self.rng.randint(500, 3_000)
+        if self.gpu:
+            self.clocks[stream] = clock
+            self.gpu_clock = max(self.gpu_clock, clock)
+        else:
+            self.gpu_clock = clock
+        args = f'"External id": {ext},\n      "queued": 0, "device": 0, "context": 1,\n' \
+               f'      "stream": {stream}, "correlation": {corr}'
+        if cat == "kernel":
+            args += f',\n      "registers per thread": 128,\n' \
+                    f'      "shared memory": 16384,\n      "blocks per SM": {grid / 108:.6f},\n' \
+                    f'      "warps per SM": {grid * 4 / 108:.6f},\n      "grid": [{grid}, 1, 1],\n' \
+                    f'      "block": [128, 1, 1],\n      "est. achieved occupancy %": {min(100, grid // 2)}'
+        runtime = (f'"External id": {ext}, "cbid": 211, "correlation": {corr}',)
+        if self.gpu:  # device side first, as in real files: the flow's f precedes its s
+            self.x(cat, kernel, GPU_PID, stream, k_start, k_dur, args)
+            self.flow("f", corr, GPU_PID, stream, k_start)
+            self.x("cuda_runtime", api, PID, tid, ts, dur, runtime[0])
+            self.flow("s", corr, PID, tid, ts + 1_000)
+            return ts + dur
+        self.x("cuda_runtime", api, PID, tid, ts, dur, runtime[0])
         self.flow("s", corr, PID, tid, ts + 1_000)
-        k_start = max(self.gpu_clock, ts + dur + self.rng.randint(2_000, 20_000))
-        k_dur = self.rng.randint(2_000, 400_000)
-        self.gpu_clock = k_start + k_dur + self.rng.randint(500, 3_000)
-        self.x("kernel", kernel, GPU_PID, STREAM, k_start, k_dur,
-               f'"External id": {ext},\n      "queued": 0, "device": 0, "context": 1,\n'
-               f'      "stream": {STREAM}, "correlation": {corr},\n      "registers per thread": 128,\n'
-               f'      "shared memory": 16384,\n      "blocks per SM": {grid / 108:.6f},\n'
-               f'      "warps per SM": {grid * 4 / 108:.6f},\n      "grid": [{grid}, 1, 1],\n'
-               f'      "block": [128, 1, 1],\n      "est. achieved occupancy %": {min(100, grid // 2)}')
-        self.flow("f", corr, GPU_PID, STREAM, k_start)
+        self.x(cat, kernel, GPU_PID, stream, k_start, k_dur, args)
+        self.flow("f", corr, GPU_PID, stream, k_start)
         return ts + dur
+
+    def step_extras(self, ts: int) -> int:
+        """--gpu: a cudaStreamIsCapturing (with Kineto's lone f), an H2D copy and a memset."""
+        self.correlation += 1
+        self.x("cuda_runtime", "cudaStreamIsCapturing", PID, MAIN_TID, ts, 2_000,
+               f'"External id": 0, "cbid": 317, "correlation": {self.correlation}')
+        self.flow("f", self.correlation, PID, MAIN_TID, ts)
+        ts = self.launch(MAIN_TID, ts + 3_000, "Memcpy HtoD (Pinned -> Device)", 0, 1,
+                         api="cudaMemcpyAsync", cat="gpu_memcpy")
+        return self.launch(MAIN_TID, ts + 1_000, "Memset (Device)", 0, 1, api="cudaMemsetAsync",
+                           cat="gpu_memset")
 
     def cpu_op(self, tid: int, name: str, ts: int, dims: str, types: str, body: Any, seq: bool = True,
                fwd: bool = False) -> int:
@@ -235,16 +277,24 @@ class Writer:
 
     def backward(self, ts: int, m: int, k: int, n: int) -> int:
         tid = BWD_TID
+        stream = BWD_STREAM if self.gpu else STREAM
 
         def fn(t: int, ext: int) -> int:
             def bw(t2: int, e2: int) -> int:
                 t2 = self.cpu_op(tid, "aten::mm", t2, f"[[{m}, {n}], [{n}, {k}]]", '["float", "float"]',
-                                 lambda t3, e3: self.launch(tid, t3, MM_KERNEL, e3, max(1, m * k // 8192)),
+                                 lambda t3, e3: self.launch(tid, t3, MM_KERNEL, e3, max(1, m * k // 8192),
+                                                            stream),
                                  seq=False)
-                return self.cpu_op(tid, "aten::mm", t2 + 1_000, f"[[{n}, {m}], [{m}, {k}]]",
-                                   '["float", "float"]',
-                                   lambda t3, e3: self.launch(tid, t3, MM_KERNEL, e3, max(1, n * k // 8192)),
-                                   seq=False)
+                t2 = self.cpu_op(tid, "aten::mm", t2 + 1_000, f"[[{n}, {m}], [{m}, {k}]]",
+                                 '["float", "float"]',
+                                 lambda t3, e3: self.launch(tid, t3, MM_KERNEL, e3, max(1, n * k // 8192),
+                                                            stream),
+                                 seq=False)
+                if not self.gpu:
+                    return t2
+                return self.cpu_op(tid, "nccl:all_reduce", t2 + 1_000, f"[[{k}, {n}]]", '["float"]',
+                                   lambda t3, e3: self.launch(tid, t3, NCCL_KERNEL, e3, 8, COMM_STREAM,
+                                                              api="cudaLaunchKernelExC"), seq=False)
             return self.cpu_op(tid, "AddmmBackward0", t, "[]", "[]", bw, fwd=True)
 
         return self.cpu_op(tid, "autograd::engine::evaluate_function: AddmmBackward0", ts, "[]", "[]", fn,
@@ -256,7 +306,7 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def generate(out: IO[str], events: int, seed: int = 0) -> tuple[int, int]:
+def generate(out: IO[str], events: int, seed: int = 0, gpu: bool = False) -> tuple[int, int]:
     """Write the trace; returns (records, X events)."""
     rng = random.Random(seed)
     header = {
@@ -275,7 +325,7 @@ def generate(out: IO[str], events: int, seed: int = 0) -> tuple[int, int]:
     for key, value in header.items():
         out.write(f'  "{key}": {json.dumps(value, indent=None)},\n')
     out.write('  "traceEvents": [\n')
-    w = Writer(out, events, rng)
+    w = Writer(out, events, rng, gpu)
     for name, pid, tid, value in (
         ("process_name", PID, 0, "python3"), ("process_labels", PID, 0, "CPU"),
         ("process_sort_index", PID, 0, PID), ("thread_name", PID, MAIN_TID, "thread 1 (python3)"),
@@ -283,6 +333,7 @@ def generate(out: IO[str], events: int, seed: int = 0) -> tuple[int, int]:
         ("thread_name", PID, BWD_TID, "thread 2 (pt_autograd_0)"),
         ("process_name", GPU_PID, 0, "python3"), ("process_labels", GPU_PID, 0, "GPU 0"),
         ("thread_name", GPU_PID, STREAM, "stream 7 "),
+        *GPU_THREADS[:len(GPU_THREADS) if gpu else 0],
     ):
         if not w.full:
             w.metadata(name, pid, tid, value)
@@ -293,6 +344,8 @@ def generate(out: IO[str], events: int, seed: int = 0) -> tuple[int, int]:
         step_start = t
         fwd_ops = 0
         cursor = t + 10_000
+        if gpu and not w.full:
+            cursor = w.step_extras(cursor) + 2_000
         while not w.full and fwd_ops < 24:
             m, k, n = sizes[rng.randrange(len(sizes))]
             label = f"Linear_{fwd_ops}"
@@ -329,9 +382,9 @@ def generate(out: IO[str], events: int, seed: int = 0) -> tuple[int, int]:
     return w.count, w.timeline
 
 
-def default_path(events: int, gz: bool = False) -> Path:
+def default_path(events: int, gz: bool = False, gpu: bool = False) -> Path:
     # "x": N counts X events (older files named pytorch_<N>.json counted all records)
-    return DATA / f"pytorch_{events}x.json{'.gz' if gz else ''}"
+    return DATA / f"pytorch_{events}x{'_gpu' if gpu else ''}.json{'.gz' if gz else ''}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,17 +392,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000, help="X (timeline) events")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gzip", action="store_true", help="write a .json.gz")
+    parser.add_argument("--gpu", action="store_true", help="several streams, NCCL, memcpy/memset, f before s")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    path = args.out or default_path(args.events, args.gzip)
+    path = args.out or default_path(args.events, args.gzip, args.gpu)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     if args.gzip:
         with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6, newline="\n") as f:
-            records, timeline = generate(f, args.events, args.seed)
+            records, timeline = generate(f, args.events, args.seed, args.gpu)
     else:
         with open(tmp, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
-            records, timeline = generate(f, args.events, args.seed)
+            records, timeline = generate(f, args.events, args.seed, args.gpu)
     tmp.replace(path)
     print(f"{path}: {timeline} X events, {records} records, {path.stat().st_size / 1e6:.1f} MB",
           file=sys.stderr)

@@ -13,10 +13,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analysis import phases, summary, top
-from .errors import ProfviewError
+from .analysis import Comparison, compare, phases, summary, top
+from .errors import NativeUnavailableWarning, ProfviewError
 from .loader import load
 from .model import Quality, Trace
+from .ranks import TraceSet, load_many
 
 if TYPE_CHECKING:
     from .widget import TraceWidget
@@ -28,8 +29,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 EXAMPLES = Path(__file__).parent / "examples"
 
-__all__ = ["EXAMPLES", "ProfviewError", "Quality", "Trace", "example", "formats", "load", "phases", "show",
-           "summary", "top"]
+__all__ = ["EXAMPLES", "Comparison", "NativeUnavailableWarning", "ProfviewError", "Quality", "Trace",
+           "compare", "example", "formats", "load", "phases", "show", "summary", "top", "TraceSet",
+           "load_many", "sql"]
 
 
 def formats() -> dict[str, str]:
@@ -48,12 +50,27 @@ def example(name: str = "tf_step_stats") -> Path:
     return EXAMPLES / EXAMPLE_FILES[name]
 
 
-def show(source: Any, **options: Any) -> TraceWidget:
-    """Show a trace (path, bytes, file object or loaded Trace) in the widget."""
+def show(source: Any, *, ranks: Any = None, **options: Any) -> TraceWidget:
+    """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet: its
+    ranks, or those in ``ranks``, as ``rank N · ...`` groups) in the widget."""
     from .widget import TraceWidget
 
+    if isinstance(source, TraceSet):
+        from .ranks.show import combined_trace
+
+        return TraceWidget(combined_trace(source, ranks), **options)
     trace = source if isinstance(source, Trace) else load(source)
     return TraceWidget(trace, **options)
+
+
+def sql(trace: Trace | TraceSet, query: str) -> Any:
+    """A DuckDB query over a Trace's tables (``events``, ``memory``, ``flows`` ...) or a
+    TraceSet's (``trace.sql(query)``); returns a DataFrame."""
+    if isinstance(trace, TraceSet):
+        return trace.sql(query)
+    from .ranks.sql import trace_sql
+
+    return trace_sql(trace, query)
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -61,3 +78,10 @@ def load_ipython_extension(ipython: Any) -> None:
     from .magics import register
 
     register(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext jupyter_profview``: removes ``%profview`` and ``%%profview``."""
+    from .magics import unregister
+
+    unregister(ipython)

@@ -1,6 +1,8 @@
 """Shared assembly of the ``events`` table: rebasing, lanes, nesting, self
 time, phases and the final ordering.  Every format loader ends here, so the
 invariants documented in :mod:`jupyter_profview.model` hold for all of them.
+
+Nesting, overlap lanes and self time: :mod:`jupyter_profview.nesting`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .model import (
     empty_memory,
     empty_nodes,
 )
+from .nesting import fill_down, nest, nest_order, self_times
 
 
 def _categorical(values: Any) -> pd.Categorical:
@@ -31,56 +34,6 @@ def _categorical(values: Any) -> pd.Categorical:
     if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
         return values.array  # type: ignore[return-value]
     return pd.Categorical(values)
-
-
-def nest_python(
-    track: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Nesting of events already sorted by (track, start, -duration).
-
-    Returns ``depth``, ``parent`` (position in the sorted arrays, -1 for
-    none) and ``lane`` (0, or k > 0 for the k-th overlap sub-lane of events
-    that partly overlap an event of a lower lane).  Each lane keeps its own
-    stack of open events; an event goes to the first lane where it nests.
-    """
-    n = len(start)
-    depth = np.zeros(n, np.int32)
-    parent = np.full(n, -1, np.int64)
-    lane = np.zeros(n, np.int32)
-    stacks: list[list[int]] = []
-    current = None
-    ends = end.tolist()
-    starts = start.tolist()
-    tracks = track.tolist()
-    for i in range(n):
-        if tracks[i] != current:
-            current = tracks[i]
-            stacks = [[]]
-        s, e = starts[i], ends[i]
-        k = 0
-        while True:
-            if k == len(stacks):
-                stacks.append([])
-            stack = stacks[k]
-            while stack and ends[stack[-1]] <= s:
-                stack.pop()
-            if not stack or e <= ends[stack[-1]]:
-                depth[i] = len(stack)
-                parent[i] = stack[-1] if stack else -1
-                lane[i] = k
-                stack.append(i)
-                break
-            k += 1
-    return depth, parent, lane
-
-
-def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`nest_python`, in native code when the extension is built."""
-    from . import _native
-
-    if _native.available():
-        return _native.nest(track, start, end)
-    return nest_python(track, start, end)
 
 
 def build_events(
@@ -99,78 +52,39 @@ def build_events(
     row of event ``id`` and ``base`` was subtracted from every start.
     """
     start = np.asarray(columns["start"], dtype=np.int64)
-    n = len(start)
-    dur = np.array(columns["dur"], dtype=np.int64)  # a copy: negatives are clipped in place
-    negative = dur < 0
-    if negative.any():
-        quality.negative_durations += int(negative.sum())
-        dur[negative] = 0
-    del negative
+    dur = _clipped_durations(columns["dur"], quality)
     if base is None:
-        base = int(start.min()) if n else 0
+        base = int(start.min()) if len(start) else 0
     start = start - base
 
     process = _categorical(columns["process"])
     thread = _categorical(columns["thread"])
     nthreads = len(thread.categories) + 1
     pair_values, track_code = dense_codes(process.codes.astype(np.int64) * nthreads + thread.codes)
-
-    order = _nest_order(track_code, start, dur)
-    sorted_start = start[order]
-    depth_s, parent_s, lane_s = nest(track_code[order], sorted_start, sorted_start + dur[order])
-    del sorted_start
-    depth = np.empty(n, np.int32)
-    depth[order] = depth_s
-    parent = np.full(n, -1, np.int64)
-    has_parent = parent_s >= 0
-    parent[order[has_parent]] = order[parent_s[has_parent]]
-    lane = np.empty(n, np.int32)
-    lane[order] = lane_s
-    del order, depth_s, parent_s, lane_s, has_parent
+    depth, parent, lane, self_time = _nest_events(track_code, start, dur)
     quality.overlaps += int((lane > 0).sum())
-
     track = _track_labels(process, thread, pair_values, track_code, lane)
     del track_code, lane
 
-    # Self time: duration minus direct children.
-    child = parent >= 0
-    children_total = np.bincount(parent[child], weights=dur[child], minlength=n) if n else np.zeros(0)
-    self_time = dur - children_total.astype(np.int64)
-    del children_total
-
     name = _categorical(columns["name"])
-    category = _categorical(columns["category"])
-    if "phase" in columns and columns["phase"] is not None:
-        phase_codes = pd.Categorical(columns["phase"], categories=PHASES).codes.astype(np.int8)
-        phase_codes[phase_codes < 0] = PHASES.index("other")
-    else:
-        by_name = phase_rules.classify(map(str, name.categories), phase_rules_extra)
-        lookup = np.array([PHASES.index(p) for p in by_name] + [PHASES.index("other")], np.int8)
-        phase_codes = lookup[name.codes]  # code -1 (missing name) maps to "other"
-    fill_down(phase_codes, depth, parent, PHASES.index("other"))
+    phase_codes = _phase_codes(columns, name, depth, parent, phase_rules_extra)
     quality.unknown_phases += int((phase_codes == PHASES.index("other")).sum())
 
-    kind = columns.get("kind")
-    if isinstance(kind, pd.Categorical) and list(kind.categories) == list(KINDS):
-        kind_cat = kind
-    else:
-        kind_cat = pd.Categorical(["slice"] * n if kind is None else kind, categories=KINDS)
-
     final = _start_depth_order(start, depth)
-    inverse = np.empty(n, np.int64)
-    inverse[final] = np.arange(n)
+    inverse = np.empty(len(final), np.int64)
+    inverse[final] = np.arange(len(final))
     parent = parent[final]
     parent_final = np.where(parent >= 0, inverse[np.maximum(parent, 0)], -1)
     del parent, inverse
 
     data: dict[str, Any] = {
         "name": name[final],
-        "category": category[final],
+        "category": _categorical(columns["category"])[final],
         "phase": pd.Categorical.from_codes(phase_codes[final], dtype=pd.CategoricalDtype(list(PHASES))),
         "process": process[final],
         "thread": thread[final],
         "track": track[final],
-        "kind": kind_cat[final],
+        "kind": _kinds(columns.get("kind"), len(final))[final],
         "start": start[final],
         "dur": dur[final],
         "depth": depth[final],
@@ -178,6 +92,69 @@ def build_events(
         "self": self_time[final],
     }
     del start, dur, depth, self_time, track, phase_codes
+    _take_extra_columns(data, columns, final)
+    events = pd.DataFrame(data, copy=False)  # fresh arrays: no copy, no consolidation
+    events.index.name = "id"
+    return events, final, base
+
+
+def _clipped_durations(values: Any, quality: Quality) -> np.ndarray:
+    """``dur`` as a fresh int64 array, negatives clipped to 0 (and counted)."""
+    dur = np.array(values, dtype=np.int64)
+    negative = dur < 0
+    if negative.any():
+        quality.negative_durations += int(negative.sum())
+        dur[negative] = 0
+    return dur
+
+
+def _nest_events(track_code: np.ndarray, start: np.ndarray,
+                 dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``depth``, ``parent`` (input positions), overlap ``lane`` and ``self`` per
+    input event, from :func:`~jupyter_profview.nesting.nest` on the events in
+    nesting order."""
+    n = len(start)
+    order = nest_order(track_code, start, dur)
+    sorted_start = start[order]
+    sorted_track = track_code[order]
+    sorted_end = sorted_start + dur[order]
+    depth_s, parent_s, lane_s = nest(sorted_track, sorted_start, sorted_end)
+    self_time = np.empty(n, np.int64)
+    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s)
+    del sorted_start, sorted_track, sorted_end
+    depth = np.empty(n, np.int32)
+    depth[order] = depth_s
+    parent = np.full(n, -1, np.int64)
+    has_parent = parent_s >= 0
+    parent[order[has_parent]] = order[parent_s[has_parent]]
+    lane = np.empty(n, np.int32)
+    lane[order] = lane_s
+    return depth, parent, lane, self_time
+
+
+def _phase_codes(columns: dict[str, Any], name: pd.Categorical, depth: np.ndarray, parent: np.ndarray,
+                 extra: Sequence[phase_rules.PhaseRule]) -> np.ndarray:
+    """Phase codes (into ``PHASES``): the loader's own, else by name rules;
+    events left ``other`` inherit their nearest known ancestor's phase."""
+    if "phase" in columns and columns["phase"] is not None:
+        codes = pd.Categorical(columns["phase"], categories=PHASES).codes.astype(np.int8)
+        codes[codes < 0] = PHASES.index("other")
+    else:
+        by_name = phase_rules.classify(map(str, name.categories), extra)
+        lookup = np.array([PHASES.index(p) for p in by_name] + [PHASES.index("other")], np.int8)
+        codes = lookup[name.codes]  # code -1 (missing name) maps to "other"
+    fill_down(codes, depth, parent, PHASES.index("other"))
+    return codes
+
+
+def _kinds(kind: Any, n: int) -> pd.Categorical:
+    if isinstance(kind, pd.Categorical) and list(kind.categories) == list(KINDS):
+        return kind
+    return pd.Categorical(["slice"] * n if kind is None else kind, categories=KINDS)
+
+
+def _take_extra_columns(data: dict[str, Any], columns: dict[str, Any], final: np.ndarray) -> None:
+    """The loader's extra per-event columns, in the final order."""
     reserved = set(data) | {"kind", "phase"}
     for key, values in columns.items():
         if key in reserved or values is None:
@@ -186,12 +163,10 @@ def build_events(
             data[key] = values[final]
         elif isinstance(values, pd.api.extensions.ExtensionArray):
             data[key] = values.take(final)
+        elif isinstance(values, list):
+            data[key] = [values[i] for i in final]
         else:
-            data[key] = np.asarray(values)[final] if not isinstance(values, list) \
-                else [values[i] for i in final]
-    events = pd.DataFrame(data, copy=False)  # fresh arrays: no copy, no consolidation
-    events.index.name = "id"
-    return events, final, base
+            data[key] = np.asarray(values)[final]
 
 
 def _start_depth_order(start: np.ndarray, depth: np.ndarray) -> np.ndarray:
@@ -206,23 +181,6 @@ def _start_depth_order(start: np.ndarray, depth: np.ndarray) -> np.ndarray:
         return np.lexsort((depth, start))
     key = (start - lo) * levels + depth
     return np.argsort(key, kind="stable")
-
-
-def _nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """``np.lexsort((-dur, start, track))``, faster on real traces: a stable
-    sort by start (timsort: start is nearly sorted in files), the rare equal
-    starts ordered by -dur, then a stable (radix, on small codes) sort by track."""
-    order = np.argsort(start, kind="stable")
-    s = start[order]
-    tied = np.zeros(len(s), bool)
-    tied[1:] = s[1:] == s[:-1]
-    tied[:-1] |= tied[1:]
-    tied = np.flatnonzero(tied)  # runs of equal starts, each contiguous
-    if len(tied):
-        sub = order[tied]
-        order[tied] = sub[np.lexsort((-dur[sub], start[sub]))]
-    small = track.astype(np.int16) if len(track) and int(track.max()) < 2**15 else track
-    return order[np.argsort(small[order], kind="stable")]
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,18 +212,6 @@ def _track_labels(process: pd.Categorical, thread: pd.Categorical, pair_values: 
         labels.append(f"{process.categories[p]} / {thread.categories[t]}{tag}")
     uniq, label_code = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
     return pd.Categorical.from_codes(label_code.reshape(-1)[lane_code], categories=pd.Index(uniq.tolist()))
-
-
-def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: int) -> None:
-    """In place: events whose code is ``other`` take their parent's, top down
-    (so a chain of ``other`` descendants all take the nearest known ancestor's)."""
-    todo = np.flatnonzero((codes == other) & (parent >= 0) & (depth > 0))
-    if len(todo) == 0:
-        return
-    todo = todo[np.argsort(depth[todo], kind="stable")]
-    bounds = np.flatnonzero(np.diff(depth[todo])) + 1
-    for level in np.split(todo, bounds):  # parents (one level up) are final before their children
-        codes[level] = codes[parent[level]]
 
 
 def _rebase(frame: pd.DataFrame | None, columns: Sequence[str], base: int) -> pd.DataFrame | None:

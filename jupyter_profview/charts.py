@@ -40,19 +40,27 @@ def enable_offline(fmt: str = "svg") -> None:
     """Render Altair charts as SVG (or PNG) made in the kernel: no CDN needed."""
     if fmt not in ("svg", "png"):
         raise ValueError(f"fmt must be 'svg' or 'png', not {fmt!r}")
-    try:
-        import vl_convert  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "offline charts need vl-convert-python: pip install vl-convert-python"
-        ) from exc
+    _vl_convert()
     alt.renderers.enable(fmt)
+
+
+def _vl_convert() -> Any:
+    """The optional ``vl_convert`` module, or an ImportError with the install command."""
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise ImportError(
+            "static (offline) chart export needs vl-convert-python, an optional dependency: "
+            "pip install 'jupyter_profview[charts]'"
+        ) from exc
+    return vl_convert
 
 
 def to_svg(chart: alt.TopLevelMixin) -> Any:
     """An ``IPython.display.SVG`` of ``chart``, made offline with vl-convert."""
-    import vl_convert as vlc
     from IPython.display import SVG
+
+    vlc = _vl_convert()
 
     return SVG(vlc.vegalite_to_svg(chart.to_dict()))
 

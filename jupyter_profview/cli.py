@@ -1,4 +1,4 @@
-"""Command line: ``profview summary|convert|formats`` (also ``python -m jupyter_profview``).
+"""Command line: ``profview summary|convert|formats|doctor|serve`` (also ``python -m jupyter_profview``).
 
 Exit codes: 0 success, 2 bad input (unreadable trace, unknown format or
 column, bad arguments), 1 any other failure (e.g. the output cannot be
@@ -21,6 +21,7 @@ from .analysis import summary
 from .errors import ProfviewError
 from .export import write_chrome, write_parquet
 from .model import Trace
+from .widget.numbers import format_duration
 
 # ---------------------------------------------------------------------------
 # Commands
@@ -56,9 +57,8 @@ def cmd_summary(args: argparse.Namespace) -> None:
             raise ProfviewError(f"no process {args.process!r} in the trace", expected=f"one of {known}")
         events = trace.events[trace.events["process"] == args.process]
     table = summary(trace, by=args.by, events=events)
-    unit = "ms" if trace.time_unit == "ns" else trace.time_unit
-    span = trace.duration / 1e6 if trace.time_unit == "ns" else trace.duration
-    print(f"{args.trace}: {trace.format}, {len(trace.events)} events, span {span:,.3f} {unit}")
+    span = format_duration(trace.duration, trace.time_unit)  # the widget's rule (widget/numbers.py)
+    print(f"{args.trace}: {trace.format}, {len(trace.events)} events, span {span}")
     if args.top is not None:
         table = table.head(args.top)
     with pd.option_context("display.max_rows", None, "display.max_columns", None,
@@ -88,6 +88,18 @@ def cmd_formats(args: argparse.Namespace) -> None:
         print(f"{name:16} {description}")
 
 
+def cmd_doctor(args: argparse.Namespace) -> None:
+    from .doctor import text
+
+    print(text())
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    from .server.serve import serve
+
+    serve(args.path, port=args.port, host=args.host)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="profview", description="Read deep-learning profiler traces: summarise or convert them.")
@@ -112,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_convert)
     p = sub.add_parser("formats", help="list the supported input formats")
     p.set_defaults(func=cmd_formats)
+    p = sub.add_parser("doctor", help="versions, active decoder and why, front-end bundle, examples")
+    p.set_defaults(func=cmd_doctor)
+    p = sub.add_parser("serve", help="open the profile viewer in a browser, without Jupyter",
+                       description="Serve the viewer of PATH (a trace file or a run directory) over HTTP "
+                                   "with a random token in the printed URL; Ctrl-C stops it.")
+    p.add_argument("path", help="trace file or run directory")
+    p.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default: 127.0.0.1, this machine only)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""The package's one error type for bad input."""
+"""The package's one error type for bad input, and its one warning."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ class ProfviewError(ValueError):
         if expected:
             text += f" (expected {expected})"
         super().__init__(text)
+
+
+class NativeUnavailableWarning(RuntimeWarning):
+    """The native Chrome scanner is missing or refused: traces load on the
+    pure-Python path (same results, much slower).  Issued once per process by
+    :func:`jupyter_profview.load`, with how to get the scanner."""
 
 
 def line_position(data: bytes, offset: int) -> str:

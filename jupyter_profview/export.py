@@ -26,7 +26,8 @@ written, empty ones too, so the file set is the same for every format.  The
 events index is the ``id`` column.  List columns (shapes, node inputs) stay
 Arrow lists where their values are uniform, otherwise each value is stored
 as its JSON text.  Every file's schema metadata holds the trace's format,
-time unit, metadata and quality under the key ``jupyter_profview``.
+time unit, metadata, quality and the pandas dtypes of its columns under the key
+``jupyter_profview``.
 """
 
 from __future__ import annotations
@@ -192,22 +193,37 @@ def _arrow_table(frame: pd.DataFrame, meta: bytes) -> Any:
     return table.replace_schema_metadata({b"jupyter_profview": meta})
 
 
-def write_parquet(trace: Trace, path: Path) -> list[Path]:
+def trace_meta(trace: Trace) -> dict[str, Any]:
+    """What every Parquet file of a trace carries under the key ``jupyter_profview``."""
+    return {
+        "format": trace.format, "time_unit": trace.time_unit,
+        "metadata": json_safe(trace.metadata), "quality": trace.quality.as_dict(),
+    }
+
+
+def write_frame(frame: pd.DataFrame, target: Path, meta: Mapping[str, Any], *,
+                compression: str = "snappy") -> None:
+    """One table as one Parquet file; ``meta`` plus the pandas ``dtypes`` of its
+    columns (so a reader can restore categoricals, ``Int64``, ``string``) go
+    into the schema metadata under ``jupyter_profview``."""
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise ImportError("Parquet output needs pyarrow: pip install pyarrow") from exc
 
-    meta = json.dumps({
-        "format": trace.format, "time_unit": trace.time_unit,
-        "metadata": json_safe(trace.metadata), "quality": trace.quality.as_dict(),
-    }).encode()
+    dtypes = {str(c): str(t) for c, t in frame.dtypes.items()}
+    pq.write_table(_arrow_table(frame, json.dumps({**meta, "dtypes": dtypes}).encode()), target,
+                   compression=compression)
+
+
+def write_parquet(trace: Trace, path: Path) -> list[Path]:
+    meta = trace_meta(trace)
     written = []
     for table, target in parquet_paths(trace, path).items():
         frame = getattr(trace, table)
         if table == "events":
             frame = frame.reset_index()
-        pq.write_table(_arrow_table(frame, meta), target)
+        write_frame(frame, target, meta)
         written.append(target)
     return written
 

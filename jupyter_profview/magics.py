@@ -164,3 +164,14 @@ class ProfviewMagics(Magics):
 def register(ipython: Any) -> None:
     """Register ``%profview`` and ``%%profview`` with an IPython shell."""
     ipython.register_magics(ProfviewMagics)
+
+
+def unregister(ipython: Any) -> None:
+    """Remove ``%profview`` / ``%%profview`` (``%unload_ext jupyter_profview``);
+    the last trace, ``_profview``, stays in the namespace."""
+    manager = ipython.magics_manager
+    for kind in ("line", "cell"):
+        bound = manager.magics[kind].get("profview")
+        if isinstance(getattr(bound, "__self__", None), ProfviewMagics):
+            del manager.magics[kind]["profview"]
+    manager.registry.pop(ProfviewMagics.__name__, None)

@@ -21,16 +21,23 @@ phase       category                forward, backward, optimizer, communication,
                                     other (inferred where the format allows)
 process     category                process / device label
 thread      category                thread / stream label
-track       category                display lane key (``process / thread``); events
-                                    that partly overlap another one on the same
-                                    thread go to a sub-lane ``... [overlap N]``
+track       category                display lane key (``process / thread``); of two
+                                    events that partly overlap on one thread the
+                                    shorter goes to a sub-lane ``... [overlap N]``
 kind        category                ``slice``, ``instant`` or ``async``
 start       int64        time_unit  start, relative to the trace's first event
 dur         int64        time_unit  duration (0 for instants)
 depth       int32                   nesting level on its track (0 = top)
-parent      int64                   id of the enclosing event on its track, or -1
-self        int64        time_unit  ``dur`` minus the ``dur`` of direct children
+parent      int64                   id of the innermost event on its thread that
+                                    encloses it (may be on another track), or -1
+self        int64        time_unit  ``dur`` minus the ``dur`` of direct children,
+                                    as torch's ``key_averages()`` "Self CPU"
 ==========  ===========  =========  ==============================================
+
+Nesting follows PyTorch's rule, and partial overlaps (a ``record_function``
+starting inside its ``__enter__`` frames) are resolved as stated in
+:mod:`jupyter_profview.builder`: the longer event keeps the main lane; ``self``
+sums, per thread, to the thread's busy time (never more).
 
 Formats append their own columns (e.g. ``flops``, ``bytes``, ``input_shapes``,
 ``external_id``); each format module documents them.
@@ -52,6 +59,37 @@ not seen), ``owner`` (string: op or tensor that owns it).
 ``flows`` -- arrows between events: ``flow_id``, ``name``, ``category``,
 ``source`` / ``target`` (int64 event ids, -1 where no event encloses the
 endpoint), ``start`` / ``end`` (int64, time_unit).
+
+``launches`` -- one row per device activity (GPU kernel, memcpy, memset, and
+the ROCm / MTIA equivalents), joined by correlation id to the runtime / driver
+call that launched it (Chrome/Kineto traces; empty with these columns for
+others).  Rows are sorted by ``kernel``.
+
+============  ========  =========  ==============================================
+column        dtype     unit       meaning
+============  ========  =========  ==============================================
+kernel        int64                event id of the device activity
+launch        Int64                event id of the launching runtime / driver
+                                   call, <NA> when it is not in the trace
+correlation   Int64                the correlation id joining them (<NA>: none)
+name          category             the activity's name
+type          category             ``kernel``, ``memcpy``, ``memset`` or
+                                   ``communication`` (NCCL / RCCL / gloo)
+gpu           category             the device's process label (``GPU 0 · A100``)
+device        Int64                device index from the file (<NA>: unknown)
+stream        Int64                stream (<NA>: unknown)
+kernel_start  int64     time_unit  start of the activity
+kernel_dur    int64     time_unit  its duration
+launch_start  Int64     time_unit  start of the launch call
+launch_dur    Int64     time_unit  its duration
+delay         Int64     time_unit  launch delay: kernel_start - (launch_start +
+                                   launch_dur), clipped at 0 (a kernel can start
+                                   before its launch call returns)
+launch_name   category             name of the launch call (``cudaLaunchKernel``)
+cpu_op        Int64                id of the nearest enclosing ``cpu_op`` of the
+                                   launch (the framework op that issued it)
+cpu_op_name   category             its name
+============  ========  =========  ==============================================
 
 ``quality`` -- :class:`Quality`: every record read is either placed in a table
 or counted in ``skipped`` with a reason.
@@ -83,6 +121,11 @@ NODE_COLUMNS = (
     "bytes", "device", "order",
 )
 FLOW_COLUMNS = ("flow_id", "name", "category", "source", "target", "start", "end")
+KERNEL_TYPES = ("kernel", "memcpy", "memset", "communication")
+LAUNCH_COLUMNS = (
+    "kernel", "launch", "correlation", "name", "type", "gpu", "device", "stream", "kernel_start",
+    "kernel_dur", "launch_start", "launch_dur", "delay", "launch_name", "cpu_op", "cpu_op_name",
+)
 
 
 @dataclass
@@ -147,6 +190,7 @@ class Trace:
     metadata: dict[str, Any] = field(default_factory=dict)
     counters: pd.DataFrame | None = None
     _args: ArgsLookup | None = field(default=None, repr=False)
+    launches: pd.DataFrame = field(default_factory=lambda: empty_launches(), repr=False)
 
     def args(self, event_id: int) -> dict[str, Any]:
         """The full argument dict of one event (``{}`` where the format has none)."""
@@ -209,6 +253,17 @@ def empty_flows() -> pd.DataFrame:
         "source": np.empty(0, np.int64), "target": np.empty(0, np.int64),
         "start": np.empty(0, np.int64), "end": np.empty(0, np.int64),
     })
+
+
+def empty_launches() -> pd.DataFrame:
+    ints = {k: pd.array([], dtype="Int64") for k in ("launch", "correlation", "device", "stream",
+                                                      "launch_start", "launch_dur", "delay", "cpu_op")}
+    frame = pd.DataFrame({
+        "kernel": np.empty(0, np.int64), **ints, "name": _cat(), "type": _cat(categories=KERNEL_TYPES),
+        "gpu": _cat(), "kernel_start": np.empty(0, np.int64), "kernel_dur": np.empty(0, np.int64),
+        "launch_name": _cat(), "cpu_op_name": _cat(),
+    })
+    return frame[list(LAUNCH_COLUMNS)]
 
 
 def memory_frame(time: Any, device: Any, nbytes: Any, kind: str) -> pd.DataFrame:

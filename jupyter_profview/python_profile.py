@@ -190,11 +190,3 @@ _MACHINERY = (
     sys.setprofile, threading.setprofile,
     PythonProfiler.stop.__code__, PythonProfiler.__exit__.__code__,
 )
-
-
-def profile_call(func: Any, *args: Any, **kwargs: Any) -> tuple[Any, Trace]:
-    """Run ``func(*args, **kwargs)`` under :class:`PythonProfiler`: ``(result, trace)``."""
-    prof = PythonProfiler()
-    with prof:
-        result = func(*args, **kwargs)
-    return result, prof.trace()

@@ -17,4 +17,5 @@ bash scripts/setup.sh
 .venv/bin/ruff check jupyter_profview tests benchmarks
 .venv/bin/mypy
 (cd js && npm run typecheck && npm test)
+(cd labextension && npm run typecheck)
 .venv/bin/python -m pytest -q "$@"

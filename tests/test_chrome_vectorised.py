@@ -13,61 +13,73 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_profview.builder import _nest_order, fill_down
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats.chrome.columns import SparseColumn
 from jupyter_profview.formats.chrome.decode import decode_python
-from jupyter_profview.formats.chrome.flows import SliceIndex, flow_chains
+from jupyter_profview.formats.chrome.flows import SliceIndex, flow_pairs
 from jupyter_profview.formats.chrome.memory import torch_allocations
 from jupyter_profview.formats.chrome.trace import to_trace
 from jupyter_profview.model import Quality
+from jupyter_profview.nesting import fill_down
+from jupyter_profview.nesting import nest_order as _nest_order
 from jupyter_profview.sources import Source
 
 # -- flows ------------------------------------------------------------------------------------
 
 
-def chains_reference(ph: list[str], key: list[tuple[int, int]], quality: Quality) -> list[tuple[int, int]]:
-    """The per-record loop build_flows used before (positions in file order)."""
-    chains: list[list[int]] = []
-    open_: dict[tuple[int, int], list[int]] = {}
-    for i, (p, k) in enumerate(zip(ph, key, strict=True)):
-        if p == "s":
-            previous = open_.pop(k, None)
-            if previous is not None:
-                chains.append(previous)
-            open_[k] = [i]
-        elif k in open_:
-            open_[k].append(i)
-            if p == "f":
-                chains.append(open_.pop(k))
-        else:
-            quality.skipped[f"flow '{p}' without a preceding 's'"] += 1
-    chains.extend(open_.values())
-    links = []
-    for chain in chains:
-        if len(chain) < 2:
-            quality.skipped["flow 's' without a 't' or 'f'"] += 1
-            continue
-        quality.placed["flows"] += len(chain)
-        links.extend(zip(chain[:-1], chain[1:], strict=True))
-    return links
+def pairs_reference(records: list[tuple[str, int, int, int]], quality: Quality) -> list[tuple[int, int]]:
+    """Flow pairing as a loop over (ph, cat, id, ts) records: per (cat, id) in
+    (time, s < t < f, file) order, each t/f links from the latest s/t before it,
+    or from the group's first s; ends of a group without s are skipped."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (_, cat, ident, _) in enumerate(records):
+        groups.setdefault((cat, ident), []).append(i)
+    links: list[tuple[int, int]] = []
+    used: set[int] = set()
+    unpaired: Counter[str] = Counter()
+    for members in groups.values():
+        members.sort(key=lambda i: (records[i][3], "stf".index(records[i][0]), i))
+        starts = [i for i in members if records[i][0] == "s"]
+        last: int | None = None
+        for i in members:
+            p = records[i][0]
+            if p != "s":
+                if not starts:
+                    unpaired[p] += 1
+                    continue
+                src = last if last is not None else starts[0]
+                links.append((src, i))
+                used.update((src, i))
+            if p in "st":
+                last = i
+    for p in dict.fromkeys(records[i][0] for i in range(len(records))
+                           if records[i][0] != "s" and not any(records[j][0] == "s" for j in groups[
+                               (records[i][1], records[i][2])])):
+        quality.skipped[f"flow '{p}' without an 's' of its (cat, id)"] += unpaired[p]
+    lone = sum(1 for i, r in enumerate(records) if r[0] == "s" and i not in used)
+    if lone:
+        quality.skipped["flow 's' without a 't' or 'f'"] += lone
+    quality.placed["flows"] += len(used)
+    return sorted(links, key=lambda link: link[1])
 
 
-def flow_columns(records: list[tuple[str, int, int]]) -> Any:
-    events = [{"ph": p, "cat": f"c{cat}", "id": ident, "ts": i} for i, (p, cat, ident) in enumerate(records)]
+def flow_columns(records: list[tuple[str, int, int, int]]) -> Any:
+    events = [{"ph": p, "cat": f"c{cat}", "id": ident, "ts": ts} for p, cat, ident, ts in records]
     return decode_python(Source(orjson.dumps(events)))
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("sstf"), st.integers(0, 1), st.integers(0, 2)), max_size=40))
-def test_flow_chains_match_reference_loop(records: list[tuple[str, int, int]]) -> None:
+@given(st.lists(st.tuples(st.sampled_from("sstff"), st.integers(0, 1), st.integers(0, 2), st.integers(0, 5)),
+                max_size=40))
+def test_flow_pairs_match_reference_loop(records: list[tuple[str, int, int, int]]) -> None:
     c = flow_columns(records)
     want_q, got_q = Quality(), Quality()
-    want = chains_reference([r[0] for r in records], [(r[1], r[2]) for r in records], want_q)
-    src, dst = flow_chains(c, np.arange(c.n), got_q)
+    want = pairs_reference(records, want_q)
+    src, dst = flow_pairs(c, np.arange(c.n), got_q)
     assert list(zip(src.tolist(), dst.tolist(), strict=True)) == want
     assert got_q.skipped == want_q.skipped and list(got_q.skipped) == list(want_q.skipped)
     assert got_q.placed == want_q.placed
+    assert sum(got_q.placed.values()) + sum(got_q.skipped.values()) == len(records)
 
 
 # -- allocations --------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import jupyter_profview as profview
-from jupyter_profview import cli, export
+from jupyter_profview import export
 from jupyter_profview.builder import build_events, make_trace
 from jupyter_profview.model import Quality
 

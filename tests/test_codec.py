@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,3 +117,28 @@ def test_compact_times_relative_to_origin_round_trip() -> None:
     plain = decode_frame(encode_frame({"t": times}))
     np.testing.assert_array_equal(absolute_times(plain, "t"), times)
     assert absolute_times(decode_frame(encode_frame({"t": times}, {"origin": None})), "t")[0] == times[0]
+
+
+# -- the fixture shared with js/test/codec.test.ts ------------------------------------------------
+
+SHARED = json.loads((Path(__file__).parent / "shared_fixtures" / "codec_frame.json").read_text("utf-8"))
+
+
+def _expected_values(values: list) -> list[float]:
+    return [float(v) if isinstance(v, str) else v for v in values]  # "Infinity"
+
+
+def test_shared_frame_decodes_to_the_fixture_columns() -> None:
+    frame = decode_frame(bytes.fromhex(SHARED["hex"]))
+    assert frame.meta == SHARED["meta"]
+    assert list(frame.columns) == list(SHARED["columns"])
+    for name, values in SHARED["columns"].items():
+        assert frame[name].dtype == DTYPES[SHARED["dtypes"][name]]
+        assert frame[name].tolist() == _expected_values(values)
+    assert absolute_times(frame, "start").tolist() == SHARED["absolute_start"]
+
+
+def test_shared_frame_is_what_the_encoder_writes() -> None:
+    columns = {name: np.array(_expected_values(values), DTYPES[SHARED["dtypes"][name]])
+               for name, values in SHARED["columns"].items()}
+    assert encode_frame(columns, SHARED["meta"]).hex() == SHARED["hex"]

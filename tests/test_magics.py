@@ -148,3 +148,17 @@ def test_cell_magic_uses_torch_profiler(shell, tmp_path):
     assert len(trace.memory) > 0  # profile_memory=True
     shapes = trace.events.loc[trace.events["name"] == "aten::matmul"]
     assert len(shapes) == 1
+
+
+def test_unload_ext_removes_the_magics_and_load_ext_brings_them_back():
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jupyter_profview")
+    assert "profview" in ip.magics_manager.magics["line"]
+    ip.run_line_magic("unload_ext", "jupyter_profview")
+    assert "profview" not in ip.magics_manager.magics["line"]
+    assert "profview" not in ip.magics_manager.magics["cell"]
+    result, captured = run(ip, "%profview x")
+    assert not result.success  # UsageError: Line magic function `%profview` not found
+    ip.run_line_magic("load_ext", "jupyter_profview")
+    assert "profview" in ip.magics_manager.magics["line"]
+    assert "profview" in ip.magics_manager.magics["cell"]

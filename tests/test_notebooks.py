@@ -49,6 +49,9 @@ def test_there_are_notebooks():
     assert names == [
         "01_quickstart.ipynb", "02_tensorflow_stepstats.ipynb", "03_tensorflow_graph.ipynb",
         "04_chainer_memory.ipynb", "05_megengine_operators.ipynb", "06_pytorch_profiler.ipynb",
+        "07_gpu_trace.ipynb", "08_many_ranks.ipynb",
+        "09_compare_runs.ipynb",
+        "10_xspace_and_memory.ipynb",
     ]
 
 

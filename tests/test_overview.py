@@ -1,9 +1,11 @@
-"""Level of detail (overview.py) checked from first principles."""
+"""Level of detail (widget/lod.py) checked from first principles and against the shared fixture."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +19,7 @@ from jupyter_profview.widget.lod import (
     MemoryIndex,
     TimelineIndex,
     build_legend,
+    merge_sorted,
     track_table,
 )
 from tests.widget_helpers import flat_trace, trace_from_rows
@@ -228,3 +231,43 @@ def test_memory_downsampling_keeps_extremes_and_peak() -> None:
     z = decode_frame(index.frame(5_000_000.0, 5_001_000.0, 100))
     first = z["time"][z["series"] == 0][0]
     assert first == float(t[np.searchsorted(t, 5_000_000) - 1])
+
+
+# -- the merge rule against the fixture shared with js/test/lod.test.ts --------------------------
+
+LOD_CASES = json.loads((Path(__file__).parent / "shared_fixtures" / "lod_merge.json")
+                       .read_text("utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", LOD_CASES, ids=[c["name"][:40] for c in LOD_CASES])
+def test_merge_rule_matches_the_shared_fixture(case: dict) -> None:
+    boxes = np.array(case["boxes"], np.float64)
+    track, depth, start, dur, count, busy, color, longest = boxes.T
+    end = start + dur
+    t0, t1, width = case["t0"], case["t1"], case["width"]
+    # what TimelineIndex.slices_columns hands over: boxes touching the window, by (row, start)
+    keep = np.flatnonzero((start <= t1) & (end >= t0))
+    keep = keep[np.lexsort((start[keep], depth[keep], track[keep]))]
+    row = (track * 65536 + depth)[keep]
+    got = merge_sorted(row, start[keep], dur[keep], end[keep], t0, (t1 - t0) / width,
+                       count[keep], busy[keep], longest[keep])
+    first, pick = got["first"], keep[got["pick"]]
+    out = sorted(zip(
+        track[keep][first].tolist(), depth[keep][first].tolist(), got["start"].tolist(),
+        got["dur"].tolist(), np.where(got["single"], keep[first], -1).tolist(), got["count"].tolist(),
+        got["busy"].tolist(), color[pick].tolist(), got["longest"].tolist(), strict=True))
+    assert out == sorted(tuple(b) for b in case["expected"])
+    assert int(got["count"].sum()) == case["total"]
+
+
+def test_timeline_index_colours_a_merged_box_by_its_longest_event() -> None:
+    # one thread: a 40 ns event between two 10 ns ones, all inside one pixel column of 100 ns
+    rows = [dict(name=n, category=c, process="p", thread="t", start=s, dur=d)
+            for n, c, s, d in (("a", "x", 0, 10), ("b", "y", 20, 40), ("c", "z", 70, 10))]
+    trace = trace_from_rows(rows)
+    index = TimelineIndex(trace)
+    columns, _ = index.slices_columns(0, 1000, 10)
+    assert columns["count"].tolist() == [3]
+    keys = [e["key"] for e in index.legend.entries]
+    assert keys[int(columns["color"][0])] == "y"
+    assert columns["longest"].tolist() == [40.0]

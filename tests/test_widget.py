@@ -42,7 +42,7 @@ def trace() -> Trace:
 def test_missing_bundle_error_names_the_build_command(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(widget_module, "_ESM_PATH", tmp_path / "nope.js")
-    monkeypatch.setattr(TraceWidget, "_esm", "stub")
+    monkeypatch.setattr(TraceWidget, "_esm", widget_module._MISSING_ESM)  # as if missing at import
     with pytest.raises(BundleMissingError, match="npm run build"):
         TraceWidget(flat_trace(10))
 
@@ -353,3 +353,66 @@ def test_color_by_switch_recolours_the_overview(trace: Trace) -> None:
     assert len(w._info["legend"]) == trace.events["category"].nunique()
     with pytest.raises(Exception, match="color_by"):
         w.color_by = "rainbow"
+
+
+def _saved_traits(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/json" id="pv-state">(.*?)</script>', text, re.S)
+    assert found is not None
+    return json.loads(found.group(1))["traits"]
+
+
+def test_save_html_opens_at_the_view_shown_now(trace: Trace, tmp_path: Path) -> None:
+    w = TraceWidget(trace)
+    full = w.visible
+    a, b = full[0] + 1000.0, full[0] + 5000.0
+    # 1. zoom_to, never displayed: the page opens at the request
+    w.zoom_to(a, b)
+    assert w.visible == (a, b)
+    saved = _saved_traits(w.save_html(tmp_path / "one.html"))
+    assert (saved["_view"]["start"], saved["_view"]["end"]) == (a, b)
+    assert (saved["_zoom_request"]["start"], saved["_zoom_request"]["end"]) == (a, b)
+    # 2. then the user zooms out to the whole trace in the browser (the reset button):
+    # the earlier request must not win over it
+    w._view = {"start": full[0], "end": full[1]}
+    saved = _saved_traits(w.save_html(tmp_path / "two.html"))
+    for key in ("_view", "_zoom_request"):
+        assert (saved[key]["start"], saved[key]["end"]) == full
+    # 3. a highlight zooms; the user then pans: the pan wins
+    w.highlight(trace.events.iloc[[10]])
+    w._view = {"start": a + 7.0, "end": b + 7.0}
+    saved = _saved_traits(w.save_html(tmp_path / "three.html"))
+    assert (saved["_zoom_request"]["start"], saved["_zoom_request"]["end"]) == (a + 7.0, b + 7.0)
+    assert decode_frame(base64.b64decode(saved["_highlight"]))["id"].tolist() == [int(trace.events.index[10])]
+
+
+def test_table_lists_the_selection_it_was_made_for(trace: Trace) -> None:
+    """A click in the list changes `_selection`; pages asked for later still list the old range."""
+    w = TraceWidget(trace)
+    ev = trace.events
+    t0, t1 = float(ev["start"].iloc[100]), float(ev["start"].iloc[400])
+    rng = {"range": [t0, t1], "tracks": None}
+    w._selection = rng
+    first, _ = w._table({"mode": "selection", "selection": rng, "limit": 10}, [])
+    w._selection = {"ids": [int(ev.index[150])]}  # the row clicked
+    again, (buf,) = w._table({"mode": "selection", "selection": rng, "offset": 10, "limit": 10}, [])
+    expected = int(((ev["start"] <= t1) & (ev["start"] + ev["dur"] >= t0)).sum())
+    assert first["count"] == again["count"] == expected > 10
+    assert decode_frame(buf)["id"].shape == (10,)
+    plain, _ = w._table({"mode": "selection"}, [])
+    assert plain["count"] == 1  # without "selection": the current _selection
+    assert "error" in w._table({"mode": "selection", "selection": {"range": [0, "x"]}}, [])[0]
+
+
+def test_tracks_name_threads_and_gpus_and_no_blank_group() -> None:
+    rows = [dict(name="k", category="kernel", process=p, thread=t, start=i * 10, dur=5)
+            for i, (p, t) in enumerate([("python (0)", "stream 7"), ("python (9428)", "thread 9428 (python)"),
+                                        ('""', '""')])]
+    labels = {"python (0)": "GPU 0", "python (9428)": "CPU"}
+    trace = trace_from_rows(rows, metadata={"process_labels": labels})
+    tracks = {t["process"]: t for t in TraceWidget(trace)._tracks}
+    assert tracks["python (0)"]["group"] == "GPU 0" and tracks["python (0)"]["name"] == "stream 7"
+    assert tracks["python (9428)"]["group"] == "python (9428)"
+    assert tracks["python (9428)"]["name"] == "thread 9428 (python)"
+    assert tracks['""']["group"] == "(global)" and tracks['""']["name"] == "(no thread)"
+    assert tracks["python (0)"]["label"] == "python (0) / stream 7"  # the full name, for the tooltip

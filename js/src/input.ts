@@ -2,17 +2,20 @@
 
 import { formatTime } from "./axis";
 import { rowAt, tracksBetween } from "./layout";
-import { AXIS_H, GUTTER_W } from "./timeline";
+import { AXIS_H, GUTTER_W, setGutterWidth } from "./timeline";
 import { eventLines } from "./tooltip";
 import type { ProfView } from "./view";
 import { applyKey, keyAction, panPixels, wheelFactor, zoomAt, zoomToRange } from "./viewport";
 
 const CLICK_SLOP = 4;
+/** Pixels either side of the label column's edge where a drag resizes the column. */
+const EDGE_SLOP = 4;
+const nearGutterEdge = (x: number): boolean => Math.abs(x - GUTTER_W) <= EDGE_SLOP;
 
 export function attachInput(v: ProfView): void {
   const canvas = v.timeline.canvas;
   let mouseX = -1;
-  let drag: { mode: "pan" | "range"; x0: number; y0: number; moved: boolean; view: typeof v.view; t0: number } | null = null;
+  let drag: { mode: "pan" | "range" | "gutter"; x0: number; y0: number; moved: boolean; view: typeof v.view; t0: number } | null = null;
 
   const local = (e: MouseEvent, target: HTMLElement): [number, number] => {
     const r = target.getBoundingClientRect();
@@ -43,7 +46,8 @@ export function attachInput(v: ProfView): void {
     if (e.button !== 0) return;
     v.root.focus({ preventScroll: true });
     const [x, y] = local(e, canvas);
-    drag = { mode: e.shiftKey && x >= GUTTER_W ? "range" : "pan", x0: x, y0: y, moved: false, view: v.view, t0: timeAtX(x) };
+    const mode = nearGutterEdge(x) ? "gutter" : e.shiftKey && x >= GUTTER_W ? "range" : "pan";
+    drag = { mode, x0: x, y0: y, moved: false, view: v.view, t0: timeAtX(x) };
     canvas.setPointerCapture(e.pointerId);
     v.tooltip.hide();
   });
@@ -54,7 +58,11 @@ export function attachInput(v: ProfView): void {
     if (drag) {
       if (Math.abs(x - drag.x0) + Math.abs(y - drag.y0) > CLICK_SLOP) drag.moved = true;
       if (!drag.moved) return;
-      if (drag.mode === "pan") {
+      if (drag.mode === "gutter") {
+        // Widen or narrow the label column; the plot (and the memory panel) follow.
+        setGutterWidth(x, v.timeline.width);
+        v.resize();
+      } else if (drag.mode === "pan") {
         v.setView(panPixels(drag.view, x - drag.x0, v.plotWidth, v.bounds));
         v.tlScroll.scrollTop -= e.movementY;
       } else {
@@ -74,6 +82,10 @@ export function attachInput(v: ProfView): void {
     const d = drag;
     drag = null;
     if (canvas.hasPointerCapture(e.pointerId)) canvas.releasePointerCapture(e.pointerId);
+    if (d.mode === "gutter") {
+      v.root.dataset.gutter = String(GUTTER_W);
+      return;
+    }
     if (d.mode === "range" && d.moved && v.range) {
       v.select(null, [Math.min(...v.range), Math.max(...v.range)], v.rangeTracks);
       return;
@@ -121,6 +133,11 @@ export function attachInput(v: ProfView): void {
   }
 
   function hover(x: number, y: number, e: MouseEvent): void {
+    if (nearGutterEdge(x)) {
+      canvas.style.cursor = "col-resize";
+      v.tooltip.hide();
+      return;
+    }
     if (x < GUTTER_W && y >= AXIS_H) {
       gutterHover(y, e);
       return;
@@ -169,11 +186,12 @@ export function attachInput(v: ProfView): void {
     }
     if (row.kind === "group") {
       const g = v.layout.groups[row.group];
-      v.tooltip.show(rx, ry, [g.process || "(no process)", `${g.tracks.length} track(s) · click to ${g.collapsed ? "expand" : "collapse"}`]);
+      const full = g.name && g.name !== g.process ? `${g.name} (process ${g.process || "\"\""})` : g.process || "(no process)";
+      v.tooltip.show(rx, ry, [full, `${g.tracks.length} track(s) · click to ${g.collapsed ? "expand" : "collapse"}`]);
       return;
     }
     const t = v.tracks[row.track];
-    if (t) v.tooltip.show(rx, ry, [t.label, [t.process, t.thread].filter(Boolean).join(" · "), `depth ${row.depth}`]);
+    if (t) v.tooltip.show(rx, ry, [t.name, t.label, `depth ${row.depth} · drag the column's edge to widen it`]);
   }
 
   // Memory panel: click lists what is live then; drag pans like the timeline.

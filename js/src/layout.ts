@@ -5,12 +5,18 @@ export interface TrackInfo {
   id: number;
   process: string;
   thread: string;
+  /** The full track label ("python / thread 9428 (python)"): shown on hover. */
   label: string;
+  /** On-screen group ("GPU 0", "(global)") and lane ("thread 9428 (python)") names. */
+  group: string;
+  name: string;
   depths: number;
 }
 
 export interface Group {
   process: string;
+  /** Shown in the header (the first track's `group`). */
+  name: string;
   /** Header top. */
   y: number;
   collapsed: boolean;
@@ -37,10 +43,12 @@ export function parseTracks(raw: unknown): TrackInfo[] {
     const process = String(t?.process ?? "");
     const thread = String(t?.thread ?? "");
     const depths = Number(t?.depths);
+    const label = String(t?.label ?? (thread || process));
     return {
       id: typeof t?.id === "number" ? t.id : i,
-      process, thread,
-      label: String(t?.label ?? (thread || process)),
+      process, thread, label,
+      group: typeof t?.group === "string" ? t.group : process,
+      name: typeof t?.name === "string" ? t.name : label,
       depths: Number.isFinite(depths) && depths > 0 ? Math.min(depths, 65535) : 1,
     };
   });
@@ -59,7 +67,7 @@ export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string
   let y = 0;
   for (const [process, idx] of byProcess) {
     const isCollapsed = collapsed.has(process);
-    groups.push({ process, y, collapsed: isCollapsed, tracks: idx });
+    groups.push({ process, name: tracks[idx[0]].group, y, collapsed: isCollapsed, tracks: idx });
     y += GROUP_H;
     for (const i of idx) {
       trackDepths[i] = tracks[i].depths;

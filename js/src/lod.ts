@@ -1,8 +1,10 @@
 // Slices frames and the level-of-detail merge rule (docs/widget-protocol.md, same rule as
-// jupyter_profview/overview.py): with px = (t1 - t0) / width, a box with dur >= px stays
+// merge_sorted in jupyter_profview/widget/lod.py; both checked against
+// tests/shared_fixtures/lod_merge.json): with px = (t1 - t0) / width, a box with dur >= px stays
 // its own box; consecutive boxes of one (track, depth) row that are each shorter than px
 // and whose starts fall in the same pixel column floor((start - t0) / px) merge into one
-// box that keeps the summed `count` and `busy`.
+// box that keeps the summed `count` and `busy` and the colour of its longest event
+// (`longest`; on a tie the earliest box's).
 
 import { timeColumn, type Frame } from "./codec";
 
@@ -17,6 +19,8 @@ export interface Slices {
   busy: Float64Array;
   color: Uint16Array;
   label: Int32Array;
+  /** Duration of the longest event in the box (its colour is that event's). */
+  longest: Float64Array;
   labels: string[];
   /** Window and resolution the boxes were computed for. */
   t0: number;
@@ -32,6 +36,7 @@ export function allocSlices(n: number, labels: string[] = []): Slices {
     track: new Uint32Array(n), depth: new Uint16Array(n), start: new Float64Array(n),
     dur: new Float64Array(n), id: new Int32Array(n), count: new Uint32Array(n),
     busy: new Float64Array(n), color: new Uint16Array(n), label: new Int32Array(n),
+    longest: new Float64Array(n),
   };
 }
 
@@ -63,6 +68,8 @@ export function slicesFromFrame(frame: Frame): Slices {
     busy: frame.columns.busy ? col(frame, "busy", Float64Array, n) : Float64Array.from(col(frame, "dur", Float64Array, n)),
     color: col(frame, "color", Uint16Array, n),
     label: col(frame, "label", Int32Array, n, -1),
+    // absent (an older kernel): the extent, exact for single events
+    longest: col(frame, frame.columns.longest ? "longest" : "dur", Float64Array, n),
     t0: num(m.t0, 0), t1: num(m.t1, 0), width: num(m.width, 1), total: 0,
   };
   let total = 0;
@@ -153,7 +160,7 @@ export function mergeSlices(
 ): Slices {
   const out = buffer ? buffer.ensure(src.n, src.labels) : allocSlices(src.n, src.labels);
   const px = (t1 - t0) / Math.max(1, width);
-  const { start, dur, count, busy } = src;
+  const { start, dur, count, busy, longest, color } = src;
   const { order, rowStart } = rows;
   let n = 0;
   let total = 0;
@@ -180,6 +187,11 @@ export function mergeSlices(
         out.dur[open] = end - out.start[open];
         out.count[open] += count[i];
         out.busy[open] += busy[i];
+        if (longest[i] > out.longest[open]) {
+          // the longest event's colour; on a tie the earlier box keeps its colour
+          out.longest[open] = longest[i];
+          out.color[open] = color[i];
+        }
         out.id[open] = -1;
         out.label[open] = -1;
         continue;
@@ -206,6 +218,7 @@ function copyBox(a: Slices, i: number, b: Slices, j: number): void {
   b.busy[j] = a.busy[i];
   b.color[j] = a.color[i];
   b.label[j] = a.label[i];
+  b.longest[j] = a.longest[i];
 }
 
 function shrink(s: Slices, n: number): Slices {
@@ -214,5 +227,6 @@ function shrink(s: Slices, n: number): Slices {
     track: s.track.subarray(0, n), depth: s.depth.subarray(0, n), start: s.start.subarray(0, n),
     dur: s.dur.subarray(0, n), id: s.id.subarray(0, n), count: s.count.subarray(0, n),
     busy: s.busy.subarray(0, n), color: s.color.subarray(0, n), label: s.label.subarray(0, n),
+    longest: s.longest.subarray(0, n),
   };
 }

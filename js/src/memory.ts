@@ -1,5 +1,8 @@
-// Memory panel: one step curve per series on the shared x viewport, the peak marked and
-// labelled, simulated series tagged; a click lists what is live at that time (`_live`).
+// Memory / counters panel: one step curve per series on the shared x viewport. Memory series
+// (bytes) share one scale, their peak marked and labelled, simulated series tagged; counter series
+// (GPU utilisation as a 0-1 fraction, queue lengths, the trace's own counters) are drawn on their
+// own scale (0 to their max). A row of checkboxes shows or hides each series. A click lists what
+// is live at that time (`_live`).
 
 import { formatBytes, formatTime, type TimeUnit } from "./axis";
 import { timeColumn, type Frame } from "./codec";
@@ -7,7 +10,11 @@ import type { Theme } from "./theme";
 import { GUTTER_W, plotWidth } from "./timeline";
 import type { View } from "./viewport";
 
-export interface SeriesInfo { device: string; kind: string; peak_bytes: number; peak_time: number }
+export interface SeriesInfo {
+  device: string; kind: string; peak_bytes: number; peak_time: number;
+  unit: string; // "bytes" (memory) | "fraction" | "count" | "value" (counters)
+  max: number;
+}
 interface Curve { time: Float64Array; bytes: Float64Array }
 
 export interface LiveRow {
@@ -27,6 +34,8 @@ export function curvesFromFrame(frame: Frame): { series: SeriesInfo[]; curves: C
     kind: String(s?.kind ?? "measured"),
     peak_bytes: Number(s?.peak_bytes ?? NaN),
     peak_time: Number(s?.peak_time ?? NaN),
+    unit: String(s?.unit ?? "bytes"),
+    max: Number(s?.max ?? s?.peak_bytes ?? NaN),
   }));
   const sc = frame.columns.series;
   const tc = timeColumn(frame, "time");
@@ -57,6 +66,25 @@ export function curvesFromFrame(frame: Frame): { series: SeriesInfo[]; curves: C
   return { series, curves, t0: num(frame.meta.t0), t1: num(frame.meta.t1) };
 }
 
+/** The value that maps to the top of the panel for series `s` (memory: the largest memory peak). */
+export function scaleTop(s: SeriesInfo, maxBytes: number): number {
+  if (s.unit === "bytes") return maxBytes;
+  if (s.unit === "fraction") return 1;
+  return Number.isFinite(s.max) && s.max > 0 ? s.max : 1;
+}
+
+/** A series value as text in its unit. */
+export function formatValue(s: SeriesInfo, v: number): string {
+  if (s.unit === "bytes") return formatBytes(v);
+  if (s.unit === "fraction") return `${(v * 100).toFixed(0)} %`;
+  if (s.unit === "count") return String(Math.round(v));
+  return String(Number(v.toPrecision(4)));
+}
+
+function seriesName(s: SeriesInfo): string {
+  return `${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
+}
+
 /** Index of the last sample with time <= t (or 0). */
 function floorIndex(times: Float64Array, t: number): number {
   let lo = 0;
@@ -76,6 +104,10 @@ export class MemoryPanel {
   readonly el: HTMLDivElement;
   readonly canvas: HTMLCanvasElement;
   readonly live: HTMLDivElement;
+  readonly toggles: HTMLDivElement;
+  /** Indices of the series not drawn (unticked in the checkbox row). */
+  readonly hidden = new Set<number>();
+  private last: [View, Theme, [number, number] | null] | null = null;
   private ctx: CanvasRenderingContext2D;
   private w = 1;
   private series: SeriesInfo[] = [];
@@ -91,7 +123,9 @@ export class MemoryPanel {
     this.canvas = document.createElement("canvas");
     this.live = document.createElement("div");
     this.live.className = "pv-live";
-    this.el.append(this.canvas, this.live);
+    this.toggles = document.createElement("div");
+    this.toggles.className = "pv-counters";
+    this.el.append(this.toggles, this.canvas, this.live);
     parent.appendChild(this.el);
     const ctx = this.canvas.getContext("2d", { alpha: false });
     if (!ctx) throw new Error("profview: no 2D canvas context");
@@ -106,10 +140,40 @@ export class MemoryPanel {
     this.overview = c.curves;
     this.detail = null;
     let max = 0;
-    for (const s of c.series) if (Number.isFinite(s.peak_bytes)) max = Math.max(max, s.peak_bytes);
-    for (const cv of c.curves) for (let i = 0; i < cv.bytes.length; i++) max = Math.max(max, cv.bytes[i]);
+    c.series.forEach((s, si) => {
+      if (s.unit !== "bytes") return;
+      if (Number.isFinite(s.peak_bytes)) max = Math.max(max, s.peak_bytes);
+      const cv = c.curves[si];
+      for (let i = 0; i < cv.bytes.length; i++) max = Math.max(max, cv.bytes[i]);
+    });
     this.maxBytes = max > 0 ? max : 1;
     this.el.style.display = this.hasData ? "" : "none";
+    this.buildToggles();
+  }
+
+  /** One checkbox per series (only when there is more than one), ticked = drawn. */
+  private buildToggles(): void {
+    this.toggles.replaceChildren();
+    this.hidden.clear();
+    if (this.series.length < 2) return;
+    this.series.forEach((s, si) => {
+      const label = document.createElement("label");
+      label.className = "pv-counter";
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.checked = true;
+      box.dataset.series = String(si);
+      box.addEventListener("change", () => {
+        if (box.checked) this.hidden.delete(si);
+        else this.hidden.add(si);
+        if (this.last) this.draw(...this.last);
+      });
+      const swatch = document.createElement("span");
+      swatch.className = "pv-counter-swatch";
+      swatch.style.background = PALETTE[si % PALETTE.length];
+      label.append(box, swatch, document.createTextNode(seriesName(s)));
+      this.toggles.appendChild(label);
+    });
   }
 
   setDetail(frame: Frame): void {
@@ -137,10 +201,10 @@ export class MemoryPanel {
     const lines = [`at ${formatTime(t, unit)}`];
     this.series.forEach((s, i) => {
       const c = curves[i];
-      if (!c || c.time.length === 0) return;
+      if (!c || c.time.length === 0 || this.hidden.has(i)) return;
       const j = floorIndex(c.time, t);
       const b = c.time[j] <= t ? c.bytes[j] : 0;
-      lines.push(`${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}: ${formatBytes(b)}`);
+      lines.push(`${seriesName(s)}: ${formatValue(s, b)}`);
     });
     lines.push("click: list what is live then");
     return lines;
@@ -152,12 +216,14 @@ export class MemoryPanel {
 
   draw(view: View, th: Theme, range: [number, number] | null): void {
     if (!this.hasData) return;
+    this.last = [view, th, range];
     const { ctx, w } = this;
     const h = MEMORY_H;
     const pw = plotWidth(w);
     const k = pw / (view.end - view.start);
     const top = 8;
-    const yOf = (b: number): number => h - 4 - (b / this.maxBytes) * (h - 4 - top);
+    let scale = this.maxBytes;
+    const yOf = (b: number): number => h - 4 - (b / scale) * (h - 4 - top);
     const xOf = (t: number): number => GUTTER_W + (t - view.start) * k;
     ctx.fillStyle = th.bg;
     ctx.fillRect(0, 0, w, h);
@@ -188,7 +254,8 @@ export class MemoryPanel {
     }
     this.series.forEach((s, si) => {
       const c = curves[si];
-      if (!c || c.time.length === 0) return;
+      if (!c || c.time.length === 0 || this.hidden.has(si)) return;
+      scale = scaleTop(s, this.maxBytes);
       const color = PALETTE[si % PALETTE.length];
       let i = floorIndex(c.time, view.start);
       ctx.beginPath();
@@ -211,7 +278,7 @@ export class MemoryPanel {
       ctx.lineTo(GUTTER_W - 1, h);
       ctx.closePath();
       ctx.fillStyle = color;
-      ctx.globalAlpha = 0.1;
+      ctx.globalAlpha = s.unit === "bytes" ? 0.1 : 0.04;
       ctx.fill();
       ctx.globalAlpha = 1;
       if (Number.isFinite(s.peak_time) && Number.isFinite(s.peak_bytes)) {
@@ -234,6 +301,7 @@ export class MemoryPanel {
       }
     });
     ctx.lineWidth = 1;
+    scale = this.maxBytes;
     if (this.hoverTime !== null) {
       ctx.fillStyle = th.fgDim;
       ctx.fillRect(Math.round(xOf(this.hoverTime)), 0, 1, h);
@@ -245,16 +313,18 @@ export class MemoryPanel {
     ctx.restore();
     // Gutter: scale and legend.
     ctx.fillStyle = th.fgDim;
-    ctx.fillText(formatBytes(this.maxBytes), 6, yOf(this.maxBytes) + 6);
+    const bytesShown = this.series.some((s, si) => s.unit === "bytes" && !this.hidden.has(si));
+    ctx.fillText(bytesShown ? formatBytes(this.maxBytes) : "max", 6, yOf(this.maxBytes) + 6);
     ctx.fillText("0", 6, h - 8);
-    this.series.slice(0, 4).forEach((s, si) => {
-      const y = 34 + si * 14;
-      ctx.fillStyle = PALETTE[si % PALETTE.length];
-      ctx.fillRect(6, y - 4, 10, 8);
-      ctx.fillStyle = th.fg;
-      const name = `${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
-      ctx.fillText(name.length > 22 ? `${name.slice(0, 21)}…` : name, 20, y);
-    });
+    this.series.map((s, si) => [s, si] as const).filter(([, si]) => !this.hidden.has(si)).slice(0, 4)
+      .forEach(([s, si], row) => {
+        const y = 34 + row * 14;
+        ctx.fillStyle = PALETTE[si % PALETTE.length];
+        ctx.fillRect(6, y - 4, 10, 8);
+        ctx.fillStyle = th.fg;
+        const name = seriesName(s);
+        ctx.fillText(name.length > 22 ? `${name.slice(0, 21)}…` : name, 20, y);
+      });
   }
 
   /** Fill the list under the panel from a `_live` reply (text only). */

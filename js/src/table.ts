@@ -4,9 +4,11 @@
 import { formatTime, type TimeUnit } from "./axis";
 import { decodeFrame } from "./codec";
 import type { Rpc } from "./rpc";
+import type { SelectionTrait } from "./selection";
 
 export type SortKey = "start" | "dur" | "self" | "name";
-export interface TableQuery { mode: "selection" | "window"; t0: number; t1: number }
+/** What the table lists: the events of `selection` (the `_selection` value it was made for) or of the window. */
+export interface TableQuery { mode: "selection" | "window"; t0: number; t1: number; selection?: SelectionTrait }
 export interface TableRow { id: number; start: number; dur: number; self: number; name: string; category: string; track: number }
 interface TableReply { rows?: number; count?: number; total?: number; self?: number }
 
@@ -137,7 +139,8 @@ export class TablePanel {
 
   /** Set what the table lists; refetches only when it changed (or `force`). */
   setQuery(q: TableQuery, force = false): void {
-    const same = this.query && this.query.mode === q.mode && this.query.t0 === q.t0 && this.query.t1 === q.t1;
+    const same = this.query && this.query.mode === q.mode && this.query.t0 === q.t0 && this.query.t1 === q.t1 &&
+      JSON.stringify(this.query.selection) === JSON.stringify(q.selection);
     this.query = q;
     if (!same || force) this.reload();
   }
@@ -171,7 +174,7 @@ export class TablePanel {
     const gen = this.gen;
     this.pages.set(p, "pending");
     const reply = await this.rpc.call<TableReply>("_table", {
-      mode: q.mode, t0: q.t0, t1: q.t1, sort: this.sort, descending: this.descending,
+      mode: q.mode, t0: q.t0, t1: q.t1, ...(q.selection ? { selection: q.selection } : {}), sort: this.sort, descending: this.descending,
       offset: p * PAGE, limit: PAGE,
     }, p === 0 ? "table" : undefined);
     if (gen !== this.gen) return;

@@ -8,7 +8,18 @@ import { colorAt, textOn, type LegendEntry, type Theme } from "./theme";
 import type { View } from "./viewport";
 
 export const AXIS_H = 22;
-export const GUTTER_W = 150;
+/**
+ * Width (CSS px) of the lane-label column; the user widens it by dragging its edge (input.ts).
+ * A live binding: every importer sees the new value (one width for the views on a page).
+ */
+export let GUTTER_W = 150;
+export const GUTTER_MIN = 60;
+
+/** Set the label column's width, keeping at least 120 px of plot in a `totalW` wide canvas. */
+export function setGutterWidth(w: number, totalW: number): number {
+  GUTTER_W = Math.round(Math.max(GUTTER_MIN, Math.min(w, Math.max(GUTTER_MIN, totalW - 120))));
+  return GUTTER_W;
+}
 const MERGED_ALPHA = [1, 0.4, 0.6, 0.8];
 const DIM = 0.18;
 
@@ -56,6 +67,8 @@ export class TimelineRenderer {
   private highlight: ReadonlySet<number> | null = null;
   private charW = 6.2;
   boxesDrawn = 0;
+  /** The axis origin shown in the corner in offset mode ("" when labels are absolute). */
+  axisOrigin = "";
   /** ms spent on boxes and on labels in the last draw (for the dev harness). */
   timings: [number, number] = [0, 0];
 
@@ -182,7 +195,9 @@ export class TimelineRenderer {
     ctx.fillStyle = th.bg;
     ctx.fillRect(0, 0, GUTTER_W - 1, AXIS_H - 1);
     ctx.fillStyle = th.fgDim;
-    ctx.fillText(sc.unit === "step" ? "steps" : "time", 6, AXIS_H / 2 - 1);
+    this.axisOrigin = tk.originLabel;
+    const corner = sc.unit === "step" ? "steps" : tk.originLabel ? `from ${tk.originLabel}` : "time";
+    ctx.fillText(this.fit(corner, GUTTER_W - 10), 6, AXIS_H / 2 - 1);
   }
 
   private drawGrid(sc: TimelineScene, tks: { t: number }[], k: number, oy: number): void {
@@ -216,9 +231,9 @@ export class TimelineRenderer {
         ctx.fillRect(0, y, w, GROUP_H - 1);
         ctx.fillStyle = th.fg;
         ctx.font = `bold 11px ${th.font}`;
-        const name = g.process || "(no process)";
+        const name = g.name || g.process || "(no process)";
         const label = `${g.collapsed ? "▸" : "▾"} ${name}  (${g.tracks.length} track${g.tracks.length === 1 ? "" : "s"})`;
-        ctx.fillText(label, 6, y + GROUP_H / 2);
+        ctx.fillText(this.fit(label, w - 10), 6, y + GROUP_H / 2);
         ctx.font = `11px ${th.font}`;
       }
       if (g.collapsed) continue;
@@ -226,7 +241,7 @@ export class TimelineRenderer {
       for (const t of g.tracks) {
         const ty = oy + sc.layout.trackY[t];
         if (ty + ROW_H < AXIS_H || ty > h) continue;
-        ctx.fillText(this.fit(sc.tracks[t]?.label ?? "", GUTTER_W - 20, true), 14, ty + ROW_H / 2);
+        ctx.fillText(this.fit(sc.tracks[t]?.name ?? "", GUTTER_W - 20, true), 14, ty + ROW_H / 2);
       }
     }
   }

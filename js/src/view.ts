@@ -335,7 +335,8 @@ export class ProfView {
 
   private updateTable(force: boolean): void {
     const q = this.hasSelection()
-      ? { mode: "selection" as const, t0: this.view.start, t1: this.view.end }
+      ? { mode: "selection" as const, t0: this.view.start, t1: this.view.end,
+          selection: selectionValue(this.selected?.id ?? null, this.range, this.rangeTracks) }
       : { mode: "window" as const, t0: this.view.start, t1: this.view.end };
     this.table.selectedId = this.selected?.id ?? -1;
     this.table.setQuery(q, force);
@@ -373,9 +374,11 @@ export class ProfView {
     else if (this.range) this.setView(zoomToRange(this.range[0], this.range[1], this.bounds, 0.02));
   }
 
+  /** A table row: select and zoom to its event, keeping the list as it is (no new table query). */
   private onTableRow(row: TableRow): void {
-    this.setView(zoomToRange(row.start, row.start + row.dur, this.bounds));
+    this.refreshWindowTable.cancel(); // a pending window refresh would replace the list
     this.select({ id: row.id, track: row.track, depth: 0, start: row.start, dur: row.dur }, null, null, true);
+    this.setView(zoomToRange(row.start, row.start + row.dur, this.bounds));
     this.table.selectedId = row.id;
     this.table.renderRows();
   }
@@ -538,6 +541,7 @@ export class ProfView {
     });
     this.memory.draw(this.view, this.theme, this.range);
     this.root.dataset.boxes = String(this.timeline.boxesDrawn);
+    this.root.dataset.axisOrigin = this.timeline.axisOrigin;
     this.root.dataset.drawMs = this.timeline.timings.map((x) => x.toFixed(1)).join(",");
     this.probe.record(performance.now() - t0);
     this.probe.painted();

@@ -38,25 +38,33 @@ describe("axis", () => {
     const s = ticks(0, 3e10, 1000, "ns", 100); // raw 3e9 → 5 s
     expect(s.step).toBe(5e9);
     expect(s.ticks[1].label).toBe("5 s");
-    const frac = ticks(1e6, 1.001e6, 1000, "ns", 100); // 1 µs window 1 ms in: step 100 ns, in µs
+    // 1 µs window 1 ms in: absolute labels would need 5 digits ("1000.1 µs"): offsets instead
+    const frac = ticks(1e6, 1.001e6, 1000, "ns", 100);
     expect(frac.step).toBe(100);
-    expect(frac.unit).toBe("µs");
-    expect(frac.ticks.slice(0, 2).map((x) => x.label)).toEqual(["1000.0 µs", "1000.1 µs"]);
+    expect(frac.origin).toBe(1e6);
+    expect(frac.originLabel).toBe("1.0000 ms");
+    expect(frac.ticks.slice(0, 2).map((x) => x.label)).toEqual(["+0.0 µs", "+0.1 µs"]);
     const near = ticks(0, 1000, 1000, "ns", 100); // near the start the step decides: ns
     expect(near.unit).toBe("ns");
     const frac2 = ticks(0, 2.5e6, 1000, "ns", 100); // raw 250 µs → 500 µs
     expect(frac2.step).toBe(5e5);
-    // 1.5 ms window one second in: step 200 µs, but labels in ms with one decimal
+    // 1.5 ms window one second in: step 200 µs, offsets from the second
     const dec = ticks(1e9, 1.0015e9, 1000, "ns", 100); // raw 150 µs → 200 µs
     expect(dec.step).toBe(2e5);
-    expect(dec.ticks.slice(0, 3).map((x) => x.label)).toEqual(["1000.0 ms", "1000.2 ms", "1000.4 ms"]);
+    expect(dec.originLabel).toBe("1.0000 s");
+    expect(dec.ticks.slice(0, 3).map((x) => x.label)).toEqual(["+0.0 ms", "+0.2 ms", "+0.4 ms"]);
+    // the offset origin is the last tick at or before the window start: the grid moves with a pan
+    const panned = ticks(1e9 + 3e4, 1.0015e9 + 3e4, 1000, "ns", 100);
+    expect(panned.origin).toBe(1e9);
+    expect(panned.ticks[0].t).toBe(1e9 + 2e5);
+    expect(panned.ticks[0].label).toBe("+0.2 ms");
   });
 
   it("keeps decimals when the step is a fraction of the unit", () => {
     const t = ticks(0, 2e9, 1000, "ns", 20); // raw 4e7 → 5e7 = 50 ms
     expect(t.unit).toBe("ms");
     const s = ticks(0, 5e10, 1000, "ns", 10); // raw 5e8 = 500 ms
-    expect(s.ticks[1].label).toBe("500 ms");
+    expect(s.ticks[1].label).toBe("0.5 s"); // "50000 ms" would need 5 digits
     const tenth = ticks(0, 1.5e9, 1000, "ns", 100); // raw 1.5e8 → 2e8 = 200 ms
     expect(tenth.ticks[5].label).toBe("1000 ms");
   });
@@ -79,8 +87,8 @@ describe("axis", () => {
     expect(formatTime(999)).toBe("999 ns");
     expect(formatTime(3, "step")).toBe("3 steps");
     expect(formatBytes(512)).toBe("512 B");
-    expect(formatBytes(1536)).toBe("1.50 KiB");
-    expect(formatBytes(1.5 * 1024 ** 3)).toBe("1.50 GiB");
+    expect(formatBytes(1536)).toBe("1.5 KiB");
+    expect(formatBytes(1.5 * 1024 ** 3)).toBe("1.5 GiB");
     expect(formatBytes(300 * 1024 ** 2)).toBe("300 MiB");
   });
 });

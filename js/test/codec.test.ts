@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame, FrameError, timeColumn } from "../src/codec";
+import codecShared from "../../tests/shared_fixtures/codec_frame.json";
 
 // Produced by jupyter_profview.codec.encode_frame(
 //   {"x": np.array([1.5, -2.0]), "k": np.array([1, 2, 65535], np.uint16)}, {"a": 1, "labels": ["é"]})
@@ -123,5 +124,34 @@ describe("codec", () => {
     const g = decodeFrame(encodeFrame({ t: abs }));
     expect(timeColumn(g, "t")).toBe(g.columns.t); // no origin, f64: the view itself, no copy
     expect(timeColumn(g, "missing")).toBeNull();
+  });
+});
+
+// A frame encoded by the Python codec, committed; tests/test_codec.py decodes the same bytes.
+interface SharedFrame { hex: string; dtypes: Record<string, string>; columns: Record<string, Array<number | string>>; absolute_start: number[]; meta: Record<string, unknown> }
+const shared = codecShared as unknown as SharedFrame;
+const CTORS: Record<string, { new (a: ArrayLike<number>): ArrayLike<number> }> = {
+  f64: Float64Array, f32: Float32Array, i32: Int32Array, u32: Uint32Array,
+  i16: Int16Array, u16: Uint16Array, i8: Int8Array, u8: Uint8Array,
+};
+const values = (v: Array<number | string>): number[] => v.map(Number); // "Infinity"
+
+describe("codec: the frame shared with pytest", () => {
+  it("decodes the Python-encoded bytes into the fixture's columns and meta", () => {
+    const f = decodeFrame(fromHex(shared.hex));
+    expect(f.meta).toEqual(shared.meta);
+    expect(Object.keys(f.columns)).toEqual(Object.keys(shared.columns));
+    for (const [name, want] of Object.entries(shared.columns)) {
+      expect(f.columns[name].constructor).toBe(CTORS[shared.dtypes[name]]);
+      expect(Array.from(f.columns[name])).toEqual(values(want));
+    }
+    expect(Array.from(timeColumn(f, "start") ?? [])).toEqual(shared.absolute_start);
+  });
+
+  it("the TS encoder writes the same bytes", () => {
+    const cols = Object.fromEntries(Object.entries(shared.columns).map(
+      ([name, v]) => [name, new CTORS[shared.dtypes[name]](values(v))]));
+    const bytes = encodeFrame(cols as Parameters<typeof encodeFrame>[0], shared.meta);
+    expect(Array.from(bytes)).toEqual(Array.from(fromHex(shared.hex)));
   });
 });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { boxAt, boxCenter, buildBoxIndex, hitTest } from "../src/hittest";
-import { GROUP_H, ROW_H, TRACK_GAP, computeLayout, rowAt, tracksBetween, type TrackInfo } from "../src/layout";
+import { GROUP_H, ROW_H, TRACK_GAP, computeLayout, parseTracks, rowAt, tracksBetween, type TrackInfo } from "../src/layout";
 import { allocSlices } from "../src/lod";
 
 const tracks: TrackInfo[] = [
-  { id: 0, process: "cpu", thread: "main", label: "main", depths: 2 },
-  { id: 1, process: "gpu", thread: "s7", label: "s7", depths: 1 },
-  { id: 2, process: "cpu", thread: "aux", label: "aux", depths: 1 },
+  { id: 0, process: "cpu", thread: "main", label: "main", group: "cpu", name: "main", depths: 2 },
+  { id: 1, process: "gpu", thread: "s7", label: "s7", group: "gpu", name: "s7", depths: 1 },
+  { id: 2, process: "cpu", thread: "aux", label: "aux", group: "cpu", name: "aux", depths: 1 },
 ];
 
 // Boxes: [track, depth, start, dur, id]
@@ -106,5 +106,21 @@ describe("tracks crossed by a shift-drag", () => {
     expect(tracksBetween(L, L.trackY[1] + 5, L.trackY[2] + 1)).toEqual([2, 1]);
     expect(tracksBetween(L, 0, 2)).toEqual([]);
     expect(tracksBetween(computeLayout(tracks, new Set(["cpu"])), 0, 1000)).toEqual([1]);
+  });
+});
+
+describe("tracks from the kernel", () => {
+  it("group headers and lane names come from `group`/`name`, the full label stays for the tooltip", () => {
+    const raw = [
+      { id: 0, process: "python (0)", thread: "stream 7", label: "python (0) / stream 7", group: "GPU 0", name: "stream 7", depths: 2 },
+      { id: 1, process: "cpu", thread: "t", label: "cpu / t", depths: 1 }, // an older kernel: no group/name
+    ];
+    const tracks = parseTracks(raw);
+    expect(tracks.map((t) => [t.group, t.name, t.label])).toEqual([
+      ["GPU 0", "stream 7", "python (0) / stream 7"], ["cpu", "cpu / t", "cpu / t"],
+    ]);
+    expect(computeLayout(tracks, new Set()).groups.map((g) => [g.process, g.name])).toEqual([
+      ["python (0)", "GPU 0"], ["cpu", "cpu"],
+    ]);
   });
 });

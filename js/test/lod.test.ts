@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { allocSlices, mergeSlices, slicesFromFrame, type Slices } from "../src/lod";
 import { decodeFrame, encodeFrame } from "../src/codec";
+import lodShared from "../../tests/shared_fixtures/lod_merge.json";
 
 /** Events given as [track, depth, start, dur]; ids are their positions. */
 function events(rows: Array<[number, number, number, number]>): Slices {
   const s = allocSlices(rows.length);
   rows.forEach(([t, d, start, dur], i) => {
     s.track[i] = t; s.depth[i] = d; s.start[i] = start; s.dur[i] = dur;
-    s.id[i] = i; s.count[i] = 1; s.busy[i] = dur; s.label[i] = 0;
+    s.id[i] = i; s.count[i] = 1; s.busy[i] = dur; s.label[i] = 0; s.longest[i] = dur;
   });
   return s;
 }
@@ -90,5 +91,31 @@ describe("level-of-detail merge", () => {
     expect(s.total).toBe(5);
     expect(Array.from(s.depth)).toEqual([0, 2]);
     expect(Array.from(s.id)).toEqual([7, -1]);
+  });
+});
+
+interface LodCase { name: string; t0: number; t1: number; width: number; total: number; boxes: number[][]; expected: number[][] }
+const lodCases = (lodShared as unknown as { cases: LodCase[] }).cases;
+
+describe("level-of-detail merge: the fixture shared with pytest (tests/test_overview.py)", () => {
+  it.each(lodCases)("$name", (c) => {
+    const s = allocSlices(c.boxes.length);
+    c.boxes.forEach(([track, depth, start, dur, count, busy, color, longest], i) => {
+      s.track[i] = track; s.depth[i] = depth; s.start[i] = start; s.dur[i] = dur; s.id[i] = i;
+      s.count[i] = count; s.busy[i] = busy; s.color[i] = color; s.longest[i] = longest; s.label[i] = 0;
+    });
+    const m = mergeSlices(s, c.t0, c.t1, c.width);
+    const got = Array.from({ length: m.n }, (_, i) => [
+      m.track[i], m.depth[i], m.start[i], m.dur[i], m.id[i], m.count[i], m.busy[i], m.color[i], m.longest[i],
+    ]);
+    const key = (b: number[]): string => b.map((x) => String(x).padStart(12, "0")).join(",");
+    const sorted = (bs: number[][]): number[][] => [...bs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+    expect(sorted(got)).toEqual(sorted(c.expected));
+    expect(m.total).toBe(c.total);
+  });
+
+  it("a frame without `longest` (older kernel) takes each box's extent", () => {
+    const f = decodeFrame(encodeFrame({ start: Float64Array.from([0, 5]), dur: Float64Array.from([3, 9]) }));
+    expect(Array.from(slicesFromFrame(f).longest)).toEqual([3, 9]);
   });
 });

@@ -2,12 +2,17 @@
 
 The pure-Python implementations are the reference; the native ones must give
 identical results (tests compare them).  ``available()`` is False where the
-shared library was not built (no C compiler at install time) or when the
-environment variable ``PROFVIEW_NATIVE=0`` asks for the pure-Python paths.
+shared library was not built (no C compiler at install time), when it is
+refused (built from other sources: its ``pv_abi_version()`` is not
+:data:`ABI_VERSION`, or its numeric-arg keys differ; such a library is never
+used) or when the environment variable ``PROFVIEW_NATIVE=0`` asks for the
+pure-Python paths.  :func:`status` says which and why;
+:func:`warn_if_unavailable` warns once per process (``NativeUnavailableWarning``)
+with how to get the native scanner.
 
 * :func:`decode_chrome` -- streaming Chrome-trace scanner (``chrome_scan.c``)
   producing :class:`~jupyter_profview.formats.chrome.columns.ChromeColumns`.
-* :func:`nest` -- :func:`jupyter_profview.builder.nest_python` (``nest.c``).
+* :func:`nest` -- :func:`jupyter_profview.nesting.nest_python` (``nest.c``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import NativeUnavailableWarning
+
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "status", "warn_if_unavailable"]
+
 LIBRARY = Path(__file__).with_name("_profview_native.so")
+ABI_VERSION = 2  # PV_ABI_VERSION in scan_internal.h
+HOW_TO_BUILD = (
+    "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
+    "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
+    "source checkout run `python hatch_build.py`"
+)
 CHUNK_SIZE = 8 * 1024 * 1024  # decompressed bytes fed to the scanner at a time
 
 # status codes of chrome_scan.c
@@ -39,14 +54,49 @@ def _disabled() -> bool:
     return os.environ.get("PROFVIEW_NATIVE", "1").strip().lower() in ("0", "false", "no", "off")
 
 
+_refusal: str | None = None  # why _load() returned None
+
+
 @lru_cache(maxsize=1)
 def _load() -> ctypes.CDLL | None:
-    if not LIBRARY.exists():
-        return None
+    global _refusal
+    lib, _refusal = _open(LIBRARY)
+    return lib
+
+
+def _open(path: Path) -> tuple[ctypes.CDLL | None, str | None]:
+    """(library, None) or (None, why it is not used).  The ABI version is
+    checked before any other symbol is touched: a stale or foreign library
+    is refused, never called."""
+    if not path.exists():
+        return None, f"{path.name} is not built (no C compiler when the package was installed?)"
     try:
-        lib = ctypes.CDLL(str(LIBRARY))
-    except OSError:
-        return None
+        lib = ctypes.CDLL(str(path))
+    except OSError as exc:
+        return None, f"{path} cannot be loaded ({exc})"
+    try:
+        version_fn = lib.pv_abi_version
+    except AttributeError:
+        return None, f"{path} is stale or foreign: it has no pv_abi_version()"
+    version_fn.restype = c_int
+    version_fn.argtypes = []
+    version = version_fn()
+    if version != ABI_VERSION:
+        return None, f"{path} has ABI version {version}, this package needs {ABI_VERSION} (stale build)"
+    try:
+        _declare(lib)
+    except AttributeError as exc:
+        return None, f"{path} lacks a function ({exc})"
+
+    from ..formats.chrome.columns import NUMERIC_ARGS
+
+    keys = tuple(lib.pv_num_key(i).decode() for i in range(lib.pv_num_keys()))
+    if keys != tuple(NUMERIC_ARGS):
+        return None, f"{path} was built from other sources (numeric arg keys differ)"
+    return lib, None
+
+
+def _declare(lib: ctypes.CDLL) -> None:
     u8p, i64p = POINTER(c_uint8), POINTER(c_int64)
     lib.pv_scan_new.restype = c_void_p
     lib.pv_scan_new.argtypes = []
@@ -62,6 +112,8 @@ def _load() -> ctypes.CDLL | None:
     lib.pv_scan_array_format.argtypes = [c_void_p]
     lib.pv_scan_error.restype = c_int64
     lib.pv_scan_error.argtypes = [c_void_p, POINTER(c_char_p), POINTER(c_char_p)]
+    lib.pv_scan_error_record.restype = c_int64
+    lib.pv_scan_error_record.argtypes = [c_void_p]
     lib.pv_scan_unsupported.restype = c_char_p
     lib.pv_scan_unsupported.argtypes = [c_void_p]
     lib.pv_scan_column.restype = c_void_p
@@ -88,17 +140,38 @@ def _load() -> ctypes.CDLL | None:
     lib.pv_nest.restype = c_int
     lib.pv_nest.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
 
-    from ..formats.chrome.columns import NUMERIC_ARGS
-
-    keys = tuple(lib.pv_num_key(i).decode() for i in range(lib.pv_num_keys()))
-    if keys != tuple(NUMERIC_ARGS):  # stale library built from other sources
-        return None
-    return lib
-
 
 def available() -> bool:
     """Whether the native library is built, loadable and not disabled."""
     return not _disabled() and _load() is not None
+
+
+def status() -> tuple[str, str]:
+    """(decoder, why): ``("native", ...)`` or ``("python", reason)``."""
+    if _disabled():
+        return "python", "disabled by PROFVIEW_NATIVE=0"
+    if _load() is None:
+        return "python", _refusal or "native library unavailable"
+    return "native", f"{LIBRARY} (ABI {ABI_VERSION})"
+
+
+_warned = False
+
+
+def warn_if_unavailable() -> None:
+    """Warn once per process when the native scanner is missing or refused
+    (not when PROFVIEW_NATIVE=0 asked for the pure-Python path)."""
+    global _warned
+    if _warned or _disabled() or _load() is not None:
+        return
+    _warned = True
+    import warnings
+
+    warnings.warn(
+        f"jupyter_profview: the native scanner is not used ({_refusal}); traces load on the "
+        f"pure-Python path, same results but much slower. To get it: {HOW_TO_BUILD}.",
+        NativeUnavailableWarning, stacklevel=3,
+    )
 
 
 def _lib() -> ctypes.CDLL:
@@ -112,7 +185,7 @@ def _lib() -> ctypes.CDLL:
 
 
 def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`jupyter_profview.builder.nest_python` in C (same inputs and outputs)."""
+    """:func:`jupyter_profview.nesting.nest_python` in C (same inputs and outputs)."""
     lib = _lib()
     track = np.ascontiguousarray(track, dtype=np.int64)
     start = np.ascontiguousarray(start, dtype=np.int64)

@@ -4,8 +4,9 @@
  * numeric args).
  *
  * Field rules (same as the reference): integer literal -> its text, string
- * -> "s:" + string, id2 -> "id2l:"/"id2g:" + token; ts/dur: integer x ->
- * x * 1000 exactly, other numbers -> nearbyint(strtod(x) * 1000.0); ph/bp/s:
+ * -> "s:" + string, id2 -> "id2l:"/"id2g:" + token; ts/dur: the decimal
+ * number x (microseconds) -> x * 1000 ns exactly, rounded to an integer with
+ * ties to even (never through a double), an error beyond +-INT64_MAX; ph/bp/s:
  * ASCII code of a one-character ASCII string else 0, bp falling back to s;
  * the last of duplicated keys wins; strings are interned once the event is
  * complete, in the order name, cat, pid, tid, id.
@@ -183,16 +184,19 @@ other: /* any other id2: validate, leave to Python if it is the one used */
     return PV_OK;
 }
 
-/* ts / dur: a JSON number of microseconds -> int64 ns, as the reference:
- * an integer literal is multiplied exactly (x * 1000), any other number is
- * round(double(x) * 1000.0) with ties to even. */
-static int scan_time(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, int64_t *out, int *bad) {
-    size_t pos = *ppos;
+/* ts / dur: a JSON number of microseconds (or a string holding one) ->
+ * int64 ns, exactly from the decimal digits (num_times_1000: x * 1000
+ * rounded with ties to even).  A number beyond +-INT64_MAX ns (about +-292
+ * years) sets *bad = 2 and *where (an error once the event is complete, as
+ * a later duplicate key wins); any other value (not a number) sets *bad = 1:
+ * left to the reference, which reports it. */
+static int scan_time(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, int64_t *out, int *bad,
+                     size_t *where) {
+    size_t pos = *ppos, start = pos;
     uint8_t c = b[pos];
     num_t nm;
     int r;
     char tmp[80];
-    const uint8_t *digits = b; /* buffer that nm refers to */
     if (c == '"') {
         /* a string holding a JSON number (surrounding spaces allowed), as XProf writes */
         int bs;
@@ -207,16 +211,17 @@ static int scan_time(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, 
         memcpy(tmp, b + a, e - a);
         tmp[e - a] = ' '; /* delimiter, so the number scan ends inside tmp */
         size_t q = 0;
-        digits = (const uint8_t *)tmp;
         int64_t saved = s->err_offset; /* a scan error here is not a JSON error */
         const char *m = s->err_msg, *x = s->err_expected, *u = s->unsup_reason;
-        r = (tmp[0] == '-' || (tmp[0] >= '0' && tmp[0] <= '9')) ? scan_number(s, digits, e - a + 1, &q, &nm)
-                                                                 : PV_ERR;
+        r = (tmp[0] == '-' || (tmp[0] >= '0' && tmp[0] <= '9'))
+                ? scan_number_raw(s, (const uint8_t *)tmp, e - a + 1, &q, &nm)
+                : PV_ERR;
         s->err_offset = saved, s->err_msg = m, s->err_expected = x, s->unsup_reason = u;
         if (r != PV_OK || q != e - a) return PV_OK;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
-        r = scan_number(s, b, len, &pos, &nm);
+        r = scan_number_raw(s, b, len, &pos, &nm);
         if (r != PV_OK) return r;
+        *ppos = pos;
     } else {
         r = scan_value(s, b, len, &pos, 1);
         if (r != PV_OK) return r;
@@ -224,19 +229,11 @@ static int scan_time(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, 
         *bad = 1; /* not a number: the reference reports it */
         return PV_OK;
     }
-    *ppos = pos;
-    *bad = 1; /* out of range: the reference reports it */
-    if (nm.is_int) {
-        if (nm.dropped || nm.mant > (uint64_t)(INT64_MAX / 1000)) return PV_OK;
-        int64_t v = (int64_t)nm.mant * 1000;
-        *out = nm.neg ? -v : v;
-    } else {
-        double v = nearbyint(num_value(digits, &nm) * 1000.0);
-        /* the reference accepts ABSENT_TIME < ns <= INT64_MAX; 2^63 as double is exact */
-        if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0)) return PV_OK;
-        *out = (int64_t)v;
-    }
     *bad = 0;
+    if (!num_times_1000(&nm, out)) {
+        *bad = 2;
+        *where = start;
+    }
     return PV_OK;
 }
 
@@ -322,6 +319,7 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
     na.have = 0;
     ref_t name = {0}, cat = {0}, pid = {0}, tid = {0}, id = {0}, id2 = {0};
     int bpv = 0, sv = 0, ts_bad = 0, dur_bad = 0;
+    size_t ts_at = 0, dur_at = 0;
     int r = PV_OK;
 
     pos = skip_ws(b, len, pos + 1);
@@ -400,11 +398,11 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
             if (r != PV_OK) goto out;
             break;
         case K_TS:
-            r = scan_time(s, b, len, &pos, &s->ts[i], &ts_bad);
+            r = scan_time(s, b, len, &pos, &s->ts[i], &ts_bad, &ts_at);
             if (r != PV_OK) goto out;
             break;
         case K_DUR:
-            r = scan_time(s, b, len, &pos, &s->dur[i], &dur_bad);
+            r = scan_time(s, b, len, &pos, &s->dur[i], &dur_bad, &dur_at);
             if (r != PV_OK) goto out;
             break;
         case K_ARGS:
@@ -426,7 +424,12 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
         if (pos >= len) { r = PV_MORE; goto out; }
     }
 done:
-    if (ts_bad || dur_bad) return unsup(s, "ts/dur that is not a number in range");
+    if (ts_bad == 2 || dur_bad == 2) {
+        s->err_record = (int64_t)i;
+        return ts_bad == 2 ? fail(s, ts_at, "'ts' is out of range", "a time in microseconds within +-292 years")
+                           : fail(s, dur_at, "'dur' is out of range", "a time in microseconds within +-292 years");
+    }
+    if (ts_bad || dur_bad) return unsup(s, "ts/dur that is not a number");
     if (name.kind == 3 || cat.kind == 3 || pid.kind == 3 || tid.kind == 3 || (id.kind ? id.kind : id2.kind) == 3)
         return unsup(s, "name/cat/pid/tid/id of a type the reference turns into JSON text");
     /* the event is complete: intern its strings in the reference order */

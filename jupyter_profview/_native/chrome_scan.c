@@ -20,13 +20,16 @@
  *
  * Results of a scan:
  *   PV_OK     valid input, columns filled;
- *   PV_ERR    invalid JSON / truncated input: pv_scan_error gives the byte
- *             offset, a message and what was expected;
+ *   PV_ERR    invalid JSON / truncated input, a ts/dur beyond +-INT64_MAX ns
+ *             (pv_scan_error_record gives its event), a string longer than
+ *             PV_MAX_STRING, an event or value longer than PV_MAX_UNIT:
+ *             pv_scan_error gives the byte offset, a message and what was
+ *             expected;
  *   PV_UNSUP  input this scanner leaves to the pure-Python reference decoder
- *             (chrome_decode.py), which then decodes it or reports the error:
+ *             (formats/chrome/decode.py), which then decodes it or reports the error:
  *             pid/tid/id that are not integer literals or strings, name/cat
  *             that are not strings, ts/dur that are neither numbers nor
- *             strings holding one or are out of int64 range, id2 other than
+ *             strings holding one, id2 other than
  *             {"local"|"global": X}, lone surrogate escapes, integers beyond
  *             64 bits, numbers overflowing a double, nesting deeper than
  *             MAX_DEPTH, non-object records, a missing or duplicated
@@ -208,6 +211,7 @@ pv_scanner *pv_scan_new(void) {
     pv_scanner *s = (pv_scanner *)calloc(1, sizeof *s);
     if (!s) return NULL;
     s->state = T_START;
+    s->err_record = -1;
     for (int k = 0; k < 5; k++) s->cache[k] = -1;
     for (int d = 0; d < 3; d++) {
         if (!dict_init(&s->dicts[d])) {
@@ -270,6 +274,9 @@ int pv_scan_feed(pv_scanner *s, const uint8_t *data, size_t len) {
             memmove(s->carry.data, s->carry.data + consumed, clen - consumed);
             s->carry.len = clen - consumed;
             s->base += (int64_t)consumed;
+            if (s->carry.len > PV_MAX_UNIT)
+                return sticky(s, fail(s, 0, "a single event or value longer than 256 MiB",
+                                      "events and top-level values of at most 256 MiB"));
             if (off == len) return PV_OK;
             take *= 2;
         }
@@ -300,6 +307,8 @@ int64_t pv_scan_error(const pv_scanner *s, const char **msg, const char **expect
     *expected = s->err_expected ? s->err_expected : "";
     return s->err_offset;
 }
+/* Event index (traceEvents[i]) of the error, or -1 if not inside a ts/dur. */
+int64_t pv_scan_error_record(const pv_scanner *s) { return s->err_record; }
 const char *pv_scan_unsupported(const pv_scanner *s) { return s->unsup_reason ? s->unsup_reason : ""; }
 
 /* Pointer and size in bytes of a result column (see C_* ids). */
@@ -379,6 +388,7 @@ int64_t pv_scan_dict(pv_scanner *s, int d, const uint8_t **arena, size_t *arena_
     return (int64_t)t->count;
 }
 
+int pv_abi_version(void) { return PV_ABI_VERSION; }
 int pv_num_keys(void) { return NUM_KEYS; }
 const char *pv_num_key(int i) { return (i >= 0 && i < NUM_KEYS) ? NUMERIC_KEYS[i] : NULL; }
 int pv_col_blob(void) { return C_BLOB; }

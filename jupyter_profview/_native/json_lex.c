@@ -80,6 +80,8 @@ int scan_string(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, int *
             if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
             pos++;
         }
+        if (pos - *ppos - 1 > PV_MAX_STRING) /* the body so far, quotes excluded */
+            return fail(s, *ppos, "string longer than 64 MiB", "strings of at most 64 MiB");
         if (pos >= len) return PV_MORE;
         uint8_t c = b[pos];
         if (c == '"') {
@@ -127,12 +129,15 @@ int scan_string(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, int *
 
 /* Validate the JSON number at b[*ppos] (grammar -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?).
  * The digits are accumulated in locals, not in *nm: b is a byte pointer
- * that may alias *nm, so stores through nm would be redone every digit. */
-int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t *nm) {
+ * that may alias *nm, so stores through nm would be redone every digit.
+ * Accepts every valid number; nm->unsup says whether the Python reference
+ * would treat it differently (see scan_number). */
+int scan_number_raw(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t *nm) {
     size_t pos = *ppos;
     uint64_t mant = 0;
-    int ndig = 0, dropped = 0, exp10 = 0, is_int = 1, neg = 0, int_digits = 0;
+    int ndig = 0, dropped = 0, rdig = 0, sticky = 0, exp10 = 0, is_int = 1, neg = 0, int_digits = 0;
     nm->start = pos;
+    nm->unsup = NULL;
     if (b[pos] == '-') {
         neg = 1;
         pos++;
@@ -148,6 +153,8 @@ int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t
         while (pos < fast_end && (unsigned)(b[pos] - '0') < 10) mant = mant * 10 + (unsigned)(b[pos++] - '0');
         ndig = (int)(pos - first);
         while (pos < len && (unsigned)(b[pos] - '0') < 10) { /* beyond 19 digits */
+            if (!dropped) rdig = b[pos] - '0';
+            else sticky |= b[pos] != '0';
             dropped = 1;
             if (exp10 < 100000) exp10++;
             pos++;
@@ -170,6 +177,8 @@ int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t
                 ndig++;
                 exp10--;
             } else {
+                if (!dropped) rdig = (int)d;
+                else sticky |= d != 0;
                 dropped = 1;
             }
             pos++;
@@ -180,6 +189,8 @@ int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t
     nm->mant = mant;
     nm->ndig = ndig;
     nm->dropped = dropped;
+    nm->rdig = rdig;
+    nm->sticky = sticky;
     nm->neg = neg;
     if (b[pos] == 'e' || b[pos] == 'E') {
         is_int = 0;
@@ -204,7 +215,7 @@ int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t
             nm->exp10 = exp10;
             nm->is_int = 0;
             nm->end = pos;
-            if (isinf(num_value(b, nm))) return unsup(s, "number overflowing a double");
+            if (isinf(num_value(b, nm))) nm->unsup = "number overflowing a double";
         }
     }
     nm->exp10 = exp10;
@@ -216,12 +227,54 @@ int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t
         const char *lim = neg ? "9223372036854775808" : "18446744073709551615";
         size_t ll = strlen(lim), dl = (size_t)int_digits;
         const uint8_t *digits = b + nm->start + (size_t)neg;
-        if (dl > ll || (dl == ll && memcmp(digits, lim, ll) > 0))
-            return unsup(s, "integer beyond 64 bits");
+        if (dl > ll || (dl == ll && memcmp(digits, lim, ll) > 0)) nm->unsup = "integer beyond 64 bits";
     }
     *ppos = pos;
     nm->end = pos;
     return PV_OK;
+}
+
+int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t *nm) {
+    size_t pos = *ppos;
+    int r = scan_number_raw(s, b, len, &pos, nm);
+    if (r != PV_OK) return r;
+    if (nm->unsup) return unsup(s, nm->unsup);
+    *ppos = pos;
+    return PV_OK;
+}
+
+static const uint64_t U10[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+    100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+    1000000000000000000ull, 10000000000000000000ull};
+
+/* Exact value * 1000 of a scanned number, rounded to an integer with ties
+ * to even: microseconds -> nanoseconds from the decimal digits, never
+ * through a double.  Digits beyond the 19 kept in mant still round (rdig,
+ * sticky).  Returns 0 if the result is beyond +-INT64_MAX. */
+int num_times_1000(const struct num_s *nm, int64_t *out) {
+    uint64_t q;
+    if (nm->mant == 0) { /* no non-zero digit at all (-0, 0e999, 0.000) */
+        *out = 0;
+        return 1;
+    }
+    long e = (long)nm->exp10 + 3; /* value * 1000 = (mant + 0.dropped digits) * 10^e */
+    if (e >= 0) {
+        /* digits are only dropped once mant has 19 of them: e > 0 overflows then */
+        if (e > 19 || __builtin_mul_overflow(nm->mant, U10[e], &q)) return 0;
+        if (nm->dropped && (nm->rdig > 5 || (nm->rdig == 5 && (nm->sticky || (q & 1))))) q++;
+    } else if (e < -19) {
+        q = 0; /* mant < 10^19, so below 0.1 */
+    } else {
+        uint64_t p = U10[-e], r, half = U10[-e] / 2;
+        q = nm->mant / p;
+        r = nm->mant % p;
+        if (r > half || (r == half && (nm->rdig || nm->sticky || (q & 1)))) q++;
+    }
+    if (q > (uint64_t)INT64_MAX) return 0;
+    *out = nm->neg ? -(int64_t)q : (int64_t)q;
+    return 1;
 }
 
 static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,

@@ -1,14 +1,27 @@
 /*
- * nest.c -- native version of jupyter_profview.builder.nest_python.
+ * nest.c -- native version of jupyter_profview.builder.nest_python (the
+ * reference; its module docstring states the rule).
  *
  * Events are sorted by (track, start, -duration).  Each track has a list of
- * lanes; each lane keeps a stack of open events (indices).  An event goes to
- * the first lane where, after popping the events that ended at or before its
- * start, it nests inside the top of the stack (or the stack is empty).
- * Outputs: depth (stack size before the push), parent (top of stack or -1)
- * and lane.  Semantics identical to the Python reference, including ties
- * (an event ending exactly where the next starts is popped; an event with the
- * same end as the top nests).
+ * lanes (0 = main, k > 0 = overlap sub-lanes); each lane keeps a stack of open
+ * events (indices), each inside the one below it, and the latest end drawn on
+ * it.  For event i, after popping the events that ended at or before its
+ * start (an event ending exactly where the next starts is popped; one with the
+ * same end nests):
+ *
+ *   parent = the innermost (highest index) open event, over all lanes, that
+ *            contains i, or -1;
+ *   lane   = the parent's lane when the parent is the top of its stack;
+ *            else, when i partly overlaps main-lane events above its parent
+ *            (or above nothing), the longer of i and the lowest of those (t0)
+ *            keeps the main lane: if i is longer, t0 and the main-lane events
+ *            since t0 (its subtree) move to the first overlap lane with nothing
+ *            drawn after t0's start, their depths rebased on t0; if not, i goes
+ *            to the first overlap lane with nothing drawn after its start;
+ *            else (parent on an overlap lane, not its top) that same free lane;
+ *   depth  = the size of the lane's stack before the push.
+ *
+ * Semantics identical to the Python reference, ties included.
  */
 
 #include <stdint.h>
@@ -17,9 +30,10 @@
 typedef struct {
     int64_t *items;
     size_t len, cap;
-} stack_t_;
+    int64_t last_end; /* latest end drawn on this lane */
+} lane_t;
 
-static int push(stack_t_ *s, int64_t v) {
+static int push(lane_t *s, int64_t v) {
     if (s->len == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         int64_t *p = (int64_t *)realloc(s->items, cap * sizeof(int64_t));
@@ -31,48 +45,101 @@ static int push(stack_t_ *s, int64_t v) {
     return 1;
 }
 
+typedef struct {
+    lane_t *lanes;
+    size_t nalloc, nactive;
+} lanes_t;
+
+/* First overlap lane (k >= 1) with nothing drawn after t, appended when none;
+ * its stack emptied.  Returns the lane or (size_t)-1 when out of memory. */
+static size_t free_lane(lanes_t *L, int64_t t) {
+    size_t k;
+    for (k = 1; k < L->nactive; k++)
+        if (L->lanes[k].last_end <= t) break;
+    if (k == L->nactive) {
+        if (L->nactive == L->nalloc) {
+            size_t na = L->nalloc * 2;
+            lane_t *p = (lane_t *)realloc(L->lanes, na * sizeof(lane_t));
+            if (!p) return (size_t)-1;
+            for (size_t j = L->nalloc; j < na; j++) p[j].items = NULL, p[j].len = p[j].cap = 0;
+            L->lanes = p;
+            L->nalloc = na;
+        }
+        L->nactive++;
+        L->lanes[k].last_end = t;
+    }
+    L->lanes[k].len = 0;
+    return k;
+}
+
 /* Returns 0 on success, -1 when out of memory. */
 int pv_nest(int64_t n, const int64_t *track, const int64_t *start, const int64_t *end, int32_t *depth,
             int64_t *parent, int32_t *lane) {
-    stack_t_ *lanes = NULL; /* allocated lanes (reused across tracks) */
-    size_t nalloc = 0, nactive = 0;
+    lanes_t L = {NULL, 0, 0};
     int rc = 0;
+    if (n <= 0) return 0;
+    L.lanes = (lane_t *)calloc(1, sizeof(lane_t));
+    if (!L.lanes) return -1;
+    L.nalloc = 1;
     for (int64_t i = 0; i < n; i++) {
         if (i == 0 || track[i] != track[i - 1]) {
-            nactive = 1; /* a new track: one empty lane */
-            if (nalloc == 0) {
-                lanes = (stack_t_ *)calloc(1, sizeof(stack_t_));
-                if (!lanes) return -1;
-                nalloc = 1;
-            }
-            lanes[0].len = 0;
+            L.nactive = 1; /* a new track: one empty main lane */
+            L.lanes[0].len = 0;
+            L.lanes[0].last_end = INT64_MIN;
         }
         int64_t s = start[i], e = end[i];
-        for (size_t k = 0;; k++) {
-            if (k == nactive) {
-                if (nactive == nalloc) {
-                    size_t na = nalloc * 2;
-                    stack_t_ *p = (stack_t_ *)realloc(lanes, na * sizeof(stack_t_));
-                    if (!p) { rc = -1; goto out; }
-                    for (size_t j = nalloc; j < na; j++) p[j].items = NULL, p[j].len = p[j].cap = 0;
-                    lanes = p;
-                    nalloc = na;
-                }
-                lanes[nactive++].len = 0;
-            }
-            stack_t_ *st = &lanes[k];
+        int64_t p = -1, p_pos = -1;
+        size_t p_lane = (size_t)-1;
+        for (size_t k = 0; k < L.nactive; k++) {
+            lane_t *st = &L.lanes[k];
             while (st->len && end[st->items[st->len - 1]] <= s) st->len--;
-            if (!st->len || e <= end[st->items[st->len - 1]]) {
-                depth[i] = (int32_t)st->len;
-                parent[i] = st->len ? st->items[st->len - 1] : -1;
-                lane[i] = (int32_t)k;
-                if (!push(st, i)) { rc = -1; goto out; }
-                break;
+            for (int64_t pos = (int64_t)st->len - 1; pos >= 0; pos--) {
+                int64_t j = st->items[pos];
+                if (j < p) break;
+                if (e <= end[j]) {
+                    p = j, p_lane = k, p_pos = pos;
+                    break;
+                }
             }
         }
+        lane_t *main_ = &L.lanes[0];
+        size_t k;
+        if (p >= 0 && (size_t)p_pos == L.lanes[p_lane].len - 1) {
+            k = p_lane; /* nests in the top of its lane */
+        } else if ((p < 0 || p_lane == 0) && main_->len) {
+            size_t base = (size_t)(p_pos + 1);
+            int64_t t0 = main_->items[base];
+            if (e - s > end[t0] - start[t0]) { /* i is longer: t0 and its subtree move aside */
+                k = free_lane(&L, start[t0]);
+                if (k == (size_t)-1) { rc = -1; goto out; }
+                main_ = &L.lanes[0]; /* free_lane may have moved the lanes */
+                int32_t d0 = depth[t0];
+                for (int64_t j = t0; j < i; j++)
+                    if (lane[j] == 0) lane[j] = (int32_t)k, depth[j] -= d0;
+                for (size_t m = base; m < main_->len; m++)
+                    if (!push(&L.lanes[k], main_->items[m])) { rc = -1; goto out; }
+                L.lanes[k].last_end = end[t0];
+                main_->len = base;
+                k = 0;
+            } else {
+                k = free_lane(&L, s);
+                if (k == (size_t)-1) { rc = -1; goto out; }
+            }
+        } else if (p < 0) {
+            k = 0; /* main lane empty: top level */
+        } else {
+            k = free_lane(&L, s); /* partly overlaps an overlap-lane event above its parent */
+            if (k == (size_t)-1) { rc = -1; goto out; }
+        }
+        lane_t *st = &L.lanes[k];
+        depth[i] = (int32_t)st->len;
+        parent[i] = p;
+        lane[i] = (int32_t)k;
+        if (!push(st, i)) { rc = -1; goto out; }
+        if (e > st->last_end) st->last_end = e;
     }
 out:
-    for (size_t j = 0; j < nalloc; j++) free(lanes[j].items);
-    free(lanes);
+    for (size_t j = 0; j < L.nalloc; j++) free(L.lanes[j].items);
+    free(L.lanes);
     return rc;
 }

@@ -35,6 +35,18 @@
 #define PV_NOMEM 4
 
 #define MAX_DEPTH 200 /* deeper nesting -> PV_UNSUP (Python decides) */
+
+/* Version of the exported pv_* interface (pv_abi_version); the Python side
+ * refuses a library with another one.  Bump it with any change of the
+ * exported functions, their arguments, the column ids or the status codes. */
+#define PV_ABI_VERSION 2
+
+/* Limits on hostile input (the same as jupyter_profview.sources): a JSON
+ * string longer than PV_MAX_STRING bytes (as written, escapes included), or
+ * a single event / top-level value longer than PV_MAX_UNIT bytes, is an
+ * error at its start, so memory stays bounded whatever the input. */
+#define PV_MAX_STRING ((size_t)64 << 20)
+#define PV_MAX_UNIT ((size_t)256 << 20)
 #define ABSENT_TIME INT64_MIN
 
 /* ------------------------------------------------------------------------ */
@@ -161,6 +173,7 @@ typedef struct pv_scanner {
     int32_t cache[5]; /* last code per field: name, cat, pid, tid, id */
 
     int64_t err_offset;
+    int64_t err_record; /* event index of an error in a ts/dur value, else -1 */
     const char *err_msg;
     const char *err_expected;
     const char *unsup_reason;
@@ -213,9 +226,13 @@ typedef struct num_s {
     uint64_t mant; /* first 19 significant digits */
     int ndig;      /* significant digits in mant */
     int dropped;   /* more significant digits than fit */
+    int rdig;      /* the first dropped digit (0 if none) */
+    int sticky;    /* a later dropped digit was not 0 (for exact rounding) */
     int exp10;     /* value = mant * 10^exp10 (when !dropped) */
     int is_int;    /* no fraction, no exponent */
     int neg;
+    const char *unsup; /* non-NULL: valid JSON left to Python (integer
+                          beyond 64 bits, number overflowing a double) */
     size_t start, end;
 } num_t;
 
@@ -223,8 +240,14 @@ typedef struct num_s {
  * *ppos is just past the closing quote and *bs tells whether it contained a
  * backslash escape. */
 int scan_string(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, int *bs);
-/* Validate the JSON number at b[*ppos] (grammar -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?). */
+/* Validate the JSON number at b[*ppos] (grammar -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?).
+ * Numbers the Python reference treats differently (see num_t.unsup) are
+ * PV_UNSUP; scan_number_raw accepts them (for ts/dur, converted exactly). */
 int scan_number(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t *nm);
+int scan_number_raw(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, num_t *nm);
+/* Exact value * 1000 rounded to an integer (ties to even) of a scanned
+ * number: microseconds -> nanoseconds.  0 if beyond +-INT64_MAX. */
+int num_times_1000(const struct num_s *nm, int64_t *out);
 /* The correctly rounded double of a scanned number (same as strtod). */
 double num_value(const uint8_t *b, const struct num_s *nm);
 /* Validate any JSON value at b[*ppos] (whitespace already skipped). */

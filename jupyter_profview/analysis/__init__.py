@@ -2,12 +2,31 @@
 
 * :mod:`.summary` -- per-key totals, self time and shares; phases per device; top events.
 * :mod:`.memory` -- the memory peak and what is live at a given time.
+* :mod:`.ranks` -- across the ranks of a TraceSet: step times, stragglers, collective skew.
+* :mod:`.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
+* :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
 """
 
 from __future__ import annotations
 
+from .compare import Comparison, compare
+from .gpu import (
+    comm_comp_overlap,
+    idle_time,
+    kernel_breakdown,
+    launch_stats,
+    linked_events,
+    queue_length,
+    queue_length_series,
+    temporal_breakdown,
+    utilisation,
+)
 from .memory import live_at, peak_time
+from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["bytes_column", "live_at", "peak_time", "phases", "self_intervals", "summary", "top",
-           "union_length"]
+__all__ = ["comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
+           "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
+           "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",
+           "summary", "top", "union_length", "collective_calls", "collective_skew", "step_times",
+           "stragglers"]

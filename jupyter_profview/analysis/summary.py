@@ -41,6 +41,9 @@ Phases per device: see :func:`phases`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -49,6 +52,23 @@ from ..model import PHASES, Trace
 
 FLOPS_COLUMN = "flops"
 BYTES_COLUMNS = ("memory_bytes", "bytes")
+
+
+def per_rank(fn: Callable[..., pd.DataFrame], ts: Any, *args: Any, **kwargs: Any) -> pd.DataFrame:
+    """``fn`` on each rank of a TraceSet (one rank in RAM at a time), the
+    results stacked with a ``rank`` column first (the index kept as a column)."""
+    frames = []
+    for rank in ts.ranks:
+        out = fn(ts[rank], *args, **kwargs).reset_index()
+        out.insert(0, "rank", rank)
+        frames.append(out)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["rank"])
+
+
+def _is_set(trace: Any) -> bool:
+    from ..ranks.traceset import TraceSet
+
+    return isinstance(trace, TraceSet)
 
 
 def _events(trace: Trace, events: pd.DataFrame | None) -> pd.DataFrame:
@@ -82,7 +102,11 @@ def summary(trace: Trace, by: str = "category", *, events: pd.DataFrame | None =
     Columns: ``count``, ``total``, ``self``, ``mean`` (``total / count``),
     ``share`` (see the module docstring), and where the trace has them
     ``flops``, ``flop_rate`` (FLOP/s), ``bytes`` and ``bandwidth`` (bytes/s).
+
+    A TraceSet gives one summary per rank, stacked, with ``rank`` and ``by`` columns.
     """
+    if _is_set(trace):
+        return per_rank(summary, trace, by)
     ev = _events(trace, events)
     _check_column(ev, by, "summarise by")
     key = ev[by]
@@ -127,7 +151,11 @@ def summary(trace: Trace, by: str = "category", *, events: pd.DataFrame | None =
 
 def top(trace: Trace, n: int = 10, by: str = "self", *, events: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``n`` events with the largest ``by`` (any numeric events column),
-    largest first, with their ids as the index."""
+    largest first, with their ids as the index.  A TraceSet gives the ``n``
+    largest over all ranks, with ``rank`` and ``id`` columns."""
+    if _is_set(trace):
+        return per_rank(top, trace, n, by).sort_values(by, ascending=False, kind="stable").head(n) \
+            .reset_index(drop=True)
     ev = _events(trace, events)
     _check_column(ev, by, "rank by")
     if not pd.api.types.is_numeric_dtype(ev[by]):
@@ -211,8 +239,11 @@ def phases(trace: Trace, *, events: pd.DataFrame | None = None) -> pd.DataFrame:
     (``span - busy``), ``busy`` (union of all top-level slices), ``span``
     (first start to last end of the device's slices).  Phases of different
     tracks can overlap in time, so the phases can add up to more than
-    ``busy``; on a single track they add up to exactly ``busy``.
+    ``busy``; on a single track they add up to exactly ``busy``.  A TraceSet
+    gives one row per (rank, process).
     """
+    if _is_set(trace):
+        return per_rank(phases, trace)
     ev = _events(trace, events)
     slices = ev[ev["kind"] == "slice"]
     intervals = self_intervals(slices)

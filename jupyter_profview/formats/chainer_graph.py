@@ -65,6 +65,7 @@ peak"); both work on any trace whose ``allocations`` times follow this rule.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,13 +97,26 @@ class _Function:
 class _Lines:
     """Numbered lines with errors that name the source and position."""
 
-    def __init__(self, text: str, source: str) -> None:
-        self.lines = text.split("\n")
-        if self.lines and self.lines[-1] == "":
-            self.lines.pop()
-        self.source = source
+    def __init__(self, source: Source) -> None:
+        self.reader = source.lines()  # streamed; long runs of blank lines skipped
+        self._lines = iter(self.reader)
+        self._ahead: tuple[int, str] | None = None
+        self.current = ""
+        self.source = source.name
         self.pos = 0
         self.context = ""
+
+    def _peek(self) -> tuple[int, str] | None:
+        if self._ahead is None:
+            self._ahead = next(self._lines, None)
+        return self._ahead
+
+    def remaining(self) -> Iterator[str]:
+        """The lines after the current one (skipped blank lines are not seen)."""
+        while (ahead := self._peek()) is not None:
+            self.pos, self.current = ahead
+            self._ahead = None
+            yield self.current
 
     def error(self, message: str, expected: str, line: int | None = None, column: int = 1) -> ProfviewError:
         where = f"line {line if line is not None else self.pos}, column {column}"
@@ -111,14 +125,20 @@ class _Lines:
         return ProfviewError(message, source=self.source, position=where, expected=expected)
 
     def next(self, expected: str) -> str:
-        if self.pos >= len(self.lines):
+        ahead = self._peek()
+        if ahead is None:
             raise ProfviewError(
                 "the file ends early", source=self.source,
-                position=f"after line {len(self.lines)}" + (f" ({self.context})" if self.context else ""),
+                position=f"after line {self.reader.count}" + (f" ({self.context})" if self.context else ""),
                 expected=expected,
             )
         self.pos += 1
-        return self.lines[self.pos - 1].rstrip("\r")
+        if ahead[0] > self.pos:  # one of the blank lines the reader skipped
+            self.current = ""
+        else:
+            self.current = ahead[1]
+            self._ahead = None
+        return self.current.rstrip("\r")
 
     def ints(self, count: int, expected: str) -> list[int]:
         parts = self.next(expected).split()
@@ -128,7 +148,7 @@ class _Lines:
 
     def int(self, text: str, expected: str) -> int:
         if not text.isascii() or not text.isdigit():
-            line = self.lines[self.pos - 1]
+            line = self.current
             raise self.error(f"{text[:40]!r} is not a non-negative integer", expected,
                              column=line.find(text) + 1)
         if len(text) > 15:
@@ -136,8 +156,8 @@ class _Lines:
         return int(text)
 
 
-def _parse(text: str, source: str) -> tuple[dict[int, tuple[int, str]], list[_Function]]:
-    lines = _Lines(text, source)
+def _parse(source: Source) -> tuple[dict[int, tuple[int, str]], list[_Function]]:
+    lines = _Lines(source)
     n_tensors, n_functions = lines.ints(2, "a header '<n_tensors> <n_functions>'")
     tensors: dict[int, tuple[int, str]] = {}
     for k in range(n_tensors):
@@ -185,8 +205,8 @@ def _parse(text: str, source: str) -> tuple[dict[int, tuple[int, str]], list[_Fu
         fn.attrs, fn.rank = attrs, rank
         functions.append(fn)
     lines.context = ""
-    while lines.pos < len(lines.lines):
-        if lines.next("").strip():
+    for rest in lines.remaining():
+        if rest.strip():
             raise lines.error("unexpected content after the last function record",
                               f"exactly {n_functions} function records, as the header says")
     return tensors, functions
@@ -284,7 +304,7 @@ def _memory(rows: list[dict[str, Any]], n_steps: int) -> pd.DataFrame:
 
 
 def load(source: Source) -> Trace:
-    tensors, functions = _parse(source.text(), source.name)
+    tensors, functions = _parse(source)
     quality = Quality(records_read=len(tensors) + len(functions))
     forward = sorted((f for f in functions if f.direction == "forward"), key=lambda f: f.rank)
     backward = sorted((f for f in functions if f.direction == "backward"), key=lambda f: -f.rank)

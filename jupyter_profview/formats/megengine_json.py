@@ -60,7 +60,7 @@ import orjson
 import pandas as pd
 
 from ..builder import build_events, make_trace
-from ..errors import ProfviewError, line_position
+from ..errors import ProfviewError
 from ..model import Quality, Trace, memory_frame
 from ..sources import Source
 from . import TraceFormat
@@ -138,7 +138,8 @@ def _phase(op_type: str, name: str) -> str:
 
 
 def _decode(source: Source) -> dict[str, Any]:
-    data = source.read()
+    document = source.json_document()  # streamed: whitespace squeezed, strings limited
+    data = document.data
     if not data.strip():
         raise ProfviewError("the input is empty", source=source.name,
                             expected="a MegEngine profiler JSON object")
@@ -146,7 +147,7 @@ def _decode(source: Source) -> dict[str, Any]:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ProfviewError(f"invalid JSON ({exc.msg})", source=source.name,
-                            position=line_position(data, exc.pos),
+                            position=document.position(exc.pos),
                             expected="one JSON object with 'profiler' and 'graph_exec'") from None
     return _Check(source.name).obj(doc, "the top level")
 

@@ -108,15 +108,15 @@ def phase_of(names: Iterable[str]) -> list[str]:
     return phases.classify(bases, extra)
 
 
-def read_names(text: str, source: str) -> tuple[list[int], list[str], Quality]:
-    """(0-based line index, name) of every node line; blank lines skipped."""
+def read_names(source: Source) -> tuple[list[int], list[str], Quality]:
+    """(0-based line index, name) of every node line; blank lines skipped.
+    Streamed line by line (:meth:`Source.lines`)."""
     quality = Quality()
     steps: list[int] = []
     names: list[str] = []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline does not open a record
-    for i, raw in enumerate(lines):
+    lines = source.lines()
+    for number, raw in lines:
+        i = number - 1
         quality.records_read += 1
         line = raw.strip()
         if not line:
@@ -126,13 +126,16 @@ def read_names(text: str, source: str) -> tuple[list[int], list[str], Quality]:
         if match is None or match.end() != len(line):
             col = (match.end() if match else 0) + len(raw) - len(raw.lstrip()) + 1
             raise ProfviewError(
-                f"{line[:80]!r} is not a TensorFlow node name", source=source,
+                f"{line[:80]!r} is not a TensorFlow node name", source=source.name,
                 position=f"line {i + 1}, column {col}",
                 expected="one node name per line (letters, digits, '._-/>')",
             )
         steps.append(i)
         names.append(line)
         quality.placed["events"] += 1
+    if lines.squeezed:  # runs of blank lines skipped while streaming
+        quality.records_read += lines.squeezed
+        quality.skipped["blank line"] += lines.squeezed
     return steps, names, quality
 
 
@@ -149,7 +152,7 @@ def sniff(head: bytes) -> bool:
 
 
 def load(source: Source) -> Trace:
-    steps, names, quality = read_names(source.text(), source.name)
+    steps, names, quality = read_names(source)
     if not names:
         raise ProfviewError("no node names in the input", source=source.name,
                             expected="one TensorFlow node name per line")

@@ -153,12 +153,10 @@ def sniff(head: bytes) -> bool:
 def load(source: Source) -> Trace:
     reader = _Reader(source.name)
     quality = Quality()
-    lines = source.text().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = source.lines()  # streamed line by line
     ops: dict[str, _Row] = {}
     kernels: dict[str, _Row] = {}
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in lines:
         quality.records_read += 1
         text = raw.strip()
         if not text:
@@ -171,6 +169,9 @@ def load(source: Source) -> Trace:
             continue
         table[row.name] = row
         quality.placed["nodes"] += 1
+    if lines.squeezed:  # runs of blank lines skipped while streaming
+        quality.records_read += lines.squeezed
+        quality.skipped["blank line"] += lines.squeezed
     if not ops and not kernels:
         raise ProfviewError("no node rows in the input", source=source.name,
                             expected="'name, input..., output, device, device_index' lines")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ from ..builder import build_events, make_trace
 from ..errors import ProfviewError, line_position
 from ..model import Quality, Trace, empty_allocations, empty_memory, memory_frame
 from ..phase_rules import rule
-from ..sources import Source
+from ..sources import MAX_PROTOBUF, Source
 from . import TraceFormat
 from .step_stats_proto import dtype_name, message_class, varint, wire_error
 
@@ -95,7 +96,29 @@ def sniff(head: bytes) -> bool:
     return _binary_kind(head) is not None or _TEXT_HEAD.match(head) is not None
 
 
-def _parse(data: bytes, name: str) -> tuple[Any, str, str]:
+def _deepest(data: bytes) -> str:
+    """Position of the deepest ``{`` nesting (for "nesting too deep", which
+    the protobuf parser reports without one)."""
+    depth = deepest = where = 0
+    for match in re.finditer(rb"[{}]", data):
+        depth += 1 if match[0] == b"{" else -1
+        if depth > deepest:
+            deepest, where = depth, match.start()
+    line = data.count(b"\n", 0, where) + 1
+    return f"line {line} (nesting depth {deepest})"
+
+
+def _read(source: Source) -> tuple[bytes, Callable[[int], int] | None]:
+    """The content, streamed: binary protobuf up to its 2 GiB limit; text
+    with runs of blank lines squeezed (and a map back to the original line
+    numbers)."""
+    if _binary_kind(source.head()) is not None:
+        return source.read(limit=MAX_PROTOBUF), None
+    squeezed = source.squeezed_text()
+    return squeezed.data, squeezed.line
+
+
+def _parse(data: bytes, name: str, line_of: Callable[[int], int] | None = None) -> tuple[Any, str, str]:
     """(StepStats message, message kind, encoding) or ProfviewError."""
     expected = "a TensorFlow RunMetadata or StepStats, as protobuf text or binary"
     kind = _binary_kind(data)
@@ -123,7 +146,10 @@ def _parse(data: bytes, name: str) -> tuple[Any, str, str]:
         text_format.Parse(text, msg, allow_unknown_field=True)
     except text_format.ParseError as exc:
         reason = str(exc).rsplit("': ", 1)[-1][:200]
-        line = f"line {exc.GetLine()}, column {exc.GetColumn()}" if exc.GetLine() is not None else None
+        number = exc.GetLine()
+        if number is not None and line_of is not None:
+            number = line_of(number)
+        line = f"line {number}, column {exc.GetColumn()}" if number is not None else None
         raise ProfviewError(reason, source=name, position=line,
                             expected=f"{kind} in protobuf text format") from None
     except ValueError as exc:  # e.g. "Value out of range: 99999999999999999999" from the setter
@@ -133,7 +159,11 @@ def _parse(data: bytes, name: str) -> tuple[Any, str, str]:
         raise ProfviewError(str(exc)[:200], source=name, position=spot,
                             expected=f"{kind} in protobuf text format") from None
     except RecursionError:
-        raise ProfviewError("nesting too deep", source=name, expected=expected) from None
+        where = _deepest(data)
+        if line_of is not None:
+            deep_line, rest = where[5:].split(" ", 1)
+            where = f"line {line_of(int(deep_line))} {rest}"
+        raise ProfviewError("nesting too deep", source=name, position=where, expected=expected) from None
     return (msg.step_stats if kind == "RunMetadata" else msg), kind, "text"
 
 
@@ -307,10 +337,10 @@ class _Builder:
 
 
 def load(source: Source) -> Trace:
-    data = source.read()
+    data, line_of = _read(source)
     if not data.strip():
         raise ProfviewError("the input is empty", source=source.name, expected="a RunMetadata/StepStats")
-    step_stats, kind, encoding = _parse(data, source.name)
+    step_stats, kind, encoding = _parse(data, source.name, line_of)
     builder = _Builder(source.name)
     for index, dev in enumerate(step_stats.dev_stats):
         builder.add_device(index, dev)

@@ -1,9 +1,25 @@
 """The notebook widget's kernel side: the anywidget class (:mod:`.widget`), its command
-handlers (:mod:`.rpc`), level of detail (:mod:`.lod`), the binary wire codec (:mod:`.codec`)
-and the self-contained HTML export (:mod:`.static_html`)."""
+handlers (:mod:`.rpc`), level of detail (:mod:`.lod`), the binary wire codec (:mod:`.codec`),
+the number formatting shared with the front end (:mod:`.numbers`) and the self-contained HTML
+export (:mod:`.static_html`).
+
+``TraceWidget`` is imported on first use, so that the pure modules (codec, lod, numbers, rpc)
+load without anywidget and ipywidgets (the command line uses :mod:`.numbers`).
+"""
 
 from __future__ import annotations
 
-from .widget import TraceWidget
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .widget import TraceWidget
 
 __all__ = ["TraceWidget"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TraceWidget":
+        from .widget import TraceWidget
+
+        return TraceWidget
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

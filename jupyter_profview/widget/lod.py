@@ -4,29 +4,33 @@ A :class:`TimelineIndex` is built once per Trace (vectorised numpy): it fixes
 the track order, sorts the events by row ``(track, depth)`` then start, and
 keeps a per-row prefix maximum of the end times so that the events touching a
 window are found with two ``searchsorted`` per row.  :meth:`TimelineIndex.slices`
-applies the protocol's merge rule (``docs/widget-protocol.md``): an event at
-least one pixel wide is its own box; consecutive sub-pixel events of a row whose
-starts fall in the same pixel column merge into one box with ``count`` and
-``busy``.
+applies the protocol's merge rule (:func:`merge_sorted`, ``docs/widget-protocol.md``):
+an event at least one pixel wide is its own box; consecutive sub-pixel events of a
+row whose starts fall in the same pixel column merge into one box with ``count``,
+``busy`` and the colour of its longest event.  Colours: :mod:`.legend`.
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..model import OVERLAP_TAG, PHASES, Trace
-from ..palette import OTHER_COLOR, PALETTE, PHASE_COLORS
+from ..model import OVERLAP_TAG, Trace
 from .codec import encode_frame
+from .counters import counter_series
+from .legend import LEGEND_TOP, Legend, build_legend
+
+__all__ = [
+    "LEGEND_TOP", "OVERVIEW_BUDGET", "OVERVIEW_WIDTH", "Legend", "MemoryIndex", "MemorySeries",
+    "TimelineIndex", "build_legend", "group_name", "lane_name", "merge_sorted", "track_table",
+]
 
 OVERVIEW_WIDTH = 4096
 OVERVIEW_BUDGET = 4 * 1024 * 1024
-LEGEND_TOP = 11
 _OVERLAP = re.compile(re.escape(OVERLAP_TAG).replace(r"\{\}", r"(\d+)") + "$")
 
 
@@ -35,74 +39,40 @@ def _natural(text: str) -> list[Any]:
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
 
 
-@dataclass
-class Legend:
-    """Colour per event: ``codes[event id]`` indexes ``entries``."""
-
-    color_by: str
-    entries: list[dict[str, Any]]
-    codes: np.ndarray  # uint16, one per event id
+_GPU_LABEL = re.compile(r"GPU \d+")
+_BLANK = ("", '""', "''")
 
 
-def build_legend(events: pd.DataFrame, color_by: str = "auto") -> Legend:
-    """Colour by ``category`` (top 11 by total duration, the rest "other") or ``phase``.
+def group_name(process: str, labels: dict[str, str] | None = None) -> str:
+    """What a process group is called on screen: ``GPU n`` where the trace's own
+    ``process_labels`` metadata says so (Kineto names every device process
+    ``python``), ``(global)`` for events without a process (e.g. a global instant
+    with ``"pid": ""``), else the process label."""
+    label = str((labels or {}).get(process, "")).strip()
+    if _GPU_LABEL.fullmatch(label):
+        return label
+    return "(global)" if process.strip() in _BLANK else process
 
-    Category colours are stable across traces: a category's palette slot comes
-    from a hash of its name (probing on collision), not from its rank.
-    """
-    n = len(events)
-    if color_by == "auto":
-        used = events["category"].nunique() if n else 0
-        color_by = "category" if used >= 2 else "phase"
-    if color_by not in ("category", "phase"):
-        raise ValueError(f"color_by must be 'category', 'phase' or 'auto', not {color_by!r}")
-    if n == 0:
-        return Legend(color_by, [], np.zeros(0, np.uint16))
-    column = pd.Categorical(events[color_by])
-    codes = column.codes.astype(np.int64)
-    ncat = len(column.categories)
-    valid = codes >= 0
-    dur = events["dur"].to_numpy(np.float64)
-    total = np.bincount(codes[valid], weights=dur[valid], minlength=ncat)
-    count = np.bincount(codes[valid], minlength=ncat)
-    if color_by == "phase":
-        keep = [c for c in range(ncat) if count[c] > 0]
-        keep.sort(key=lambda c: PHASES.index(str(column.categories[c]))
-                  if str(column.categories[c]) in PHASES else len(PHASES))
-        colors = [PHASE_COLORS.get(str(column.categories[c]), OTHER_COLOR) for c in keep]
-    else:
-        ranked = sorted((c for c in range(ncat) if count[c] > 0), key=lambda c: (-total[c], -count[c]))
-        keep = ranked[:LEGEND_TOP]
-        taken: set[int] = set()
-        colors = []
-        for c in keep:
-            slot = zlib.crc32(str(column.categories[c]).encode("utf-8")) % len(PALETTE)
-            while slot in taken:
-                slot = (slot + 1) % len(PALETTE)
-            taken.add(slot)
-            colors.append(PALETTE[slot])
-        keep.sort(key=lambda c: (-total[c], -count[c]))
-    entries = [{"key": str(column.categories[c]) or "(none)", "color": col, "count": int(count[c])}
-               for c, col in zip(keep, colors, strict=True)]
-    lookup = np.full(ncat + 1, len(entries), np.uint16)  # last slot (and code -1) -> "other"
-    for i, c in enumerate(keep):
-        lookup[c] = i
-    event_codes = lookup[codes]
-    rest = int((event_codes == len(entries)).sum())
-    if rest:
-        entries.append({"key": "other", "color": OTHER_COLOR, "count": rest})
-    return Legend(color_by, entries, event_codes.astype(np.uint16))
+
+def lane_name(process: str, thread: str, lane: int) -> str:
+    """What a lane is called inside its group: the thread's name (the trace's
+    ``thread_name`` where it gives one), plus the overlap sub-lane."""
+    name = thread if thread.strip() not in _BLANK else "(no thread)"
+    return name + (OVERLAP_TAG.format(lane) if lane else "")
 
 
 def track_table(trace: Trace) -> pd.DataFrame:
-    """One row per track in display order: ``label, process, thread, lane, depths``.
+    """One row per track in display order: ``label, process, thread, lane, depths``
+    and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`).
 
     The order is ``trace.metadata["track_order"]`` (track labels) where given,
     then process, thread (natural sort) and overlap sub-lane.
     """
     ev = trace.events
     if len(ev) == 0:
-        return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": []})
+        return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": [], "group": [], "name": []})
+    labels = trace.metadata.get("process_labels")
+    labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
     track = pd.Categorical(ev["track"])
     codes = track.codes.astype(np.int64)
     present, first = np.unique(codes, return_index=True)
@@ -113,10 +83,12 @@ def track_table(trace: Trace) -> pd.DataFrame:
     for code, at in zip(present.tolist(), first.tolist(), strict=True):
         label = str(track.categories[code])
         lane = _OVERLAP.search(label)
+        process, thread = str(ev["process"].iat[at]), str(ev["thread"].iat[at])
+        lane_no = int(lane.group(1)) if lane else 0
         rows.append({
-            "code": code, "label": label, "process": str(ev["process"].iat[at]),
-            "thread": str(ev["thread"].iat[at]), "lane": int(lane.group(1)) if lane else 0,
-            "depths": int(max_depth[code]) + 1,
+            "code": code, "label": label, "process": process, "thread": thread, "lane": lane_no,
+            "depths": int(max_depth[code]) + 1, "group": group_name(process, labels),
+            "name": lane_name(process, thread, lane_no),
         })
     order = [str(t) for t in trace.metadata.get("track_order") or []]
     rank = {label: i for i, label in enumerate(order)}
@@ -202,9 +174,6 @@ class TimelineIndex:
             return np.zeros(0, np.int64)
         return np.concatenate(parts)
 
-    def event_ids(self, positions: np.ndarray) -> np.ndarray:
-        return self.id[positions]
-
     def slices_columns(
         self, t0: float, t1: float, width: int
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -220,25 +189,9 @@ class TimelineIndex:
             st, du, en, rk = self.start, self.dur, self.end, self.row
         else:
             st, du, en, rk = self.start[idx], self.dur[idx], self.end[idx], self.row[idx]
-        big = du >= px
-        col = np.floor((st - t0) / px)
-        brk = np.ones(m, bool)
-        brk[1:] = (rk[1:] != rk[:-1]) | big[1:] | big[:-1] | (col[1:] != col[:-1])
-        first = np.flatnonzero(brk)
-        count = np.diff(np.append(first, m))
-        single = count == 1
-        if single.all():
-            busy, box_end, pick = du, en, idx
-        else:
-            busy = np.add.reduceat(du, first)
-            box_end = np.maximum.reduceat(en, first)
-            # a merged box takes the colour of its longest event
-            gmax = np.maximum.reduceat(du, first)
-            group = np.cumsum(brk) - 1
-            pos = np.where(du == gmax[group], np.arange(m), m)
-            pick = idx[np.minimum.reduceat(pos, first)]
+        box = merge_sorted(rk, st, du, en, t0, px)
+        first, single = box["first"], box["single"]
         head = idx[first]
-        box_start = st[first]
         names = self.name[head]
         uniq, inverse = np.unique(names[single], return_inverse=True)
         label = np.full(len(first), -1, np.int32)
@@ -248,13 +201,14 @@ class TimelineIndex:
         columns = {
             "track": (row // self.depth_span).astype(np.uint32),
             "depth": (row % self.depth_span).astype(np.uint16),
-            "start": box_start,
-            "dur": box_end - box_start,
+            "start": box["start"],
+            "dur": box["dur"],
             "id": np.where(single, self.id[head], -1).astype(np.int32),
-            "count": count.astype(np.uint32),
-            "busy": np.asarray(busy, np.float64),
-            "color": self.color[pick].astype(np.uint16),
+            "count": box["count"].astype(np.uint32),
+            "busy": box["busy"],
+            "color": self.color[idx[box["pick"]]].astype(np.uint16),
             "label": label,
+            "longest": box["longest"],
         }
         return columns, meta
 
@@ -266,7 +220,7 @@ class TimelineIndex:
         """
         columns, meta = self.slices_columns(t0, t1, width)
         if compact:
-            columns = compact_times(columns, meta, t0, ("start",), ("dur", "busy"))
+            columns = compact_times(columns, meta, t0, ("start",), ("dur", "busy", "longest"))
         return encode_frame(columns, meta)
 
     def extent(self) -> tuple[float, float]:
@@ -301,8 +255,45 @@ def compact_times(columns: dict[str, np.ndarray], meta: dict[str, Any], origin: 
 
 _SLICE_DTYPES = {
     "track": np.uint32, "depth": np.uint16, "start": np.float64, "dur": np.float64, "id": np.int32,
-    "count": np.uint32, "busy": np.float64, "color": np.uint16, "label": np.int32,
+    "count": np.uint32, "busy": np.float64, "color": np.uint16, "label": np.int32, "longest": np.float64,
 }
+
+
+def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.ndarray, t0: float,
+                 px: float, count: np.ndarray | None = None, busy: np.ndarray | None = None,
+                 longest: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The protocol's merge rule over boxes sorted by ``(row, start)`` (all touching the window).
+
+    A box with ``dur >= px`` stays alone; consecutive shorter boxes of a row whose starts fall in
+    the same pixel column ``floor((start - t0) / px)`` merge: ``start`` of the first, ``dur`` to
+    the furthest end, ``count`` and ``busy`` summed, and the colour (``pick``: position of the box
+    whose colour it takes) of the box with the longest event -- the first such box on a tie.
+    Events are boxes with ``count = 1``, ``busy = longest = dur`` (the defaults); merged boxes
+    carry their ``count``, ``busy`` and ``longest``, so merging again (the front end does, for
+    the view) follows the same rule.  ``single``: the output box is one input box, unchanged.
+    """
+    m = len(start)
+    count = np.ones(m, np.int64) if count is None else np.asarray(count, np.int64)
+    busy = dur if busy is None else np.asarray(busy, np.float64)
+    longest = dur if longest is None else np.asarray(longest, np.float64)
+    big = dur >= px
+    col = np.floor((start - t0) / px)
+    brk = np.ones(m, bool)
+    brk[1:] = (row[1:] != row[:-1]) | big[1:] | big[:-1] | (col[1:] != col[:-1])
+    first = np.flatnonzero(brk)
+    single = np.diff(np.append(first, m)) == 1
+    if single.all():
+        return {"first": first, "single": single, "start": start, "dur": dur, "count": count,
+                "busy": busy, "pick": np.arange(m), "longest": longest}
+    box_end = np.maximum.reduceat(end, first)
+    gmax = np.maximum.reduceat(longest, first)
+    group = np.cumsum(brk) - 1
+    pos = np.where(longest == gmax[group], np.arange(m), m)
+    return {
+        "first": first, "single": single, "start": start[first], "dur": box_end - start[first],
+        "count": np.add.reduceat(count, first), "busy": np.add.reduceat(busy, first).astype(np.float64),
+        "pick": np.minimum.reduceat(pos, first), "longest": gmax.astype(np.float64),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -317,14 +308,25 @@ class MemorySeries:
     bytes: np.ndarray  # float64
     peak_bytes: float
     peak_time: float
+    unit: str = "bytes"  # counters (see .counters): "fraction", "count", "value"
+    busy: Any = None     # GPU utilisation: busy fraction per column, computed per frame
 
 
 class MemoryIndex:
-    """Memory-in-use series, one per (device, kind), downsampled per pixel column."""
+    """Memory-in-use series, one per (device, kind), downsampled per pixel column,
+    then the counter series of :mod:`.counters` (GPU utilisation, queue length,
+    the trace's own counters)."""
 
     def __init__(self, trace: Trace) -> None:
         mem = trace.memory
         self.series: list[MemorySeries] = []
+        for c in counter_series(trace):
+            values = c["values"]
+            at = int(np.argmax(values)) if len(values) else 0
+            self.series.append(MemorySeries(c["device"], c["kind"], c["time"], values,
+                                            float(values[at]) if len(values) else 0.0,
+                                            float(c["time"][at]) if len(values) else 0.0,
+                                            c["unit"], c.get("busy")))
         if len(mem) == 0:
             return
         frame = pd.DataFrame({
@@ -336,10 +338,13 @@ class MemoryIndex:
             t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
             at = int(np.argmax(b))
             self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at])))
-        self.series.sort(key=lambda s: (_natural(s.device), s.kind))
+        self.series.sort(key=lambda s: (s.unit != "bytes", _natural(s.device), s.kind))  # memory first
 
     def meta_series(self) -> list[dict[str, Any]]:
-        return [{"device": s.device, "kind": s.kind, "peak_bytes": s.peak_bytes, "peak_time": s.peak_time}
+        return [{"device": s.device, "kind": s.kind, "unit": s.unit,
+                 "peak_bytes": s.peak_bytes if s.unit == "bytes" else None,
+                 "peak_time": s.peak_time if s.unit == "bytes" else None,
+                 "max": 1.0 if s.busy is not None else s.peak_bytes}
                 for s in self.series]
 
     def extent(self) -> tuple[float, float]:
@@ -358,6 +363,12 @@ class MemoryIndex:
         px = (t1 - t0) / width
         series_col, times, values = [], [], []
         for k, s in enumerate(self.series):
+            if s.busy is not None:  # utilisation: one point per pixel column
+                edges = np.linspace(t0, t1, width + 1)
+                series_col.append(np.full(width, k, np.uint16))
+                times.append(edges[:-1])
+                values.append(s.busy(edges))
+                continue
             lo = max(int(np.searchsorted(s.time, t0, "left")) - 1, 0)
             hi = int(np.searchsorted(s.time, t1, "right"))
             if hi <= lo:

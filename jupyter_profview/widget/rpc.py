@@ -165,7 +165,8 @@ class WidgetData:
     def tracks(self) -> list[dict[str, Any]]:
         rows = self.timeline.tracks.to_dict("records")
         return [{"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
-                 "label": str(r["label"]), "depths": int(r["depths"])} for i, r in enumerate(rows)]
+                 "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
+                 "depths": int(r["depths"])} for i, r in enumerate(rows)]
 
     def overview(self) -> bytes:
         return self.timeline.overview()
@@ -283,7 +284,10 @@ def table(data: WidgetData, msg: Any, selected: np.ndarray | None = None) -> Rep
     if not isinstance(msg, Mapping):
         raise RequestError("request must be an object")
     mode = msg.get("mode", "window")
-    if mode == "selection":
+    if mode == "selection" and msg.get("selection") is not None:
+        # the selection the list was made for (a click in the list must not change the list)
+        pos = data.selection_positions(msg["selection"])
+    elif mode == "selection":
         pos = selected if selected is not None else np.zeros(0, np.int64)
     elif mode == "window":
         t0, t1 = _number(msg, "t0"), _number(msg, "t1")
@@ -340,15 +344,18 @@ def event(data: WidgetData, msg: Any) -> Reply:
     row = data.events.iloc[p]
     flows = data.trace.flows
     out = []
+    seen: set[tuple[int, int]] = set()
     if len(flows):
         hit = flows[(flows["source"] == event_id) | (flows["target"] == event_id)].iloc[:MAX_FLOWS]
         for f in hit.itertuples():
             s, t = int(f.source), int(f.target)
+            seen.add((s, t))
             out.append({
                 "source": s, "target": t,
                 "source_track": _track_of(data, s), "target_track": _track_of(data, t),
                 "source_time": float(f.start), "target_time": float(f.end),
             })
+    out += _launch_links(data, event_id, seen, MAX_FLOWS - len(out))
     reply = {
         "id": event_id, "name": str(row["name"]), "category": str(row["category"]),
         "phase": str(row["phase"]), "track": int(data.timeline.event_track[p]),
@@ -356,6 +363,27 @@ def event(data: WidgetData, msg: Any) -> Reply:
         "depth": int(row["depth"]), "args": json_safe(data.trace.args(event_id)), "flows": out,
     }
     return reply, []
+
+
+def _launch_links(data: WidgetData, event_id: int, seen: set[tuple[int, int]], room: int) -> list[Any]:
+    """Launch -> kernel arrows of ``trace.launches`` touching ``event_id`` that
+    no flow record gives (files without ``ac2g`` flows, Kineto's missing ``s``):
+    from the end of the launch call to the start of the kernel."""
+    la = data.trace.launches
+    if room <= 0 or len(la) == 0:
+        return []
+    kernel, launch = la["kernel"].to_numpy(), la["launch"].to_numpy(np.int64, na_value=-1)
+    hit = np.flatnonzero(((kernel == event_id) | (launch == event_id)) & (launch >= 0))
+    out: list[Any] = []
+    for i in hit.tolist():
+        s, t = int(launch[i]), int(kernel[i])
+        if (s, t) in seen or len(out) >= room:
+            continue
+        out.append({"source": s, "target": t,
+                    "source_track": _track_of(data, s), "target_track": _track_of(data, t),
+                    "source_time": float(la["launch_start"].iat[i] + la["launch_dur"].iat[i]),
+                    "target_time": float(la["kernel_start"].iat[i])})
+    return out
 
 
 def _track_of(data: WidgetData, event_id: int) -> int | None:

@@ -14,7 +14,6 @@ import anywidget
 import numpy as np
 import pandas as pd
 import traitlets
-from anywidget._file_contents import FileContents
 from anywidget.experimental import command
 
 from ..model import Trace
@@ -36,6 +35,22 @@ class BundleMissingError(FileNotFoundError):
         super().__init__(
             f"the widget's JavaScript bundle {path} is missing; build it with:  {_BUILD_HINT}"
         )
+
+
+def initial_state(data: rpc.WidgetData) -> dict[str, Any]:
+    """The synced traits a view of ``data`` starts with: what a new :class:`TraceWidget` sends,
+    and what the server extension's ``state`` endpoint returns to a profile viewer tab."""
+    extent = data.timeline.extent() if data.n else data.memory.extent()
+    return {
+        "_info": data.info(),
+        "_tracks": data.tracks(),
+        "_overview": data.overview(),
+        "_memory": data.memory_overview(),
+        "_nodes": data.nodes_frame(),
+        "_highlight": encode_frame({"id": np.zeros(0, np.int32)}, {"token": 0}),
+        "_view": {"start": extent[0], "end": extent[1]},
+        "color_by": data.legend.color_by,
+    }
 
 
 class TraceWidget(anywidget.AnyWidget):
@@ -75,7 +90,7 @@ class TraceWidget(anywidget.AnyWidget):
     def __init__(self, trace: Trace, *, color_by: str = "auto", **kwargs: Any) -> None:
         if not isinstance(trace, Trace):
             raise TypeError(f"TraceWidget needs a jupyter_profview Trace, got {type(trace).__name__}")
-        if not isinstance(type(self)._esm, FileContents):
+        if type(self)._esm is _MISSING_ESM:  # the bundle was missing when this module was imported
             if not _ESM_PATH.is_file():
                 raise BundleMissingError(_ESM_PATH)
             # built after this module was imported: send the files' contents
@@ -84,20 +99,10 @@ class TraceWidget(anywidget.AnyWidget):
         self._data = rpc.WidgetData(trace, color_by)
         self._selected = np.zeros(0, np.int64)
         self.selection_error: str | None = None
-        extent = self._data.timeline.extent() if self._data.n else self._data.memory.extent()
-        super().__init__(
-            _info=self._data.info(),
-            _tracks=self._data.tracks(),
-            _overview=self._data.overview(),
-            _memory=self._data.memory_overview(),
-            _nodes=self._data.nodes_frame(),
-            _highlight=encode_frame({"id": np.zeros(0, np.int32)}, {"token": 0}),
-            _view={"start": extent[0], "end": extent[1]},
-            color_by=self._data.legend.color_by,
-            **kwargs,
-        )
+        state = initial_state(self._data)
+        super().__init__(**state, **kwargs)
         self.set_trait("selection", trace.events.iloc[:0])
-        self.set_trait("visible", extent)
+        self.set_trait("visible", (state["_view"]["start"], state["_view"]["end"]))
 
     # -- public API -------------------------------------------------------------
     @property
@@ -110,6 +115,9 @@ class TraceWidget(anywidget.AnyWidget):
         if not (np.isfinite(start) and np.isfinite(end) and start < end):
             raise ValueError(f"zoom_to needs finite start < end, got {start}, {end}")
         self._zoom_request = {"start": start, "end": end, "token": next(_tokens)}
+        # What the user sees next; the front end reports its own moves through _view later (a
+        # later _view equal to the old one, e.g. the reset button, must still count as a change).
+        self._view = {"start": start, "end": end}
 
     def highlight(self, x: Any = None, *, zoom: bool = True) -> pd.DataFrame:
         """Highlight events and zoom to them; returns the highlighted events.
@@ -146,8 +154,33 @@ class TraceWidget(anywidget.AnyWidget):
             self.zoom_to(lo, hi if hi > lo else lo + pad)
         return events.iloc[pos]
 
+    def selection_with_flows(self) -> pd.DataFrame:
+        """``w.selection`` plus the other end of every flow and launch link of
+        the selected events (the launch call of a selected kernel, the kernels of
+        a selected launch), in event order; column ``linked`` is True for the
+        rows added (see :func:`jupyter_profview.analysis.linked_events`)."""
+        from ..analysis import linked_events
+
+        chosen = self.selection.index.to_numpy(np.int64)
+        extra = linked_events(self.trace, chosen)
+        ids = np.union1d(chosen, extra)
+        rows = self.trace.events.loc[ids].copy()
+        rows["linked"] = np.isin(ids, extra)
+        return rows
+
+    def selected_launches(self) -> pd.DataFrame:
+        """The rows of ``trace.launches`` (kernel, its launch, launch delay, the
+        issuing ``cpu_op``) of the selected events, whether the kernels or their
+        launch calls are selected (e.g. a shift-drag range over a GPU stream)."""
+        la = self.trace.launches
+        ids = self.selection.index.to_numpy(np.int64)
+        pick = la["kernel"].isin(ids).to_numpy() | la["launch"].isin(ids).fillna(False).to_numpy(bool)
+        return la[pick]
+
     def save_html(self, path: str | Path, *, title: str | None = None) -> Path:
-        """Write one self-contained offline HTML file with the current overview."""
+        """Write one self-contained offline HTML file that opens at the view shown now
+        (``w.visible``: the last of ``zoom_to``/``highlight`` and the user's own zooming),
+        with the current highlight and colours."""
         from .static_html import widget_html
 
         if not _ESM_PATH.is_file():
@@ -156,6 +189,10 @@ class TraceWidget(anywidget.AnyWidget):
                  ("_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request",
                   "_view", "_selection", "color_by")}
         state["_info"] = {**state["_info"], "static": True}
+        start, end = self.visible
+        # The page opens where the user is now, not at an earlier zoom_to/highlight request.
+        state["_view"] = {"start": start, "end": end}
+        state["_zoom_request"] = {"start": start, "end": end, "token": next(_tokens)}
         text = widget_html(state, _ESM_PATH.read_bytes(),
                            _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else "",
                            title=title or f"profview: {self.trace.metadata.get('source', self.trace.format)}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.lab import CHROMIUM, LAUNCH_ARGS, REPO, TIMEOUT_MS, LabServer
+from tests.browser.lab import CHROMIUM, LAUNCH_ARGS, TIMEOUT_MS, LabServer
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,7 +45,7 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any, lab: LabServer, request: pytest.FixtureRequest) -> Iterator[Any]:
+def page(browser: Any, lab: LabServer, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
@@ -55,9 +55,10 @@ def page(browser: Any, lab: LabServer, request: pytest.FixtureRequest) -> Iterat
     yield pg
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:
-        out = REPO / "test-artifacts" / "browser"
-        out.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(out / f"{request.node.name}.png"), full_page=True)
+        # into the test's temporary directory (pytest keeps the last few runs), never the tree
+        shot = tmp_path / "failure.png"
+        pg.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot of the failure: {shot}")
     context.close()
     lab.shutdown_kernels()
 

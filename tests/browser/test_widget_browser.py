@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
+import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import jupyter_profview as profview
+from jupyter_profview.widget.numbers import format_duration
 from tests.browser.lab import (
-    REPO,
     LabNotebook,
     LabServer,
     canvas_digest,
@@ -21,7 +19,6 @@ from tests.browser.lab import (
 
 TIMELINE = ".pv-timeline canvas"
 MEMORY = ".pv-memory canvas"
-TORCH = REPO / "tests" / "data" / "torch_mlp_train.json"
 XSS = ["<img src=x onerror=window.__pwned=1>", "<script>window.__pwned=2</script>"]
 
 
@@ -29,6 +26,15 @@ def show_cells(path_expr: str) -> list[str]:
     return ["import jupyter_profview as profview\n"
             f"w = profview.show({path_expr})\n"
             "w"]
+
+
+def wheel(page: Any, dy: float) -> None:
+    """One wheel step on the timeline, waiting until the view has moved."""
+    root = page.locator(".pv-root").last
+    before = root.get_attribute("data-view-end")
+    page.mouse.wheel(0, dy)
+    moved = wait_until(lambda: root.get_attribute("data-view-end") != before, timeout=10)
+    assert moved, "the wheel did nothing"
 
 
 def longest_top_event(trace: Any) -> int:
@@ -53,11 +59,13 @@ def test_seed_002_draws_zooms_selects_and_highlights(lab: LabServer, page: Any) 
     box = page.locator(TIMELINE).first.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.3)
     for _ in range(4):
-        page.mouse.wheel(0, -300)
-        time.sleep(0.1)
-    time.sleep(0.6)  # the front end debounces _view by ~150 ms
-    zoomed = nb.value("list(w.visible)")
-    assert zoomed[1] - zoomed[0] < (full[1] - full[0]) * 0.8, (full, zoomed)
+        wheel(page, -300)
+    # the front end debounces _view by ~150 ms
+    def narrowed() -> bool:
+        zoomed = nb.value("list(w.visible)")
+        return bool(zoomed[1] - zoomed[0] < (full[1] - full[0]) * 0.8)
+
+    assert wait_until(narrowed), (full, nb.value("list(w.visible)"))
 
     # back to the full view (from the kernel), then click the longest top-level event
     nb.step("w.zoom_to(0, w.trace.duration)")
@@ -66,12 +74,12 @@ def test_seed_002_draws_zooms_selects_and_highlights(lab: LabServer, page: Any) 
     point = wait_until(lambda: page.evaluate(f"window.__profview.at(-1).locate({target})"))
     assert point, f"event {target} is not drawn as its own box"
     page.mouse.click(point["x"], point["y"])
-    time.sleep(0.6)
-    assert nb.value("w.selection.index.tolist()") == [target]
+    assert wait_until(lambda: nb.value("w.selection.index.tolist()") == [target])
 
     # highlight from the kernel (without zooming): the timeline's pixels change
     nb.step("w.highlight(None, zoom=False)")
-    time.sleep(0.5)
+    root = page.locator(".pv-root").last
+    assert wait_until(lambda: root.get_attribute("data-highlight") == "0")
     before = canvas_digest(page, TIMELINE)
     name = str(trace.events["name"].iat[target])
     assert nb.value(f"len(w.highlight(w.trace.events['name'] == {name!r}, zoom=False))") >= 1
@@ -79,33 +87,77 @@ def test_seed_002_draws_zooms_selects_and_highlights(lab: LabServer, page: Any) 
     assert not [e for e in page.page_errors if "profview" in e.lower()]
 
 
-def test_pytorch_fixture_and_screenshot(lab: LabServer, page: Any) -> None:
-    if not TORCH.exists():
-        pytest.skip(f"{TORCH} not present yet")
-    name = copy_into(lab, TORCH)
+def test_pytorch_example_numbers_table_axis_labels_and_screenshot(lab: LabServer, page: Any,
+                                                                  tmp_path: Path) -> None:
+    """The PyTorch example: table and tooltip durations are the DataFrame's ``dur`` under the
+    shared formatting rule; a row click selects and zooms but keeps the list; deep zoom labels
+    the axis with offsets; the label column widens by dragging its edge."""
+    path = profview.example("torch_mlp_train")
+    name = copy_into(lab, path)
     nb = LabNotebook(lab, page, "torch", show_cells(f"r'{name}'"))
     nb.run_all()
     root = nb.wait_widget()
     assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
     assert wait_until(lambda: canvas_ink(page, MEMORY) > 200)
     assert nb.value("w.trace.format") == "chrome"
-    trace = profview.load(TORCH)
+    trace = profview.load(path)
+    ev = trace.events
+
+    # the table lists the events in view, longest first: each duration is the DataFrame's
+    table = root.locator(".pv-table")
+    rows = root.locator(".pv-table-row")
+    assert wait_until(lambda: rows.count() > 5 and rows.nth(2).get_attribute("data-id"))
+    count = table.get_attribute("data-count")
+    assert int(count or 0) > 5
+    for i in range(3):
+        row = rows.nth(i)
+        eid = int(row.get_attribute("data-id") or -1)
+        assert row.locator(".pv-col-dur").inner_text() == format_duration(int(ev.loc[eid, "dur"])), eid
+        assert row.locator(".pv-col-name").inner_text() == str(ev.loc[eid, "name"])
+
+    # hover the longest top-level event: the tooltip says the same duration
     target = longest_top_event(trace)
     point = wait_until(lambda: page.evaluate(f"window.__profview.at(-1).locate({target})"))
-    page.mouse.click(point["x"], point["y"])
-    time.sleep(0.6)
-    assert nb.value("w.selection.index.tolist()") == [target]
-    # for the README screenshot: select the first training step instead
-    ev = trace.events
-    steps = ev[ev["name"].astype(str).str.startswith("ProfilerStep")]
-    if len(steps):
-        point = page.evaluate(f"window.__profview.at(-1).locate({int(steps.index[0])})")
-        if point:
-            page.mouse.click(point["x"], point["y"])
-            time.sleep(0.8)
+    assert point, f"event {target} is not drawn as its own box"
+    page.mouse.move(point["x"], point["y"])
+    tip = root.locator(".pv-tooltip")
+    want = f"duration {format_duration(int(ev.loc[target, 'dur']))}"
+    assert wait_until(lambda: want in tip.inner_text()), tip.inner_text()
+
+    # click the third row: selected (in the kernel too) and zoomed to; the list stays as it was
+    third = rows.nth(2)
+    tid = int(third.get_attribute("data-id") or -1)
+    third.click()
+    assert wait_until(lambda: root.get_attribute("data-selected") == str(tid))
+    assert wait_until(lambda: nb.value("w.selection.index.tolist()") == [tid])
+    assert table.get_attribute("data-count") == count and rows.count() > 3
+    start, dur = float(ev.loc[tid, "start"]), float(ev.loc[tid, "dur"])
+    view = page.evaluate("window.__profview.at(-1).view()")
+    assert view["start"] <= start and view["end"] >= start + dur
+    assert view["end"] - view["start"] < trace.duration
+
+    # deep zoom, 2 µs wide well inside the trace: labels are offsets from a start shown once
+    mid = int(trace.duration * 0.8)
+    nb.step(f"w.zoom_to({mid}, {mid + 2000})")
+    assert wait_until(lambda: float(root.get_attribute("data-view-start") or "nan") == mid)
+    origin = wait_until(lambda: root.get_attribute("data-axis-origin"))
+    assert origin and re.fullmatch(r"\d+\.\d{4} ms", origin), origin
+
+    # the lane-label column widens by dragging its edge
+    box = page.locator(TIMELINE).first.bounding_box()
+    y = box["y"] + 60
+    page.mouse.move(box["x"] + 150, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 260, y, steps=6)
+    page.mouse.up()
+    assert wait_until(lambda: root.get_attribute("data-gutter") == "260")
+
+    nb.step("w.zoom_to(0, w.trace.duration)")
     page.mouse.move(5, 5)
-    time.sleep(0.3)
-    root.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+    shot = tmp_path / "torch_widget.png"
+    root.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+    assert not [e for e in page.page_errors if "profview" in e.lower()]
 
 
 def test_hostile_names_are_text_not_html(lab: LabServer, page: Any) -> None:
@@ -125,10 +177,10 @@ def test_hostile_names_are_text_not_html(lab: LabServer, page: Any) -> None:
     # hover and click a slice so that tooltips, details and the table render the names too
     point = wait_until(lambda: page.evaluate("window.__profview.at(-1).locate(0)"))
     page.mouse.move(point["x"], point["y"])
-    time.sleep(0.3)
+    tip = page.locator(".pv-tooltip").last
+    assert wait_until(lambda: tip.is_visible() and XSS[0] in tip.inner_text() + XSS[1])
     page.mouse.click(point["x"], point["y"])
-    time.sleep(1.0)
-    assert nb.value("w.selection.index.tolist()") == [0]
+    assert wait_until(lambda: nb.value("w.selection.index.tolist()") == [0])
     root_text = page.locator(".pv-root").first.inner_text()
     assert XSS[0] in root_text or XSS[1] in root_text  # shown, as text
     assert page.evaluate("window.__pwned") is None
@@ -182,11 +234,14 @@ def test_detail_is_one_round_trip_at_a_time_with_memory(lab: LabServer, page: An
     box = page.locator(TIMELINE).first.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.3)
     for _ in range(8):  # a burst of zooms: at most one request in flight, the latest view last
-        page.mouse.wheel(0, -200)
-        time.sleep(0.08)
+        wheel(page, -200)
     root = page.locator(".pv-root").last
     assert wait_until(lambda: root.get_attribute("data-source") == "detail"), "the detail never drew"
-    time.sleep(0.5)
+    # settled: the last reply covers the view the burst ended at
+    assert wait_until(lambda: page.evaluate("""() => {
+      const h = window.__profview.at(-1), log = h.detailLog;
+      return log.length > 0 && log.length === h.detailTimes.length && log[log.length - 1].stale === 0;
+    }"""))
     log = page.evaluate("window.__profview.at(-1).detailLog.slice()")
     times = page.evaluate("window.__profview.at(-1).detailTimes.slice()")
     assert log and len(times) == len(log)

@@ -1,10 +1,12 @@
 """Pure-Python reference decoder: Chrome Trace Event JSON -> :class:`ChromeColumns`.
 
-The whole content is parsed with :func:`orjson.loads`, then one pass over the
-event list fills the columns.  The native scanner (``native.decode_chrome``)
-must agree with this module; :func:`normalized` puts two ChromeColumns in a
-canonical form so tests can compare them whatever dictionary order or args
-serialisation each decoder uses.
+The whole content (streamed in, long whitespace runs squeezed, see
+:meth:`~jupyter_profview.sources.Source.json_document`) is parsed with
+:func:`orjson.loads`, then one pass over the event list fills the columns.
+The native scanner (``native.decode_chrome``) must agree with this module;
+:func:`normalized` puts two ChromeColumns in a canonical form so tests can
+compare them whatever dictionary order or args serialisation each decoder
+uses.
 
 Accepted inputs
     * object format ``{"traceEvents": [...], ...}``: the other top-level keys
@@ -25,8 +27,17 @@ Field rules (see :mod:`.chrome_columns` for the columns)
     * ``ph``/``bp``: ASCII code of a one-character ASCII string, else 0;
       ``bp`` falls back to the instant scope ``s``.
     * ``ts``/``dur``: a JSON number or a string holding one, in microseconds,
-      stored as ``round(x * 1000)`` nanoseconds (ties to even); anything else
-      is an error naming the record and field.
+      stored as ``x * 1000`` nanoseconds computed exactly from the decimal
+      digits (``"4421857470102.117"`` -> ``4421857470102117``; beyond 3
+      decimals rounded to an integer with ties to even), never through a
+      double; beyond ±INT64_MAX ns (about ±292 years) or not a number is an
+      error naming the record and field.  To keep the digits, non-integer
+      ``"ts"``/``"dur"`` values are rewritten into marked strings before
+      :func:`orjson.loads` (see :func:`mark_times`) and restored wherever
+      they are nested (keys spelled with escapes, ``"t\u0073"``, included).
+      Only when the data already holds every candidate marker character is
+      there no rewrite: values then go through the shortest repr of their
+      double (exact up to 15 significant digits).
     * ``args``: re-serialised with ``orjson.dumps`` into ``args_blob``;
       NUMERIC_ARGS keys holding numbers (not bools) -> sparse float64 columns.
 
@@ -40,8 +51,8 @@ record position, and what was expected.
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -50,40 +61,42 @@ import orjson
 from ...errors import ProfviewError, line_position
 from ...sources import Source
 from .columns import ABSENT_TIME, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
+from .times import mark_times, ns_from_text, restorer
 
 BOM = b"\xef\xbb\xbf"
 _INT64_MAX = int(np.iinfo(np.int64).max)
 _MISSING = object()
 _FAST = 2**53  # integer microseconds below this scale to int64 nanoseconds without a range check
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-
-
-def token(value: Any) -> str:
+def token(value: Any, restore: Callable[[bytes], bytes] | None = None) -> str:
     """The token text of a ``pid``/``tid``/``id`` value (see the module doc)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str):
         return "s:" + value
-    return "j:" + orjson.dumps(value).decode()
+    return "j:" + _text(value, restore)
 
 
-def id_token(event: dict[str, Any]) -> str | None:
+def id_token(event: dict[str, Any], restore: Callable[[bytes], bytes] | None = None) -> str | None:
     """Token of ``id``, else of ``id2``, else None."""
     if "id" in event:
-        return token(event["id"])
+        return token(event["id"], restore)
     if "id2" in event:
         id2 = event["id2"]
         if isinstance(id2, dict):
             if "local" in id2:
-                return "id2l:" + token(id2["local"])
+                return "id2l:" + token(id2["local"], restore)
             if "global" in id2:
-                return "id2g:" + token(id2["global"])
-        return "id2:" + token(id2)
+                return "id2g:" + token(id2["global"], restore)
+        return "id2:" + token(id2, restore)
     return None
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+def _text(value: Any, restore: Callable[[bytes], bytes] | None = None) -> str:
+    if isinstance(value, str):
+        return value
+    text = orjson.dumps(value)
+    return (restore(text) if restore else text).decode()
 
 
 def _ascii(value: Any) -> int:
@@ -92,21 +105,26 @@ def _ascii(value: Any) -> int:
     return 0
 
 
-def _time(value: Any, index: int, field: str, source: str) -> int:
-    """Microseconds (number or numeric string) -> int64 nanoseconds."""
-    number: Any = value
+def _time(value: Any, index: int, field: str, source: str, marker: str | None = None) -> int:
+    """Microseconds (number, numeric string or marked number text) -> int64
+    nanoseconds, exactly (see the module doc)."""
+    text: str | None = None
+    shown = repr(value)
     if isinstance(value, str):
-        text = value.strip()
-        if _JSON_NUMBER.fullmatch(text):
-            number = orjson.loads(text)
-    if isinstance(number, (int, float)) and not isinstance(number, bool):
-        scaled = number * 1000
-        if not (isinstance(scaled, float) and math.isinf(scaled)):  # e.g. 1e308 * 1000
-            ns = round(scaled)
-            if ABSENT_TIME < ns <= _INT64_MAX:
-                return ns
+        if marker is not None and value.startswith(marker):
+            shown = text = value[1:]  # a number rewritten by mark_times
+        elif _JSON_NUMBER.fullmatch(value.strip()):
+            text = value.strip()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, float):
+        text = repr(value)  # a key spelled with escapes: the double is all there is
+    if text is not None:
+        ns = ns_from_text(text)
+        if ns is not None:
+            return ns
         raise ProfviewError(
-            f"{field!r} = {value!r} is out of range", source=source,
+            f"{field!r} = {shown} is out of range", source=source,
             position=f"traceEvents[{index}]", expected="a time in microseconds within ±292 years",
         )
     raise ProfviewError(
@@ -125,8 +143,10 @@ def _describe(value: Any) -> str:
     return f"{kinds.get(type(value), 'a number')} {text}"
 
 
-def _json_error(data: bytes, exc: orjson.JSONDecodeError, source: str, skip: int) -> ProfviewError:
-    """orjson reports a character index; turn it into a byte line/column."""
+def _json_error(data: bytes, exc: orjson.JSONDecodeError, source: str, skip: int,
+                where: Callable[[int], str] | None = None) -> ProfviewError:
+    """orjson reports a character index; turn it into a byte line/column
+    (``where``: the position of a byte offset, for squeezed data)."""
     chars = data[skip:].decode("utf-8", errors="surrogateescape")[: exc.pos]
     offset = skip + len(chars.encode("utf-8", errors="surrogateescape"))
     message = exc.msg if hasattr(exc, "msg") else str(exc)
@@ -135,23 +155,32 @@ def _json_error(data: bytes, exc: orjson.JSONDecodeError, source: str, skip: int
     else:
         expected = "valid JSON (an object, array, string, number, true, false or null)"
     return ProfviewError(
-        f"invalid JSON: {message}", source=source, position=line_position(data, offset),
-        expected=expected,
+        f"invalid JSON: {message}", source=source,
+        position=where(offset) if where else line_position(data, offset), expected=expected,
     )
 
 
-def parse_document(data: bytes, source: str) -> tuple[list[Any], dict[str, Any], bool]:
-    """``(events, top_level, array_format)`` from the raw bytes."""
+def parse_document(data: bytes, source: str, where: Callable[[int], str] | None = None,
+                   ) -> tuple[list[Any], dict[str, Any], bool, str | None]:
+    """``(events, top_level, array_format, marker)`` from the raw bytes
+    (``marker``: see :func:`mark_times`; ``top_level`` is already restored;
+    ``where``: positions of byte offsets, see :class:`~...text_stream.Squeezed`)."""
     skip = len(BOM) if data.startswith(BOM) else 0
-    body = memoryview(data)[skip:]
+    marked, marker = mark_times(data[skip:] if skip else data)
     try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        doc = _unclosed_array(data, skip)
+        doc = orjson.loads(marked)
+    except orjson.JSONDecodeError as first:
+        error = first
+        doc = _unclosed_array(marked, 0)
         if doc is None:
-            raise _json_error(data, exc, source, skip) from None
+            if marker is not None:  # report the error in the bytes as given
+                try:
+                    orjson.loads(memoryview(data)[skip:])
+                except orjson.JSONDecodeError as original:
+                    error = original
+            raise _json_error(data, error, source, skip, where) from None
     if isinstance(doc, list):
-        return doc, {}, True
+        return doc, {}, True, marker
     if not isinstance(doc, dict):
         raise ProfviewError(
             f"the JSON document is {_describe(doc)}", source=source, position="top level",
@@ -170,7 +199,10 @@ def parse_document(data: bytes, source: str) -> tuple[list[Any], dict[str, Any],
             expected="an array of event objects",
         )
     top_level = {k: v for k, v in doc.items() if k != "traceEvents"}
-    return events, top_level, False
+    restore = restorer(marker, source)
+    if restore is not None and top_level:
+        top_level = orjson.loads(restore(orjson.dumps(top_level)))
+    return events, top_level, False, marker
 
 
 def _unclosed_array(data: bytes, skip: int) -> list[Any] | None:
@@ -191,17 +223,21 @@ def _unclosed_array(data: bytes, skip: int) -> list[Any] | None:
 
 def decode_python(source: Source) -> ChromeColumns:
     """Decode a Chrome Trace Event file into columns (see the module doc)."""
-    data = source.read()
+    document = source.json_document()  # streamed: whitespace squeezed, strings limited
+    data = document.data
     if not data.strip():
         raise ProfviewError("the input is empty", source=source.name, expected="Chrome trace JSON")
-    events, top_level, array_format = parse_document(data, source.name)
-    return columns_from_events(events, top_level, array_format, source.name)
+    events, top_level, array_format, marker = parse_document(data, source.name, document.position)
+    return columns_from_events(events, top_level, array_format, source.name, marker)
 
 
 def columns_from_events(
-    events: list[Any], top_level: dict[str, Any], array_format: bool, source: str
+    events: list[Any], top_level: dict[str, Any], array_format: bool, source: str,
+    marker: str | None = None,
 ) -> ChromeColumns:
-    """The columns of already-parsed event objects (one tight loop, plain lists)."""
+    """The columns of already-parsed event objects (one tight loop, plain lists);
+    ``marker`` as returned by :func:`parse_document`."""
+    restore = restorer(marker, source)
     n = len(events)
     ph = [0] * n
     bp = [0] * n
@@ -235,37 +271,35 @@ def columns_from_events(
         value = get("name", missing)
         if value is not missing:
             if type(value) is not str:
-                value = _text(value)
+                value = _text(value, restore)
             code = name_codes.get(value)
             name_code[i] = names(value) if code is None else code
         value = get("cat", missing)
         if value is not missing:
             if type(value) is not str:
-                value = _text(value)
+                value = _text(value, restore)
             code = cat_codes.get(value)
             cat_code[i] = cats(value) if code is None else code
         value = get("pid", missing)
         if value is not missing:
-            value = token(value)
+            value = token(value, restore)
             code = token_codes.get(value)
             pid_code[i] = tokens(value) if code is None else code
         value = get("tid", missing)
         if value is not missing:
-            value = token(value)
+            value = token(value, restore)
             code = token_codes.get(value)
             tid_code[i] = tokens(value) if code is None else code
         if "id" in ev or "id2" in ev:
-            id_code[i] = tokens(id_token(ev))  # type: ignore[arg-type]
+            id_code[i] = tokens(id_token(ev, restore))  # type: ignore[arg-type]
         value = get("ts", missing)
         if value is not missing:
-            kind = type(value)
-            ts_ns[i] = round(value * 1000) if (kind is int or kind is float) and -_FAST < value < _FAST \
-                else _time(value, i, "ts", source)
+            ts_ns[i] = value * 1000 if type(value) is int and -_FAST < value < _FAST \
+                else _time(value, i, "ts", source, marker)
         value = get("dur", missing)
         if value is not missing:
-            kind = type(value)
-            dur_ns[i] = round(value * 1000) if (kind is int or kind is float) and -_FAST < value < _FAST \
-                else _time(value, i, "dur", source)
+            dur_ns[i] = value * 1000 if type(value) is int and -_FAST < value < _FAST \
+                else _time(value, i, "dur", source, marker)
         scope = get("bp")
         if not (type(scope) is str and len(scope) == 1 and scope < "\x80"):
             scope = get("s")
@@ -274,6 +308,8 @@ def columns_from_events(
         args = get("args", missing)
         if args is not missing:
             text = orjson.dumps(args)
+            if restore is not None:
+                text = restore(text)
             args_offset[i] = blob_size
             args_length[i] = len(text)
             blob.append(text)

@@ -1,9 +1,11 @@
 """Chrome traces: flow events (``s``/``t``/``f``, v1) and binding points in
 time to slices, vectorised with ``searchsorted`` per thread.
 
-A flow is the chain of records sharing (``cat``, ``id``): an ``s`` starts it,
-``t`` steps continue it, an ``f`` ends it.  Each consecutive pair of points
-becomes one row of the ``flows`` table.  ``s`` and ``t`` bind to the deepest
+A flow is the set of records sharing (``cat``, ``id``): an ``s`` starts it,
+``t`` steps continue it, ``f`` ends it; records pair in time order, not file
+order (real Kineto files often write the ``f`` before its ``s``), and one ``s``
+may have many ``f`` (see :func:`flow_pairs`).  Each arrow becomes one row of
+the ``flows`` table.  ``s`` and ``t`` bind to the deepest
 slice enclosing them on their thread; ``f`` binds to the enclosing slice when
 its ``bp`` is ``"e"`` and otherwise to the next slice to start on its thread
 at or after its time (Trace Event spec).  Unbound endpoints are -1.
@@ -16,8 +18,9 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from ...builder import dense_codes, fill_down
+from ...builder import dense_codes
 from ...model import PHASES, Quality
+from ...nesting import fill_down
 from .columns import ChromeColumns
 from .slices import from_codes, token_labels
 
@@ -81,62 +84,60 @@ class SliceIndex:
         return out
 
 
-def flow_chains(c: ChromeColumns, records: np.ndarray, quality: Quality) -> tuple[np.ndarray, np.ndarray]:
+def flow_pairs(c: ChromeColumns, records: np.ndarray, quality: Quality) -> tuple[np.ndarray, np.ndarray]:
     """``(sources, targets)``: positions in ``records`` (``s``/``t``/``f``
-    records in file order) of each link of each flow chain.
+    records) of each arrow, whatever the order of the records in the file.
 
-    Per (cat, id) in file order: an ``s`` starts a chain (closing an open one),
-    ``t``/``f`` extend the open chain and ``f`` closes it; a ``t``/``f`` with
-    no open chain is skipped.  Chains come in the order they are closed (by
-    ``f`` or by the next ``s``), then the ones left open in the order of their
-    ``s``; a chain of a lone ``s`` is skipped.  Vectorised with one sort.
+    Records pair by (cat, id).  Within one (cat, id), in time order (ties: ``s``
+    before ``t`` before ``f``, then file order), each ``t`` or ``f`` links from
+    the latest ``s``/``t`` before it, so one ``s`` with many ``f`` (CUDA graph
+    replays, MTIA ``runFunction``) gives one arrow per ``f`` and ``s -> t -> f``
+    a chain of two.  An end earlier than every ``s`` of its (cat, id) (clock
+    skew between host and device) links from the first ``s``.  Ends of a
+    (cat, id) without any ``s`` and ``s`` records that no end links from are
+    counted in ``quality.skipped``; every other record in ``placed["flows"]``.
+    Arrows come in the file order of their ends.  Vectorised with one sort.
     """
     n = len(records)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cat, ident = c.cat_code[records], c.id_code[records]
-    order = np.lexsort((ident, cat))  # stable: file order within each (cat, id)
-    ph = c.ph[records][order]
-    cat, ident = cat[order], ident[order]
+    ph = c.ph[records]
+    is_s0, is_t0 = ph == ord("s"), ph == ord("t")
+    rank = np.where(is_s0, 0, np.where(is_t0, 1, 2))
+    order = np.lexsort((np.arange(n), rank, c.ts_ns[records], c.id_code[records], c.cat_code[records]))
+    cat, ident = c.cat_code[records][order], c.id_code[records][order]
+    is_s, is_t = is_s0[order], is_t0[order]
+    is_end = ~is_s
     group_start = np.ones(n, bool)
     group_start[1:] = (cat[1:] != cat[:-1]) | (ident[1:] != ident[:-1])
-    is_s, is_f = ph == ord("s"), ph == ord("f")
-    seg_start = group_start | is_s  # segments: from each 's' (or group start) to the next
-    firsts = np.flatnonzero(seg_start)
-    seg = np.cumsum(seg_start) - 1
-    f_before = np.cumsum(is_f) - is_f  # f's strictly before each element ...
-    f_before -= f_before[firsts][seg]  # ... within its segment
-    member = is_s[firsts][seg] & (f_before == 0)  # in a chain: from an 's' up to its first 'f'
-    orphan = np.flatnonzero(~member)
-    for p in dict.fromkeys(ph[orphan[np.argsort(order[orphan], kind="stable")]].tolist()):
-        quality.skipped[f"flow '{chr(p)}' without a preceding 's'"] += int((ph[orphan] == p).sum())
-    length = np.bincount(seg[member], minlength=len(firsts))
-    chain = is_s[firsts]
-    single = int((chain & (length == 1)).sum())
-    if single:
-        quality.skipped["flow 's' without a 't' or 'f'"] += single
-    quality.placed["flows"] += int(length[length >= 2].sum())
-    # when each chain closes: at its 'f', else at the next 's' of its (cat, id), else after all
-    close = np.full(len(firsts), -1, np.int64)
-    closing_f = np.flatnonzero(member & is_f)
-    close[seg[closing_f]] = order[closing_f]
-    by_next_s = np.flatnonzero((close < 0)[:-1] & ~group_start[firsts[1:]])
-    close[by_next_s] = order[firsts[by_next_s + 1]]
-    still_open = close < 0
-    close[still_open] = n + order[firsts[still_open]]
-    rank = np.empty(len(firsts), np.int64)
-    rank[np.argsort(close)] = np.arange(len(firsts))
-    links = np.flatnonzero(member & (length >= 2)[seg])
-    links = links[np.argsort(rank[seg[links]], kind="stable")]
-    same = seg[links[1:]] == seg[links[:-1]]
-    return order[links[:-1][same]], order[links[1:][same]]
+    group = np.cumsum(group_start) - 1
+    first_of_group = np.flatnonzero(group_start)[group]
+    s_at = np.flatnonzero(is_s)
+    first_s = np.full(int(group[-1]) + 1, -1, np.int64)
+    first_s[group[s_at[::-1]]] = s_at[::-1]  # reversed: the first 's' of each group wins
+    anchor = np.maximum.accumulate(np.where(is_s | is_t, np.arange(n), -1))
+    previous = np.concatenate([[-1], anchor[:-1]])  # latest s/t strictly before (may be another group)
+    source = np.where(previous >= first_of_group, previous, first_s[group])
+    paired = is_end & (first_s[group] >= 0)
+    used = paired.copy()
+    used[source[paired]] = True
+    for p in dict.fromkeys(ph[np.sort(order[is_end & ~paired])].tolist()):
+        quality.skipped[f"flow '{chr(p)}' without an 's' of its (cat, id)"] += \
+            int((is_end & ~paired & (ph[order] == p)).sum())
+    lone = int((is_s & ~used).sum())
+    if lone:
+        quality.skipped["flow 's' without a 't' or 'f'"] += lone
+    quality.placed["flows"] += int(used.sum())
+    ends = np.flatnonzero(paired)
+    ends = ends[np.argsort(order[ends], kind="stable")]
+    return order[source[ends]], order[ends]
 
 
 def build_flows(c: ChromeColumns, records: np.ndarray, pairs: np.ndarray, index: SliceIndex,
                 base: int, quality: Quality) -> pd.DataFrame:
     """The ``flows`` table from the ``s``/``t``/``f`` ``records`` (file order);
     ``pairs`` holds each record's (process, thread) key as in ``index``."""
-    src_pos, dst_pos = flow_chains(c, records, quality)
+    src_pos, dst_pos = flow_pairs(c, records, quality)
     src, dst = records[src_pos], records[dst_pos]
     src_time = c.ts_ns[src] - base
     dst_time = c.ts_ns[dst] - base
@@ -194,3 +195,75 @@ def propagate_phase(events: pd.DataFrame, flows: pd.DataFrame, categories: tuple
 def inherit_down(events: pd.DataFrame, codes: np.ndarray) -> None:
     """Children whose phase is ``other`` take their parent's (in place)."""
     fill_down(codes, events["depth"].to_numpy(), events["parent"].to_numpy(), PHASES.index("other"))
+
+
+def bind_by_correlation(flows: pd.DataFrame, events: pd.DataFrame, launches: pd.DataFrame,
+                        categories: tuple[str, ...]) -> int:
+    """Rebind the ends of launch flows (``categories``, e.g. ``ac2g``, whose id
+    is Kineto's correlation id) by correlation where binding by time got them
+    wrong: the source to the launch call with that correlation, the target to
+    the device activity with that correlation starting at the flow's end.
+    Binding by time alone is ambiguous where runtime calls share the launch's
+    µs (``cudaFuncSetAttribute``) or kernels of a CUDA graph overlap on a
+    stream.  Only the mismatching rows are looked up.  Returns how many
+    endpoints changed (in place)."""
+    if len(flows) == 0 or len(launches) == 0:
+        return 0
+    rows = np.flatnonzero(flows["category"].isin(categories).to_numpy())
+    ident, numeric = parse_decimal(np.asarray(flows["flow_id"].to_numpy(str, na_value="")[rows], dtype=str))
+    rows, ident = rows[numeric], ident[numeric]
+    if len(rows) == 0:
+        return 0
+    corr = events["correlation"].to_numpy(np.int64, na_value=-1)
+    start = events["start"].to_numpy()
+    source = flows["source"].to_numpy().copy()
+    target = flows["target"].to_numpy().copy()
+    changed = 0
+    src = source[rows]
+    bad = np.flatnonzero((src < 0) | (corr[np.maximum(src, 0)] != ident))
+    if len(bad):
+        linked = launches["launch"].notna().to_numpy() & launches["correlation"].notna().to_numpy()
+        by_corr = pd.Series(launches["launch"].to_numpy(np.int64, na_value=-1)[linked],
+                            index=launches["correlation"].to_numpy(np.int64, na_value=-1)[linked])
+        by_corr = by_corr[~by_corr.index.duplicated()]
+        pos = by_corr.index.get_indexer(ident[bad])
+        hit = bad[pos >= 0]
+        new = by_corr.to_numpy()[pos[pos >= 0]]
+        changed += int((source[rows[hit]] != new).sum())
+        source[rows[hit]] = new
+    dst, end = target[rows], flows["end"].to_numpy()[rows]
+    safe = np.maximum(dst, 0)
+    bad = np.flatnonzero((dst < 0) | (corr[safe] != ident) | (start[safe] != end))
+    if len(bad):
+        known = launches["correlation"].notna().to_numpy()
+        key = pd.MultiIndex.from_arrays([launches["correlation"].to_numpy(np.int64, na_value=-1)[known],
+                                         launches["kernel_start"].to_numpy()[known]])
+        first = ~key.duplicated()
+        kernels = launches["kernel"].to_numpy()[known][first]
+        pos = key[first].get_indexer(pd.MultiIndex.from_arrays([ident[bad], end[bad]]))
+        hit = bad[pos >= 0]
+        new = kernels[pos[pos >= 0]]
+        changed += int((target[rows[hit]] != new).sum())
+        target[rows[hit]] = new
+    flows["source"], flows["target"] = source, target
+    return changed
+
+
+def parse_decimal(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, ok)`` of a numpy unicode array of non-negative decimal integers
+    (up to 18 digits; anything else is not ``ok``), digit column by digit column
+    (``astype(int64)`` on strings is ~10x slower)."""
+    n = len(text)
+    width = text.dtype.itemsize // 4
+    value = np.zeros(n, np.int64)
+    length = np.char.str_len(text) if n else np.zeros(0, np.int64)
+    ok = (length > 0) & (length <= 18)
+    if n == 0 or width == 0:
+        return value, ok
+    codes = text.view(np.uint32).reshape(n, width)
+    for j in range(min(width, 18)):
+        inside = j < length
+        digit = codes[:, j].astype(np.int64) - 48
+        ok &= ~inside | ((digit >= 0) & (digit <= 9))
+        value = np.where(inside, value * 10 + digit, value)
+    return np.where(ok, value, 0), ok

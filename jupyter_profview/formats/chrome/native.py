@@ -282,13 +282,15 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
         progress = _Progress(source)
         chunks = _file_chunks(source, chunk_size) or source.chunks(chunk_size)
         try:
-            # small inputs (and the tests' tiny chunks) are not worth a thread
-            for chunk in _prefetch(chunks) if source.size > 2 * chunk_size else chunks:
+            # small inputs and small chunks (the tests') are not worth a thread
+            threaded = source.size > 2 * chunk_size and chunk_size >= 1 << 20
+            for chunk in _prefetch(chunks) if threaded else chunks:
                 view = np.frombuffer(chunk, np.uint8)
                 size = len(view)
                 status = lib.pv_scan_feed(scanner, view.ctypes.data, size)
                 del view, chunk  # let the chunk go before the next one is read
                 progress.update(size)
+                source.consumed = max(source.consumed, progress.done)  # how far, for errors
                 if status != _OK:
                     break
             else:
@@ -302,10 +304,11 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
         if status == _ERR:
             msg, expected = c_char_p(), c_char_p()
             offset = lib.pv_scan_error(scanner, ctypes.byref(msg), ctypes.byref(expected))
+            record = lib.pv_scan_error_record(scanner)
             raise ProfviewError(
                 (msg.value or b"invalid JSON").decode(),
                 source=source.name,
-                position=f"byte {offset}",
+                position=f"byte {offset}" + (f" (traceEvents[{record}])" if record >= 0 else ""),
                 expected=(expected.value or b"").decode() or None,
             )
         if status != _OK:

@@ -68,7 +68,11 @@ class Labels:
     two processes share a name) or the pid's text; thread labels are the
     ``thread_name`` (suffixed with `` (tid)`` on a clash within a process) or
     the tid's text.  ``thread_labels`` is the category list of the ``thread``
-    column; async tracks add ``async: <name>`` labels to it.
+    column; async tracks add ``async: <name>`` labels to it.  Processes in
+    ``devices`` (pid code -> (label, GPU index), set before :meth:`finish`)
+    take that label and sort after the host processes, by GPU index; their
+    unnamed threads in ``streams`` (those with device activity) are
+    ``stream <tid>``.
     """
 
     columns: ChromeColumns
@@ -78,6 +82,8 @@ class Labels:
     thread_name: dict[tuple[int, int], str] = field(default_factory=dict)
     thread_sort: dict[tuple[int, int], float] = field(default_factory=dict)
     other: list[dict[str, Any]] = field(default_factory=list)
+    devices: dict[int, tuple[str, int]] = field(default_factory=dict)
+    streams: set[tuple[int, int]] = field(default_factory=set)  # (pid, tid) codes with device activity
     process_list: list[str] = field(default_factory=list)
     _threads: Interner = field(default_factory=Interner)
     _pair_label: dict[tuple[int, int], str] = field(default_factory=dict)
@@ -120,7 +126,17 @@ class Labels:
             elif kind == "process_sort_index":
                 self.process_sort[pid] = float(value)
             elif kind == "thread_name":
-                self.thread_name[(pid, tid)] = value
+                # a second name for one thread (Kineto gives gloo threads "(python)" and
+                # "(pt_gloo_runloop)", in either order): keep the one not ending "(python)", the
+                # other goes to ``other_metadata``
+                old = self.thread_name.get((pid, tid))
+                if old is not None and old != value:
+                    keep, drop = (old, value) if value.endswith("(python)") else (value, old)
+                    self.thread_name[(pid, tid)] = keep
+                    self.other.append({"name": "thread_name", "pid": token_label(self._tok(pid)),
+                                       "tid": token_label(self._tok(tid)), "args": {"name": drop}})
+                else:
+                    self.thread_name[(pid, tid)] = value
             else:
                 self.thread_sort[(pid, tid)] = float(value)
 
@@ -128,14 +144,15 @@ class Labels:
         """Fix the process labels (call after :meth:`read_metadata`)."""
         c = self.columns
         pids = np.unique(c.pid_code).tolist()
-        names = {p: self.process_name.get(p) or (token_label(self._tok(p)) if p >= 0 else MISSING_PID)
+        names = {p: self.devices[p][0] if p in self.devices else
+                 self.process_name.get(p) or (token_label(self._tok(p)) if p >= 0 else MISSING_PID)
                  for p in pids}
         counts: dict[str, int] = {}
         for label in names.values():
             counts[label] = counts.get(label, 0) + 1
         labels: dict[int, str] = {}
         for p, label in names.items():
-            if counts[label] > 1 and p in self.process_name:
+            if counts[label] > 1 and (p in self.process_name or p in self.devices):
                 label = f"{label} ({token_label(self._tok(p))})"
             labels[p] = label
         self.process_list = list(dict.fromkeys(labels.values()))
@@ -165,6 +182,8 @@ class Labels:
         if label is None:
             label = self.thread_name.get((pid, tid)) or (
                 token_label(self._tok(tid)) if tid >= 0 else MISSING_TID)
+            if (pid, tid) in self.streams:  # Kineto names streams "stream 7 " (trailing space)
+                label = label.strip() if (pid, tid) in self.thread_name or tid < 0 else f"stream {label}"
             clash = [t for (p, t), other in self._pair_label.items() if p == pid and other == label]
             if clash:
                 label = f"{label} ({token_label(self._tok(tid))})"
@@ -194,10 +213,11 @@ class Labels:
     def track_order(self, tracks: set[tuple[str, str]]) -> list[str]:
         """Base track labels (``process / thread``) in display order: process
         sort index (else pid), then thread sort index (else tid), async last."""
-        proc_key: dict[str, tuple[float, str]] = {}
+        proc_key: dict[str, tuple[int, float, str]] = {}
         for p, label in self._labels_by_pid.items():
             key = self.process_sort.get(p, _token_number(self._tok(p)))
-            proc_key[label] = (key, label)
+            group = 1 if p in self.devices else 0 if math.isfinite(key) else 2
+            proc_key[label] = (group, self.devices[p][1] if p in self.devices else key, label)
         thread_key: dict[tuple[str, str], tuple[float, float, str]] = {}
         for (p, t), label in self._pair_label.items():
             sort = self.thread_sort.get((p, t), _token_number(self._tok(t)))
@@ -206,7 +226,7 @@ class Labels:
         def order(track: tuple[str, str]) -> tuple[Any, ...]:
             process, thread = track
             default = (1.0, math.inf, thread) if thread.startswith(ASYNC_PREFIX) else (0.5, math.inf, thread)
-            return (*proc_key.get(process, (math.inf, process)), *thread_key.get(track, default))
+            return (*proc_key.get(process, (2, math.inf, process)), *thread_key.get(track, default))
 
         return [f"{p} / {t}" for p, t in sorted(tracks, key=order)]
 

@@ -15,7 +15,9 @@ Records (``ph``) and where they go
     PyTorch ``[memory]`` instants -> ``memory`` + ``allocations`` (not
     ``events``); ``C`` -> ``counters`` (+ ``memory`` for memory counters);
     ``M`` -> process/thread labels, ``metadata``; ``s``/``t``/``f`` ->
-    ``flows``; ``b``/``e``/``n`` (and legacy ``S``/``F``) -> kind ``async``
+    ``flows`` (paired by (cat, id) in time order whatever the file order,
+    see :func:`.flows.flow_pairs`; Kineto launch flows are then rebound by
+    correlation id); ``b``/``e``/``n`` (and legacy ``S``/``F``) -> kind ``async``
     on the track ``<process> / async: <name>``; ``N``/``O``/``D`` objects,
     ``P`` samples, ``T``/``p`` legacy async steps, ``V``/``v`` memory dumps,
     ``c`` clock sync, ``(``/``)`` context events and records without ``ph``
@@ -28,6 +30,13 @@ Columns added to ``events``
     ``has_args`` (bool: the record has ``args``; ``trace.args(id)`` reads
     them, with an ``E``'s args merged into its ``B``'s).
 
+GPU (PyTorch / Kineto, see :mod:`.gpu`)
+    ``trace.launches``: every kernel / memcpy / memset joined by
+    correlation id to the runtime call that launched it, with the launch
+    delay and the enclosing ``cpu_op``.  Device processes are labelled
+    ``GPU n · <name>`` (from ``deviceProperties``), their threads
+    ``stream n``, and sort after the host processes.
+
 Times: ``ts``/``dur`` are microseconds in every file (``displayTimeUnit``
 only says how to display them and is kept in ``metadata``); they are stored
 as int64 ns relative to the first record.  ``metadata["base_time_ns"]`` is
@@ -39,10 +48,14 @@ communication), then (PyTorch) the ops still ``other`` directly under a
 ``ProfilerStep#N`` that start before its first backward op are ``forward``
 (on threads without steps but with top-level backward ops, the top-level ops
 before the first backward), and targets of ``ac2g`` flows (GPU kernels) take
-the phase of the CPU op that launched them.
+the phase of the CPU op that launched them (also ``async_cpu_to_gpu`` and
+the older ``async_gpu``).
 
 Metadata keys: ``track_order`` (base track labels in process/thread sort
-order), ``process_labels``, ``display_time_unit``, ``device_properties``,
+order), ``process_labels`` (Kineto's, by process label; a device process
+maps to its full ``GPU n · name`` label), ``gpu`` (counts of device
+activities linked / without correlation / launch not in the trace),
+``display_time_unit``, ``device_properties``,
 ``distributed_info``, ``other_metadata`` (unrecognised ``M`` records),
 ``top_level`` (all top-level keys but ``traceEvents``), ``decoder``.
 """
@@ -60,14 +73,15 @@ from ...model import KINDS, PHASES, Quality, Trace
 from ...phase_rules import rule
 from ...sources import Source
 from .. import TraceFormat
+from . import gpu
 from .columns import ABSENT_TIME, ChromeColumns, args_at
 from .decode import BOM, decode_python
-from .flows import SliceIndex, build_flows, inherit_down, propagate_phase
+from .flows import SliceIndex, bind_by_correlation, build_flows, inherit_down, propagate_phase
 from .memory import MemoryParts, counters, torch_allocations, torch_memory
 from .native import decode_chrome
 from .slices import Labels, Rows, from_codes, match_async, match_begin_end
 
-FLOW_PHASE_CATEGORIES = ("ac2g", "async_cpu_to_gpu")
+FLOW_PHASE_CATEGORIES = ("ac2g", "async_cpu_to_gpu", "async_gpu")  # Kineto launch -> kernel flows
 # PyTorch op names the default rules would misread (``broadcast`` is not communication here)
 PHASE_RULES = (rule(r"^aten::broadcast_tensors$|^aten::broadcast_to$", "other"),)
 SKIP_REASONS = {
@@ -137,12 +151,17 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
 
     labels = Labels(c)
     labels.read_metadata(np.flatnonzero(ph == ord("M")), q)
+    is_device = gpu.category_table(c.cats, gpu.DEVICE_CATEGORIES)[c.cat_code]
+    dev_rec = np.flatnonzero(is_device & (ph == ord("X")) & ok)
+    del is_device
+    devices = gpu.DeviceRows(c, dev_rec, labels)
     labels.finish()
 
     x_rec = np.flatnonzero((ph == ord("X")) & ok)
     i_rec = np.flatnonzero(is_instant & ~is_memory & ok)
     x_dur = c.dur_ns[x_rec]
     x_dur[x_dur == ABSENT_TIME] = 0
+    devices.positions = np.searchsorted(x_rec, dev_rec)  # dev_rec is a subset of x_rec, both sorted
     trace_end = _trace_end(c, ok, x_rec, x_dur)
     q.placed["events"] += len(x_rec) + len(i_rec)
 
@@ -209,6 +228,8 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     flow_pairs = labels.process_codes(flow.pid_code).astype(np.int64) * width \
         + labels.thread_codes(flow.pid_code, flow.tid_code)
     flows = build_flows(flow, np.arange(flow.n), flow_pairs, index, base, q)
+    launches, launch_stats = devices.launches(events, raw_index)
+    bind_by_correlation(flows, events, launches, FLOW_PHASE_CATEGORIES)
     propagate_phase(events, flows, FLOW_PHASE_CATEGORIES, q)
 
     mem_pairs = labels.process_codes(mem.pid_code).astype(np.int64) * width \
@@ -221,10 +242,14 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     allocations = torch_allocations(mem, np.arange(mem.n), mem_device, owner)
 
     metadata = _metadata(c, labels, events, base)
-    return make_trace(
+    if launch_stats["device_activities"]:
+        metadata["gpu"] = launch_stats
+    trace = make_trace(
         "chrome", "ns", events, q, base=base, memory=parts.frame(), allocations=allocations,
         flows=flows, counters=counter_table, metadata=metadata, args=args_at_rows.lookup(raw_index),
     )
+    trace.launches = launches
+    return trace
 
 
 def _trace_end(c: ChromeColumns, ok: np.ndarray, x_rec: np.ndarray, x_dur: np.ndarray) -> int:
@@ -350,7 +375,8 @@ def _metadata(c: ChromeColumns, labels: Labels, events: pd.DataFrame, base: int)
     pairs = {(str(process.categories[k // width]), str(thread.categories[k % width]))
              for k in codes.tolist()}
     meta["track_order"] = labels.track_order(pairs)
-    meta["process_labels"] = {labels.process_label(p): v for p, v in labels.process_labels.items()}
+    meta["process_labels"] = {labels.process_label(p): labels.devices[p][0] if p in labels.devices else v
+                              for p, v in labels.process_labels.items()}  # a device: its full label
     if labels.other:
         meta["other_metadata"] = labels.other
     return meta

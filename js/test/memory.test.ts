@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { decodeFrame, encodeFrame } from "../src/codec";
+import { curvesFromFrame, formatValue, scaleTop, type SeriesInfo } from "../src/memory";
+
+const info = (unit: string, max: number): SeriesInfo =>
+  ({ device: "d", kind: "k", peak_bytes: NaN, peak_time: NaN, unit, max });
+
+describe("counters panel series", () => {
+  it("reads the unit and max of each series, memory by default", () => {
+    const frame = decodeFrame(encodeFrame(
+      { series: new Uint16Array([0, 1, 1]), time: new Float64Array([5, 1, 2]), bytes: new Float64Array([9, 0.5, 0.25]) },
+      { series: [{ device: "cuda:0", kind: "measured", peak_bytes: 9, peak_time: 5 },
+        { device: "GPU 0 utilisation", kind: "utilisation", unit: "fraction", peak_bytes: null, max: 1 }],
+      t0: 0, t1: 10 }));
+    const c = curvesFromFrame(frame);
+    expect(c.series.map((s) => s.unit)).toEqual(["bytes", "fraction"]);
+    expect(c.series[0].max).toBe(9);
+    expect(Number.isNaN(c.series[1].peak_bytes)).toBe(true); // null peak: no peak marker
+    expect(Array.from(c.curves[1].bytes)).toEqual([0.5, 0.25]);
+  });
+
+  it("scales memory together and each counter on its own", () => {
+    expect(scaleTop(info("bytes", 10), 4096)).toBe(4096);
+    expect(scaleTop(info("fraction", 0.3), 4096)).toBe(1);
+    expect(scaleTop(info("count", 80), 4096)).toBe(80);
+    expect(scaleTop(info("value", 0), 4096)).toBe(1);
+  });
+
+  it("formats values in their unit", () => {
+    expect(formatValue(info("fraction", 1), 0.456)).toBe("46 %");
+    expect(formatValue(info("count", 9), 3)).toBe("3");
+    expect(formatValue(info("value", 9), 59.94123)).toBe("59.94");
+  });
+});

@@ -1,0 +1,209 @@
+"""Analyses across the ranks of a distributed run (a :class:`~jupyter_profview.ranks.TraceSet`).
+
+Times are int64 ns on the set's common clock: every rank's times are rebased
+to one origin (the earliest rank's ``baseTimeNanoseconds + ts``), which is
+wall-clock time on one host and NTP-aligned across hosts.  Where clocks of
+hosts disagree, ``ts.aligned(step=N)`` shifts each rank so that its
+``ProfilerStep#N`` starts at the same time (``ts.aligned(collective=name)``:
+so that a collective instance ends at the same time).
+
+Collectives.  PyTorch marks the real work of a collective with a
+``user_annotation`` named ``nccl:<op>`` or ``gloo:<op>`` (gloo: on a
+``pt_gloo_runloop`` thread, covering the wait for the peers; the
+``c10d::<op>_`` ``cpu_op`` on the calling thread only queues the work).
+With NCCL the wait happens on the GPU, in the ``ncclKernel_*`` /
+``ncclDevKernel_*`` kernels, which are collectives here too (matched by
+kernel name).
+Nothing in a gloo trace links one instance across ranks except the order,
+so instances are matched by (process group, name, k-th occurrence); the
+process group is the event's (or its ``record_param_comms`` parent's)
+``Process Group Name``/``pg_name`` arg where the trace has one, else ``""``.
+Profile every rank with the same schedule, so that the k-th occurrence is
+the same call everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import Trace
+from .summary import union_length
+
+if TYPE_CHECKING:
+    from ..ranks.traceset import TraceSet
+
+COLLECTIVE = re.compile(r"^(nccl|gloo):|^nccl(Dev)?Kernel")
+PG_KEYS = ("Process Group Name", "pg_name")
+STEP = re.compile(r"^ProfilerStep#(\d+)$")
+COLLECTIVE_COLUMNS = ("id", "name", "pg", "seq", "start", "end", "thread")
+
+
+def collective_calls(trace: Trace) -> pd.DataFrame:
+    """The collective instances of one trace: ``id`` (event id), ``name``,
+    ``pg`` (process group, ``""`` where unknown), ``seq`` (k-th occurrence of
+    (pg, name), from 0), ``start``/``end`` (ns, the trace's own clock),
+    ``thread``."""
+    ev = trace.events
+    names = ev["name"].cat.categories if isinstance(ev["name"].dtype, pd.CategoricalDtype) \
+        else pd.Index(ev["name"].unique())
+    wanted = [n for n in names if COLLECTIVE.match(str(n))]
+    pick = ev[ev["name"].isin(wanted) & (ev["kind"] != "instant")].sort_values("start", kind="stable")
+    groups: list[str] = []
+    for eid, parent in zip(pick.index.tolist(), pick["parent"].tolist(), strict=True):
+        pg = _pg(trace.args(eid))
+        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == "record_param_comms":
+            pg = _pg(trace.args(parent))
+        groups.append(pg or "")
+    out = pd.DataFrame({
+        "id": pick.index.to_numpy(np.int64),
+        "name": pick["name"].astype(str).to_numpy(),
+        "pg": np.asarray(groups, dtype=object),
+        "start": pick["start"].to_numpy(np.int64),
+        "end": (pick["start"] + pick["dur"]).to_numpy(np.int64),
+        "thread": pick["thread"].astype(str).to_numpy(),
+    })
+    out.insert(3, "seq", out.groupby(["pg", "name"], sort=False).cumcount().astype(np.int64))
+    return out
+
+
+def _pg(args: dict[str, Any]) -> str | None:
+    for key in PG_KEYS:
+        if key in args and args[key] not in (None, ""):
+            return str(args[key])
+    return None
+
+
+def _is_set(obj: Any) -> bool:
+    from ..ranks.traceset import TraceSet
+
+    return isinstance(obj, TraceSet)
+
+
+def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
+    """``ProfilerStep#N`` per rank: ``step`` (N as the trace numbers it: with a
+    schedule the first recorded step is ``wait + warmup``, not 0), ``rank``,
+    ``start``, ``end``, ``dur`` (ns, common clock), sorted by step then rank."""
+    if _is_set(ts):
+        frame = ts.sql("select rank, name, start, dur from events "  # type: ignore[union-attr]
+                       "where name like 'ProfilerStep#%' and kind = 'slice'")
+    else:
+        assert isinstance(ts, Trace)
+        ev = ts.events
+        ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
+        rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
+        frame = pd.DataFrame({"rank": rank, "name": ev["name"].astype(str), "start": ev["start"],
+                              "dur": ev["dur"]})
+    step = frame["name"].astype(str).str.extract(STEP)[0]
+    frame = frame[step.notna()]
+    out = pd.DataFrame({
+        "step": step[step.notna()].astype(np.int64).to_numpy(),
+        "rank": frame["rank"].to_numpy(np.int64),
+        "start": frame["start"].to_numpy(np.int64),
+        "dur": frame["dur"].to_numpy(np.int64),
+    })
+    out.insert(3, "end", out["start"] + out["dur"])
+    return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
+
+
+def _per_step_waits(steps: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """Per (step, rank): time inside collectives (union, clipped to the step)."""
+    waits = np.zeros(len(steps), np.int64)
+    by_rank = {r: c for r, c in calls.groupby("rank", sort=False)}
+    for i, (rank, start, end) in enumerate(zip(steps["rank"].tolist(), steps["start"].tolist(),
+                                               steps["end"].tolist(), strict=True)):
+        mine = by_rank.get(rank)
+        if mine is None:
+            continue
+        s = np.clip(mine["start"].to_numpy(np.int64), start, end)
+        e = np.clip(mine["end"].to_numpy(np.int64), start, end)
+        waits[i] = union_length(s, e)
+    out = steps.copy()
+    out["wait"] = waits
+    out["compute"] = out["dur"] - out["wait"]
+    return out
+
+
+def stragglers(ts: TraceSet, *, per_rank: bool = False) -> pd.DataFrame:
+    """Which rank holds the others back, in which step, by how much.
+
+    Per step and rank: ``wait`` is the time the rank spent inside collectives
+    (``nccl:*``/``gloo:*``, union, clipped to the step) and ``compute = dur -
+    wait``.  In a synchronous job every rank's step takes about as long as the
+    slowest one; the others spend the difference waiting.  So the straggler of
+    a step is the rank with the largest ``compute``; ``excess`` is its compute
+    minus the median compute of the other ranks (about the time the others
+    waited for it), ``last_arrivals`` how many of the step's collectives it
+    entered last (see :func:`collective_skew`).
+
+    Rooted collectives (broadcast, reduce, scatter, gather) make the root look
+    late: the root returns as soon as its data is sent, then starts its next
+    collective while the others are still receiving, and non-root ranks can
+    enter before it.  Read ``last_arrivals`` of a rooted op with that in mind.
+
+    Columns: ``step``, ``rank`` (the straggler), ``compute``,
+    ``others_compute`` (median), ``excess``, ``wait``, ``others_wait``
+    (median), ``last_arrivals``, ``collectives``.  ``per_rank=True`` returns
+    the table per (step, rank) instead: ``step``, ``rank``, ``start``,
+    ``end``, ``dur``, ``wait``, ``compute``.
+    """
+    steps = step_times(ts)
+    calls = ts.collectives
+    table = _per_step_waits(steps, calls)
+    if per_rank:
+        return table
+    skew = collective_skew(ts)
+    rows = []
+    for step, group in table.groupby("step", sort=True):
+        if len(group) < 2:
+            continue
+        worst = group.iloc[int(np.argmax(group["compute"].to_numpy()))]
+        rank = int(worst["rank"])
+        others = group[group["rank"] != rank]
+        window = group[group["rank"] == rank]
+        in_step = skew[(skew["last_start"] >= window["start"].iloc[0])
+                       & (skew["last_start"] < window["end"].iloc[0])] if len(skew) else skew
+        rows.append({
+            "step": int(str(step)), "rank": rank, "compute": int(worst["compute"]),
+            "others_compute": int(others["compute"].median()),
+            "excess": int(worst["compute"] - others["compute"].median()),
+            "wait": int(worst["wait"]), "others_wait": int(others["wait"].median()),
+            "last_arrivals": int((in_step["last_rank"] == rank).sum()),
+            "collectives": len(in_step),
+        })
+    return pd.DataFrame(rows, columns=["step", "rank", "compute", "others_compute", "excess", "wait",
+                                       "others_wait", "last_arrivals", "collectives"])
+
+
+def collective_skew(ts: TraceSet) -> pd.DataFrame:
+    """Each collective instance across ranks, matched by (``pg``, ``name``, ``seq``).
+
+    Columns: ``pg``, ``name``, ``seq``, ``ranks`` (how many ranks have this
+    instance; fewer than ``len(ts)`` means a rank has fewer calls, so later
+    matches are suspect), ``first_start`` (earliest entry, common clock),
+    ``last_start`` (latest entry), ``start_spread`` (``last_start -
+    first_start``: how long the first rank waited for the last), ``end_spread``
+    (latest minus earliest exit), ``first_rank``, ``last_rank`` (the rank that
+    arrived last: the one everyone waited for), ``max_dur``, ``min_dur``.
+    Sorted by ``first_start``.
+    """
+    calls = ts.collectives
+    cols = ["pg", "name", "seq", "ranks", "first_start", "last_start", "start_spread", "end_spread",
+            "first_rank", "last_rank", "max_dur", "min_dur"]
+    if len(calls) == 0:
+        return pd.DataFrame(columns=cols)
+    calls = calls.assign(dur=calls["end"] - calls["start"])
+    keys = ["pg", "name", "seq"]
+    g = calls.groupby(keys, sort=False)
+    first = calls.loc[g["start"].idxmin(), [*keys, "rank"]].rename(columns={"rank": "first_rank"})
+    last = calls.loc[g["start"].idxmax(), [*keys, "rank"]].rename(columns={"rank": "last_rank"})
+    out = g.agg(ranks=("rank", "nunique"), first_start=("start", "min"), last_start=("start", "max"),
+                first_end=("end", "min"), last_end=("end", "max"), max_dur=("dur", "max"),
+                min_dur=("dur", "min")).reset_index()
+    out["start_spread"] = out["last_start"] - out["first_start"]
+    out["end_spread"] = out["last_end"] - out["first_end"]
+    out = out.merge(first, on=keys).merge(last, on=keys)
+    return out[cols].sort_values("first_start", kind="stable").reset_index(drop=True)

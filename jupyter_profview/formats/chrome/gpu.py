@@ -1,0 +1,230 @@
+"""Chrome traces from PyTorch / Kineto: device activity and the launches behind it.
+
+Device activity (``trace.launches`` rows) is every ``X`` slice whose ``cat`` is
+one of :data:`DEVICE_CATEGORIES`: CUDA / ROCm kernels, memcpy and memset
+(``kernel``, ``gpu_memcpy``, ``gpu_memset``; older Kineto ``Kernel``,
+``Memcpy``, ``Memset``; MTIA ``mtia_ccp_events``).  Each is joined to the
+runtime / driver call that launched it (``cat`` in
+:data:`LAUNCH_CATEGORIES`: ``cuda_runtime``, ``cuda_driver``, older
+``Runtime``, ``mtia_runtime``, ...) by the ``correlation`` arg, and only by
+it: several runtime calls can share the µs of a launch
+(``cudaFuncSetAttribute`` next to ``cudaLaunchKernel``), one
+``cudaGraphLaunch`` launches many kernels (they share its correlation), and the
+flow arrows of real files are incomplete (Kineto writes an ``f`` without ``s``
+for launches it does not recognise).  The category of the launch decides, not
+the process it sits on (MTIA writes some runtime events on the device process).
+
+Types (``launches["type"]``): ``memcpy`` / ``memset`` from the category (or a
+kernel named ``Memcpy ...`` / ``Memset ...``), ``communication`` for NCCL / RCCL
+kernels (name starting with ``nccl`` or ``rccl``, case-insensitive, or
+containing ``gloo:``, as HTA), else ``kernel``.
+
+Device lanes: a process with device activity is labelled ``GPU <index>`` (the
+index from Kineto's ``process_labels`` ``GPU n``, else the ``device`` arg of its
+events, else its pid), followed by `` · <name>`` from the file's
+``deviceProperties`` (``NVIDIA `` dropped); its threads are streams
+(``stream <tid>`` where the file gives no name); device groups come after the
+host processes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...model import KERNEL_TYPES, empty_launches
+from .columns import ChromeColumns
+from .slices import Labels
+
+DEVICE_CATEGORIES = {
+    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+    "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset", "mtia_ccp_events": "kernel",
+}
+LAUNCH_CATEGORIES = frozenset({
+    "cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime", "xpu_runtime",
+    "privateuse1_runtime", "privateuse1_driver",
+})
+_COMM = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
+_GPU_LABEL = re.compile(r"^GPU (\d+)$")
+
+
+def category_table(cats: list[str], wanted: Any) -> np.ndarray:
+    """Boolean table over category codes (one extra slot, False, for code -1)."""
+    return np.asarray([c in wanted for c in cats] + [False], bool)
+
+
+def device_indices(pid_codes: np.ndarray, device_arg: np.ndarray, tokens: list[str],
+                   process_labels: dict[int, str]) -> dict[int, int]:
+    """GPU index of each pid code holding device activity (see the module doc)."""
+    out: dict[int, int] = {}
+    for pid in np.unique(pid_codes).tolist():
+        match = _GPU_LABEL.match(process_labels.get(pid, ""))
+        if match:
+            out[pid] = int(match.group(1))
+            continue
+        values = device_arg[(pid_codes == pid) & ~np.isnan(device_arg)]
+        if len(values):
+            uniq, counts = np.unique(values, return_counts=True)
+            out[pid] = int(uniq[np.argmax(counts)])
+        elif pid >= 0 and tokens[pid].lstrip("-").isdigit():
+            out[pid] = int(tokens[pid])
+        else:
+            out[pid] = -1
+    return out
+
+
+def gpu_label(index: int, device_properties: Any) -> str:
+    """``GPU 3 · A100-SXM4-40GB`` (``GPU ?`` for an unknown index)."""
+    label = f"GPU {index}" if index >= 0 else "GPU ?"
+    if isinstance(device_properties, list):
+        for prop in device_properties:
+            if isinstance(prop, dict) and prop.get("id") == index and isinstance(prop.get("name"), str):
+                name = prop["name"].removeprefix("NVIDIA ").strip()
+                return f"{label} · {name}" if name else label
+    return label
+
+
+def kernel_types(category: np.ndarray, names: pd.Categorical) -> np.ndarray:
+    """int8 codes into :data:`KERNEL_TYPES` from each activity's base type
+    (``category``: strings from :data:`DEVICE_CATEGORIES`) and name."""
+    cats = pd.Index(names.categories.astype(str))
+    comm = np.asarray(cats.str.contains(_COMM), bool)
+    memcpy = np.asarray(cats.str.startswith("Memcpy"), bool)
+    memset = np.asarray(cats.str.startswith("Memset"), bool)
+    codes = np.asarray(names.codes)
+    out = np.full(len(codes), KERNEL_TYPES.index("kernel"), np.int8)
+    out[(category == "memcpy") | memcpy[codes]] = KERNEL_TYPES.index("memcpy")
+    out[(category == "memset") | memset[codes]] = KERNEL_TYPES.index("memset")
+    out[(category == "kernel") & comm[codes]] = KERNEL_TYPES.index("communication")
+    return out
+
+
+def enclosing_category(events: pd.DataFrame, ids: np.ndarray, category: str) -> np.ndarray:
+    """Id of the nearest ancestor of each event (itself excluded) whose
+    category is ``category``, or -1."""
+    cats = events["category"].array
+    code = cats.categories.get_loc(category) if category in cats.categories else -2  # type: ignore[attr-defined]
+    cat_codes = np.asarray(cats.codes)  # type: ignore[attr-defined]
+    parent = events["parent"].to_numpy()
+    out = np.full(len(ids), -1, np.int64)
+    current = np.where(ids >= 0, parent[np.maximum(ids, 0)], -1)
+    todo = np.flatnonzero(current >= 0)
+    while len(todo):
+        hit = cat_codes[current[todo]] == code
+        out[todo[hit]] = current[todo[hit]]
+        todo = todo[~hit]
+        current[todo] = parent[current[todo]]
+        todo = todo[current[todo] >= 0]
+    return out
+
+
+def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.ndarray,
+                   stream: np.ndarray, device: np.ndarray) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The ``launches`` table (schema in :mod:`jupyter_profview.model`) for
+    the device activity ``kernel_ids`` (with their base type, ``stream`` and
+    ``device`` as float64, NaN = unknown), and counts for ``metadata["gpu"]``."""
+    if len(kernel_ids) == 0:
+        return empty_launches(), {"device_activities": 0, "linked": 0, "without_correlation": 0,
+                                  "launch_not_in_trace": 0, "duplicate_launch_correlations": 0}
+    order = np.argsort(kernel_ids, kind="stable")
+    kernel_ids, base_type, stream, device = kernel_ids[order], base_type[order], stream[order], device[order]
+    corr_col = events["correlation"].array
+    corr_valid = ~np.asarray(corr_col.isna())
+    corr = np.asarray(corr_col.fillna(0).to_numpy(np.int64))
+    is_launch = category_table(list(events["category"].cat.categories.astype(str)), LAUNCH_CATEGORIES)[
+        np.asarray(events["category"].cat.codes)] & corr_valid
+    launch_ids = np.flatnonzero(is_launch)  # in start order: the first call of a correlation wins
+    launch_corr = pd.Index(corr[launch_ids])
+    duplicates = int(launch_corr.duplicated().sum())
+    first = ~launch_corr.duplicated()
+    lookup = pd.Index(launch_corr[first])
+    k_corr_valid = corr_valid[kernel_ids]
+    pos = lookup.get_indexer(corr[kernel_ids])
+    linked = (pos >= 0) & k_corr_valid
+    first_ids = np.append(launch_ids[first], -1)  # slot -1: no launch
+    launch = np.where(linked, first_ids[pos], -1)
+    start = events["start"].to_numpy()
+    dur = events["dur"].to_numpy()
+    safe = np.maximum(launch, 0)
+    launch_start, launch_dur = start[safe], dur[safe]
+    kernel_start, kernel_dur = start[kernel_ids], dur[kernel_ids]
+    delay = np.maximum(kernel_start - (launch_start + launch_dur), 0)
+    cpu_op = enclosing_category(events, launch, "cpu_op")
+    names = events["name"].array
+    table = pd.DataFrame({
+        "kernel": kernel_ids.astype(np.int64),
+        "launch": _nullable(launch, linked),
+        "correlation": _nullable(corr[kernel_ids], k_corr_valid),
+        "name": names.take(kernel_ids),
+        "type": pd.Categorical.from_codes(kernel_types(base_type, names.take(kernel_ids)),
+                                          categories=pd.Index(list(KERNEL_TYPES))),
+        "gpu": events["process"].array.take(kernel_ids),
+        "device": _nullable(np.nan_to_num(device).astype(np.int64), ~np.isnan(device)),
+        "stream": _nullable(np.nan_to_num(stream).astype(np.int64), ~np.isnan(stream)),
+        "kernel_start": kernel_start,
+        "kernel_dur": kernel_dur,
+        "launch_start": _nullable(launch_start, linked),
+        "launch_dur": _nullable(launch_dur, linked),
+        "delay": _nullable(delay, linked),
+        "launch_name": _taken_or_na(names, launch, linked),
+        "cpu_op": _nullable(cpu_op, cpu_op >= 0),
+        "cpu_op_name": _taken_or_na(names, cpu_op, cpu_op >= 0),
+    })
+    table["name"] = table["name"].cat.remove_unused_categories()
+    table["gpu"] = table["gpu"].cat.remove_unused_categories()
+    stats = {
+        "device_activities": len(table), "linked": int(linked.sum()),
+        "without_correlation": int((~k_corr_valid).sum()),
+        "launch_not_in_trace": int((k_corr_valid & ~linked).sum()),
+        "duplicate_launch_correlations": duplicates,
+    }
+    return table, stats
+
+
+def _nullable(values: np.ndarray, valid: np.ndarray) -> pd.arrays.IntegerArray:
+    return pd.arrays.IntegerArray(np.where(valid, values, 0).astype(np.int64), ~np.asarray(valid, bool))
+
+
+def _taken_or_na(names: Any, ids: np.ndarray, valid: np.ndarray) -> pd.Categorical:
+    codes = np.where(valid, np.asarray(names.codes)[np.maximum(ids, 0)], -1)
+    out = pd.Categorical.from_codes(codes, categories=names.categories)
+    return out.remove_unused_categories()
+
+
+class DeviceRows:
+    """The device activity records (``dev_rec``: ``X`` records of a device
+    category): their stream, device and base type, taken before the columns
+    are dropped; sets the device labels of ``labels`` (before ``finish``)."""
+
+    def __init__(self, c: ChromeColumns, dev_rec: np.ndarray, labels: Labels) -> None:
+        self.positions = np.zeros(0, np.int64)  # positions of dev_rec among the events input rows
+        pid = c.pid_code[dev_rec]
+        self.device = c.numeric_args["device"].take(dev_rec)
+        self.stream = c.numeric_args["stream"].take(dev_rec)
+        no_stream = np.flatnonzero(np.isnan(self.stream))
+        if len(no_stream):  # Kineto's device tid is the stream
+            tid = c.tid_code[dev_rec[no_stream]]
+            self.stream[no_stream] = [float(c.tokens[t]) if t >= 0 and c.tokens[t].lstrip("-").isdigit()
+                                      else np.nan for t in tid.tolist()]
+        base = np.asarray([DEVICE_CATEGORIES.get(k, "") for k in c.cats] + [""], dtype=object)
+        self.base_type = base[c.cat_code[dev_rec]].astype(str)
+        index = device_indices(pid, self.device, c.tokens, labels.process_labels)
+        props = c.top_level.get("deviceProperties")
+        labels.devices = {p: (gpu_label(k, props), k) for p, k in index.items()}
+        width = len(c.tokens) + 2
+        pairs = np.unique(pid.astype(np.int64) * width + (c.tid_code[dev_rec].astype(np.int64) + 1))
+        labels.streams = {(int(k // width), int(k % width) - 1) for k in pairs.tolist()}
+        no_device = np.flatnonzero(np.isnan(self.device))
+        if len(no_device):
+            self.device[no_device] = [index[p] if index[p] >= 0 else np.nan for p in pid[no_device].tolist()]
+
+    def launches(self, events: pd.DataFrame, raw_index: np.ndarray) -> tuple[pd.DataFrame, dict[str, int]]:
+        event_of_row = np.full(int(raw_index.max()) + 1 if len(raw_index) else 0, -1, np.int64)
+        event_of_row[raw_index] = np.arange(len(raw_index))
+        ids = event_of_row[self.positions] if len(self.positions) else np.zeros(0, np.int64)
+        keep = ids >= 0
+        return build_launches(events, ids[keep], self.base_type[keep], self.stream[keep],
+                                  self.device[keep])

@@ -1,0 +1,327 @@
+"""PyTorch CUDA memory snapshots: the pickles of
+``torch.cuda.memory._dump_snapshot`` (what pytorch.org/memory_viz opens), and
+of ``torch.cuda._memory_viz._profile_to_snapshot`` (the same structure made
+from a CPU profiler run).
+
+**No pickle code runs.**  The file is read by an ``Unpickler`` whose
+``find_class`` refuses every global (and ``persistent_load`` every id): a
+snapshot is made only of dicts, lists, tuples, str, int, float, bool and None,
+which pickle builds without looking anything up, so a file that names any
+callable (``__reduce__`` payloads, ``GLOBAL`` / ``STACK_GLOBAL`` / ``INST`` /
+``OBJ`` / ``EXT`` opcodes) raises a ProfviewError before anything is called.
+
+Structure (``torch.cuda.memory._snapshot`` docs): ``segments`` (``device``,
+``address``, ``total_size``, ``stream``, ``blocks`` of ``size``, ``state``,
+optional ``address`` / ``requested_size`` / ``frames``) and ``device_traces``
+(one list per device of ``action`` = alloc / free_requested / free_completed /
+segment_alloc / segment_free / segment_map / segment_unmap / oom / snapshot,
+``addr``, ``size``, ``stream``, ``time_us``, ``frames``).  A block without
+``address`` starts where the previous block of its segment ends.
+
+One record = one segment, one block or one trace entry.
+
+* ``events``: each trace entry is an instant on process ``cuda:<device>``,
+  thread ``stream <n>`` (name = action; columns ``size``, ``addr``,
+  ``frame`` = its owner frame); each segment's lifetime (``segment_alloc`` ..
+  ``segment_free``, else the trace's ends) is a slice on thread ``segments``.
+* ``memory``: ``cuda:<device>`` bytes allocated (``+size`` at alloc,
+  ``-size`` at free_completed, as memory_viz counts), offset so the curve ends
+  at the snapshot's allocated bytes (active blocks, awaiting free or not): memory
+  allocated before recording started is in the baseline.  ``counters``:
+  reserved bytes per device (segment_alloc / segment_free, offset the same
+  way with the segments' ``total_size``).
+* ``allocations``: alloc .. free_completed per address; blocks still
+  allocated in the snapshot with no alloc in the trace are listed from the
+  trace's start (owner ``(allocated before recording)``).  Extra columns
+  ``frames`` (list of ``name (file:line)``, innermost first),
+  ``requested_free`` (the free_requested time).  ``owner`` = the first frame
+  outside ``torch/``.  ``metadata["peaks"]``: per device, the peak time and
+  bytes; ``analysis.live_at(trace, peak)`` lists what is live there.
+
+Times: ``time_us`` x 1000 (ns, 1 µs resolution).  Snapshots without
+``time_us`` (``_profile_to_snapshot``) use ``time_unit="step"``: the entry's
+position in its device trace.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..builder import build_events, make_trace
+from ..errors import ProfviewError
+from ..model import Quality, Trace, memory_frame
+from ..sources import Source
+from . import TraceFormat
+
+EXPECTED = "a PyTorch memory snapshot pickle ({'segments': [...], 'device_traces': [[...], ...]})"
+ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+           "segment_unmap", "oom", "snapshot")
+_LIMIT = 2**62
+
+
+PREEXISTING = "(allocated before recording)"
+_IN_USE = ("active_allocated", "active_awaiting_free", "active_pending_free")  # freed at free_completed
+
+
+class _Refused(Exception):
+    pass
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise _Refused(f"the pickle asks for {module}.{name}; snapshots hold only builtin containers "
+                       "and scalars, so nothing is imported or called")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise _Refused("the pickle uses a persistent id")
+
+
+def sniff(head: bytes) -> bool:
+    return (len(head) > 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+            and (b"segments" in head[:4096] or b"device_traces" in head[:4096]))
+
+
+def unpickle(data: bytes, name: str) -> Any:
+    """The snapshot object, or ProfviewError; never imports or calls anything."""
+    stream = io.BytesIO(data)
+    try:
+        return _SafeUnpickler(stream).load()
+    except _Refused as exc:
+        raise ProfviewError(f"refused: {exc}", source=name, position=f"byte {stream.tell()}",
+                            expected=EXPECTED) from None
+    except RecursionError:
+        raise ProfviewError("nesting too deep", source=name, expected=EXPECTED) from None
+    except Exception as exc:  # noqa: BLE001 - corrupt pickles raise many kinds (EOFError, KeyError, ...)
+        raise ProfviewError(f"corrupt pickle ({type(exc).__name__}: {str(exc)[:100]})", source=name,
+                            position=f"byte {stream.tell()}", expected=EXPECTED) from None
+
+
+def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, name: str, default: Any = ...) -> Any:
+    if not isinstance(obj, dict):
+        raise ProfviewError(f"{where} is {type(obj).__name__}", source=name, position=where,
+                            expected="a dict")
+    if key not in obj:
+        if default is not ...:
+            return default
+        raise ProfviewError(f"missing {key!r}", source=name, position=where, expected=EXPECTED)
+    value = obj[key]
+    bad = not isinstance(value, kind) or isinstance(value, bool) and kind in (int, (int, float))
+    if bad or (isinstance(value, int) and abs(value) >= _LIMIT):
+        raise ProfviewError(f"{key} = {str(value)[:40]}", source=name, position=f"{where}.{key}",
+                            expected=f"{kind.__name__ if isinstance(kind, type) else 'a number'}")
+    return value
+
+
+def _frames(raw: Any, where: str, name: str) -> list[str]:
+    if not isinstance(raw, list):
+        raise ProfviewError("frames is not a list", source=name, position=where, expected="a list of frames")
+    out = []
+    for k, f in enumerate(raw):
+        fname = _get(f, "name", str, f"{where}[{k}]", name, "?")
+        file = _get(f, "filename", str, f"{where}[{k}]", name, "?")
+        line = _get(f, "line", int, f"{where}[{k}]", name, 0)
+        out.append(fname if file in ("none", "?", "") else f"{fname} ({file}:{line})")
+    return out
+
+
+def _owner(frames: list[str]) -> str:
+    outside = [f for f in frames if "torch/" not in f and not f.startswith("<built-in")]
+    return (outside or frames or [""])[0]
+
+
+class _Builder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.q = Quality()
+        self.ev: dict[str, list[Any]] = defaultdict(list)
+        self.allocs: list[list[Any]] = []
+
+    def event(self, kind: str, name: str, device: int, thread: str, start: int, dur: int,
+              size: int | None, addr: int | None, frame: str) -> None:
+        for key, value in (("kind", kind), ("name", name), ("category", "segment" if kind == "slice" else
+                                                                          "allocator"),
+                           ("process", f"cuda:{device}"), ("thread", thread), ("start", start),
+                           ("dur", dur), ("size", size), ("addr", addr), ("frame", frame)):
+            self.ev[key].append(value)
+
+
+def load(source: Source) -> Trace:
+    name = source.name
+    snap = unpickle(source.read(), name)
+    if not isinstance(snap, dict) or "segments" not in snap:
+        raise ProfviewError(f"top level is {type(snap).__name__} without 'segments'", source=name,
+                            expected=EXPECTED)
+    segments = _get(snap, "segments", list, "snapshot", name)
+    traces = _get(snap, "device_traces", list, "snapshot", name, [])
+    timed = any(isinstance(e, dict) and "time_us" in e for d in traces if isinstance(d, list) for e in d)
+    b = _Builder(name)
+    times: dict[int, list[int]] = {}
+    for d, trace in enumerate(traces):
+        if not isinstance(trace, list):
+            raise ProfviewError("not a list", source=name, position=f"device_traces[{d}]", expected=EXPECTED)
+        times[d] = [(_get(e, "time_us", int, f"device_traces[{d}][{k}]", name) * 1000 if timed else k)
+                    for k, e in enumerate(trace)]
+        if any(abs(t) >= _LIMIT for t in times[d]):
+            raise ProfviewError("time_us out of range", source=name, position=f"device_traces[{d}]",
+                                expected="microseconds since the epoch")
+    lo = min((min(t) for t in times.values() if t), default=0)
+    hi = max((max(t) for t in times.values() if t), default=0)
+    allocated: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    reserved: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    seg_start: dict[tuple[int, int], tuple[int, int]] = {}
+    open_allocs: dict[tuple[int, int], int] = {}
+    for d, trace in enumerate(traces):
+        for k, e in enumerate(trace):
+            where = f"device_traces[{d}][{k}]"
+            b.q.records_read += 1
+            action = _get(e, "action", str, where, name)
+            if action not in ACTIONS:
+                raise ProfviewError(f"unknown action {action!r}", source=name, position=where,
+                                    expected=f"one of {', '.join(ACTIONS)}")
+            size = _get(e, "size", int, where, name, 0)
+            addr = _get(e, "addr", int, where, name, None)
+            frames = _frames(e.get("frames", []), f"{where}.frames", name)
+            t = times[d][k]
+            b.event("instant", action, d, f"stream {_get(e, 'stream', int, where, name, 0)}", t, 0,
+                    size, addr, _owner(frames))
+            b.q.placed["events"] += 1
+            if action == "alloc":
+                allocated[d].append((t, size))
+                b.allocs.append([f"cuda:{d}", addr, size, t, None, _owner(frames), frames, None])
+                if addr is not None:
+                    open_allocs[(d, addr)] = len(b.allocs) - 1
+            elif action == "free_requested" and (d, addr) in open_allocs:
+                b.allocs[open_allocs[(d, addr)]][7] = t
+            elif action == "free_completed":
+                allocated[d].append((t, -size))
+                if (d, addr) in open_allocs:
+                    b.allocs[open_allocs.pop((d, addr))][4] = t
+                else:  # allocated before recording started
+                    allocated[d].append((lo, size))
+                    b.allocs.append([f"cuda:{d}", addr, size, lo, t, PREEXISTING, frames, None])
+            elif action in ("segment_alloc", "segment_map"):
+                reserved[d].append((t, size))
+                if addr is not None:
+                    seg_start[(d, addr)] = (t, size)
+            elif action in ("segment_free", "segment_unmap"):
+                reserved[d].append((t, -size))
+                if addr is not None and (d, addr) in seg_start:
+                    start, seg_size = seg_start.pop((d, addr))
+                    b.event("slice", f"segment {seg_size:,} B", d, "segments", start, t - start, seg_size,
+                            addr, "")
+    end_allocated: dict[int, int] = defaultdict(int)
+    end_reserved: dict[int, int] = defaultdict(int)
+    for s, seg in enumerate(segments):
+        where = f"segments[{s}]"
+        b.q.records_read += 1
+        d = _get(seg, "device", int, where, name, 0)
+        base_addr = _get(seg, "address", int, where, name)
+        total = _get(seg, "total_size", int, where, name)
+        end_reserved[d] += total
+        start, _ = seg_start.pop((d, base_addr), (lo, total))
+        b.event("slice", f"segment {total:,} B", d, "segments", start, hi - start, total, base_addr, "")
+        b.q.placed["events"] += 1
+        addr = base_addr
+        for k, block in enumerate(_get(seg, "blocks", list, where, name)):
+            bw = f"{where}.blocks[{k}]"
+            b.q.records_read += 1
+            size = _get(block, "size", int, bw, name)
+            addr = _get(block, "address", int, bw, name, addr)
+            state = _get(block, "state", str, bw, name)
+            if state in _IN_USE:
+                end_allocated[d] += size
+                if (d, addr) in open_allocs:
+                    b.q.placed["allocations"] += 1
+                else:
+                    frames = _frames(block.get("frames", []), f"{bw}.frames", name)
+                    b.allocs.append([f"cuda:{d}", addr, size, lo, None, PREEXISTING,
+                                     frames, None])
+                    allocated[d].append((lo, size))
+                    b.q.placed["allocations"] += 1
+            else:
+                b.q.skipped[f"{state} block (not allocated)"] += 1
+            addr += size
+    return _finish(b, allocated, reserved, end_allocated, end_reserved, lo, timed)
+
+
+def _curve(points: list[tuple[int, int]], end_level: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Running level per instant, offset so it ends at ``end_level`` (kept at 0 if that would go negative)."""
+    t = np.array([p[0] for p in points], np.int64)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    level = np.cumsum(np.array([p[1] for p in points], np.int64)[order])
+    baseline = end_level - int(level[-1])
+    if baseline + int(level.min()) < 0:
+        baseline = -int(level.min())
+    last = np.append(t[1:] != t[:-1], True)
+    return t[last], level[last] + baseline, baseline
+
+
+Points = dict[int, list[tuple[int, int]]]
+
+
+def _finish(b: _Builder, allocated: Points, reserved: Points,
+            end_allocated: dict[int, int], end_reserved: dict[int, int], lo: int, timed: bool) -> Trace:
+    if not b.ev["start"]:
+        raise ProfviewError("the snapshot has no segments and no trace entries", source=b.name,
+                            expected="a snapshot taken with memory history recording on")
+    for d, pts in (*allocated.items(), *reserved.items()):
+        if sum(abs(v) for _, v in pts) + end_allocated.get(d, 0) + end_reserved.get(d, 0) >= _LIMIT:
+            raise ProfviewError("byte counts add up beyond 2**62", source=b.name, position=f"device {d}",
+                                expected="sizes in bytes of real allocations")
+    mem_t: list[int] = []
+    mem_d: list[str] = []
+    mem_b: list[int] = []
+    peaks: dict[str, dict[str, int]] = {}
+    for d, points in sorted(allocated.items()):
+        t, level, _ = _curve([(lo, 0), *points], end_allocated.get(d, 0))
+        mem_t += t.tolist()
+        mem_b += level.tolist()
+        mem_d += [f"cuda:{d}"] * len(t)
+        peaks[f"cuda:{d}"] = {"time": int(t[int(np.argmax(level))]), "bytes": int(level.max())}
+    counters = None
+    if reserved:
+        rows = [(t, d, v) for d, pts in sorted(reserved.items())
+                for t, v in zip(*_curve([(lo, 0), *pts], end_reserved.get(d, 0))[:2], strict=True)]
+        counters = pd.DataFrame({
+            "time": np.array([r[0] for r in rows], np.int64),
+            "process": pd.Categorical([f"cuda:{r[1]}" for r in rows]),
+            "name": pd.Categorical(["reserved"] * len(rows)), "series": pd.Categorical(["bytes"] * len(rows)),
+            "value": np.array([r[2] for r in rows], np.float64)})
+    ev = b.ev
+    columns: dict[str, Any] = {k: ev[k] for k in ("name", "category", "process", "thread", "kind")}
+    columns["start"] = np.asarray(ev["start"], np.int64)
+    columns["dur"] = np.asarray(ev["dur"], np.int64)
+    columns["size"] = pd.array(ev["size"], dtype="Int64")
+    columns["addr"] = pd.array(ev["addr"], dtype="Int64")
+    columns["frame"] = pd.array(ev["frame"], dtype="string")
+    events, _, base = build_events(columns, b.q, base=lo)
+    al: list[Any] = list(zip(*b.allocs, strict=True)) if b.allocs else [()] * 8
+    allocations = pd.DataFrame({
+        "device": pd.Categorical(al[0]), "address": pd.array(al[1], dtype="Int64"),
+        "bytes": np.asarray(al[2], np.int64), "alloc_time": pd.array(al[3], dtype="Int64"),
+        "free_time": pd.array(al[4], dtype="Int64"), "owner": pd.array(al[5], dtype="string"),
+        "frames": pd.Series(list(al[6]), dtype=object),
+        "requested_free": pd.array([None if v is None else v - lo for v in al[7]], dtype="Int64"),
+    })
+    memory = memory_frame(mem_t, mem_d, mem_b, "measured") if mem_t else None
+    metadata = {"peaks": {k: {**v, "time": v["time"] - base} for k, v in peaks.items()},
+                "devices": sorted({f"cuda:{d}" for d in allocated} | {f"cuda:{d}" for d in end_reserved})}
+    return make_trace(FORMAT.name, "ns" if timed else "step", events, b.q, base=base, memory=memory,
+                      allocations=allocations, counters=counters, metadata=metadata)
+
+
+FORMAT = TraceFormat(
+    name="torch_cuda_snapshot",
+    description="PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle, read without "
+                "running pickle code): allocator trace, segments, allocated / reserved memory, "
+                "allocations with stacks",
+    sniff=sniff,
+    load=load,
+)

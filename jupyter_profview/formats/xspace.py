@@ -1,0 +1,306 @@
+"""XSpace profiles (``*.xplane.pb``): what TF2 (``tf.profiler.experimental``,
+the Keras TensorBoard callback), JAX (``jax.profiler.trace``) and XLA write
+under ``plugins/profile/<run>/``.  Binary protobuf, optionally gzip.
+
+One record = one ``XEvent``.  Each becomes an event with ``process`` = its
+plane's name (``/host:CPU``, ``/device:GPU:0``, ...) and ``thread`` = its
+line's display name or name (thread, stream, ``XLA Ops``, ``XLA Modules``,
+``Steps``, ...; ``#<line id>`` is appended when two lines of a plane share a
+name).  ``name`` is the event metadata's ``display_name`` or ``name``.
+
+Time: start = line ``timestamp_ns`` + event ``offset_ps``, end = start +
+``duration_ps``, computed exactly in integers and then floored to whole ns
+(``start_ns = timestamp_ns + offset_ps // 1000``, ``end_ns = timestamp_ns +
+(offset_ps + duration_ps) // 1000``, ``dur = end_ns - start_ns``): the
+picosecond remainder is dropped, starts and ends each lose < 1 ns and nesting
+is preserved.  TF and JAX write host planes normalised to the profile start
+(line timestamps of a few µs); when the ``Task Environment`` plane carries
+``profile_start_time`` and the line timestamps are smaller than it, it is
+added back, so ``metadata["base_time_ns"]`` is epoch ns.  Aggregated events
+(``num_occurrences`` instead of ``offset_ps``) have no time and are counted in
+``quality.skipped``.
+
+Stats (event metadata's, then the event's own) are resolved by name
+(``ref_value`` -> the referenced stat metadata's name) and kept per event for
+``trace.args(id)``.  Extra event columns: ``long_name`` (metadata ``name``),
+``flops`` (``flops`` / ``model_flops``), ``bytes`` (``bytes_accessed``),
+``correlation_id``, ``step`` (``step_num``), ``shapes``
+(``shape_with_layout`` / ``tensor_shapes`` / ``shapes``), ``hlo_module``,
+``tf_op``.  ``category``: the ``hlo_category`` stat (XLA op category) where
+present, else ``step`` (``step_num`` stat or a ``Steps`` line), ``memory``,
+``xla_op`` (``hlo_op`` stat or an ``XLA Ops`` line), ``xla_module``,
+``tf_op``, ``launch`` / ``kernel`` (a correlation id on a host / device
+plane), else ``host`` / ``device``.
+
+``flows``: host -> device for events sharing a ``correlation_id`` (CUPTI
+launch -> kernel), and producer -> consumer for the TraceMe context stats
+(``_pt``/``_p`` -> ``_ct``/``_c`` of the same type and id).  ``memory`` /
+``allocations``: from ``MemoryAllocation`` / ``MemoryDeallocation`` events
+(TF's memory profile): ``bytes_allocated`` in use per ``allocator_name``
+(kind ``measured``), buffers by ``addr`` with ``allocation_bytes``.
+
+The outer ``XSpace`` is read plane by plane from the (decompressed) stream:
+only one plane is held parsed at a time; :mod:`.xspace_build` turns each into
+columns.  A directory (a TensorBoard ``logs/``, ``plugins/profile/`` or a run
+directory) is resolved by :func:`find_in_directory`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from google.protobuf import message as pb_message
+
+from ..builder import build_events, make_trace
+from ..errors import ProfviewError
+from ..model import Trace, memory_frame
+from ..sources import Source
+from . import TraceFormat
+from .step_stats_proto import varint, wire_error
+from .xspace_build import INT_COLUMNS, MEMORY_EVENTS, STR_COLUMNS, Builder, as_int
+from .xspace_proto import WireError, message_class, top_level_fields
+
+log = logging.getLogger(__name__)
+EXPECTED = "an XSpace profile (*.xplane.pb: binary protobuf, planes of lines of events)"
+
+
+def sniff(head: bytes) -> bool:
+    """An XSpace starts with ``planes`` (field 1, length-delimited) whose first
+    fields are ``id`` (varint, optional) and a printable ``name`` (field 2).
+    StepStats/RunMetadata also start with 0x0A but continue with another 0x0A
+    (a length-delimited field 1, which XPlane's int64 ``id`` cannot be)."""
+    if len(head) < 4 or head[0] != 0x0A:
+        return False
+    got = varint(head, 1, len(head))
+    if got is None or got[0] < 2:
+        return False
+    size, pos = got
+    end = pos + size
+    if pos < len(head) and head[pos] == 0x08:
+        got = varint(head, pos + 1, len(head))
+        if got is None:
+            return False
+        pos = got[1]
+    if pos >= len(head) or head[pos] != 0x12:
+        return False
+    got = varint(head, pos + 1, len(head))
+    if got is None or not 0 < got[0] <= 1024 or got[1] + got[0] > min(end, len(head)):
+        return False
+    try:
+        name = head[got[1]:got[1] + got[0]].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return name.isprintable()
+
+
+def _flows(builder: Builder, arrays: dict[str, np.ndarray], cols: dict[str, Any],
+           contexts: dict[int, dict[str, Any]], events: pd.DataFrame,
+           raw_index: np.ndarray) -> pd.DataFrame | None:
+    """Host -> device by correlation id; producer -> consumer by TraceMe context."""
+    row_to_id = np.empty(len(raw_index), np.int64)
+    row_to_id[raw_index] = np.arange(len(raw_index))
+    host = np.array([h for _, _, h in builder.lanes], bool)[arrays["lane"]]
+    pairs: list[tuple[str, str, str, int, int]] = []
+    by_corr: dict[int, list[int]] = defaultdict(list)
+    corr = cols["correlation_id"]
+    for row in np.flatnonzero(pd.notna(corr)).tolist():
+        by_corr[corr[row]].append(row)
+    for cid, rows in by_corr.items():
+        hosts = [r for r in rows if host[r]]
+        for device in (r for r in rows if not host[r]):
+            pairs += [(f"correlation:{cid}", "launch", "host->device", h, device) for h in hosts]
+    producers: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    consumers: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    for row, stats in contexts.items():
+        if "_p" in stats and "_pt" in stats:
+            producers[(stats["_pt"], stats["_p"])].append(row)
+        if "_c" in stats and "_ct" in stats:
+            consumers[(stats["_ct"], stats["_c"])].append(row)
+    for key, rows in producers.items():
+        for consumer in consumers.get(key, ()):
+            flow = (f"context:{key[0]}:{key[1]}", f"context type {key[0]}", "producer->consumer")
+            pairs += [(*flow, p, consumer) for p in rows if p != consumer]
+    if not pairs:
+        return None
+    flow_id, name, cat, src, dst = zip(*pairs, strict=True)
+    source = row_to_id[np.asarray(src, np.int64)]
+    target = row_to_id[np.asarray(dst, np.int64)]
+    starts = events["start"].to_numpy()
+    return pd.DataFrame({
+        "flow_id": pd.array(flow_id, dtype="string"), "name": pd.Categorical(name),
+        "category": pd.Categorical(cat), "source": source, "target": target,
+        "start": starts[source], "end": starts[target],
+    })
+
+
+def _memory(builder: Builder, arrays: dict[str, np.ndarray], names: np.ndarray,
+            start: np.ndarray) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """``memory`` and ``allocations`` from TF's MemoryAllocation / MemoryDeallocation events."""
+    times: list[int] = []
+    devices: list[str] = []
+    values: list[int] = []
+    open_bufs: dict[tuple[str, int], int] = {}
+    rows: list[list[Any]] = []
+    for row in np.flatnonzero(np.isin(names, MEMORY_EVENTS)).tolist():
+        stats = builder.stats(int(arrays["meta"][row]), row)
+        device = str(stats.get("allocator_name") or builder.lanes[int(arrays["lane"][row])][0])
+        t = int(start[row])
+        in_use = as_int(stats.get("bytes_allocated"))
+        if in_use is not None:
+            times.append(t)
+            devices.append(device)
+            values.append(in_use)
+        addr = as_int(stats.get("addr"))
+        size = as_int(stats.get("allocation_bytes", stats.get("requested_bytes")))
+        if names[row] == "MemoryAllocation" and size is not None:
+            rows.append([device, addr, size, t, None, str(stats.get("tf_op") or "")])
+            if addr is not None:
+                open_bufs[(device, addr)] = len(rows) - 1
+        elif names[row] == "MemoryDeallocation" and addr is not None and (device, addr) in open_bufs:
+            rows[open_bufs.pop((device, addr))][4] = t
+    memory = memory_frame(times, devices, values, "measured") if times else None
+    if not rows:
+        return memory, None
+    dev_col, address, nbytes, alloc, free, owner = zip(*rows, strict=True)
+    allocations = pd.DataFrame({
+        "device": pd.Categorical(dev_col), "address": pd.array(address, dtype="Int64"),
+        "bytes": np.array(nbytes, np.int64), "alloc_time": pd.array(alloc, dtype="Int64"),
+        "free_time": pd.array(free, dtype="Int64"), "owner": pd.array(owner, dtype="string"),
+    })
+    return memory, allocations
+
+
+def _plane_error(data: bytes | bytearray, at: int, index: int, exc: Exception) -> ProfviewError:
+    desc = message_class("XPlane").DESCRIPTOR
+    found = wire_error(bytes(data), desc, path=f"planes[{index}]")
+    if found is None:
+        where, why = f"byte {at} (in planes[{index}])", str(exc) or type(exc).__name__
+    else:
+        where, why = found
+        match = re.match(r"byte (\d+)(.*)", where)
+        if match:
+            where = f"byte {at + int(match.group(1))}{match.group(2)}"
+    return ProfviewError(f"invalid XPlane: {why}", source="", position=where, expected=EXPECTED)
+
+
+def load(source: Source) -> Trace:
+    if not sniff(source.head()):
+        raise ProfviewError(f"input starts with {source.head()[:40]!r}", source=source.name,
+                            position="byte 0", expected=EXPECTED)
+    plane_class = message_class("XPlane")
+    builder = Builder(source.name)
+    extra: dict[str, list[str]] = defaultdict(list)
+    index = 0
+    try:
+        for number, at, value in top_level_fields(source.chunks()):
+            if number == 1:
+                if not isinstance(value, (bytes, bytearray)):
+                    raise WireError(at, "planes (field 1) is not length-delimited")
+                plane = plane_class()
+                try:
+                    plane.ParseFromString(value)
+                except (pb_message.DecodeError, RecursionError) as exc:
+                    err = _plane_error(value, _value_start(at, value), index, exc)
+                    raise ProfviewError(err.reason, source=source.name, position=err.position,
+                                        expected=EXPECTED) from None
+                builder.add_plane(index, plane)
+                del plane
+                index += 1
+            elif number in (2, 3, 4) and isinstance(value, (bytes, bytearray)):
+                try:
+                    extra[("errors", "warnings", "hostnames")[number - 2]].append(value.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise WireError(at, "string is not valid UTF-8") from None
+    except WireError as exc:
+        raise ProfviewError(exc.reason, source=source.name, position=f"byte {exc.position}",
+                            expected=EXPECTED) from None
+    if builder.n == 0:
+        raise ProfviewError(f"no timed events in {index} plane(s)", source=source.name,
+                            expected="at least one XLine with XEvents")
+    offset = builder.offset()
+    arrays = builder.arrays()
+    cols, contexts = builder.columns(arrays)
+    if len(arrays["start"]) and max(abs(int(arrays["start"].max())), abs(int(arrays["start"].min()))) + \
+            offset >= 2**62:
+        raise ProfviewError("event times out of range", source=source.name,
+                            expected="line timestamp_ns + offset_ps within ±2**62 ns")
+    start = arrays["start"] + offset
+    columns: dict[str, Any] = {k: pd.Categorical(cols[k]) for k in ("category", "process", "thread")}
+    names, codes = np.unique(np.asarray(builder.meta_name, dtype=object), return_inverse=True)
+    columns["name"] = pd.Categorical.from_codes(codes.reshape(-1)[arrays["meta"]], categories=pd.Index(names))
+    columns["start"] = start
+    columns["dur"] = arrays["dur"]
+    for key in INT_COLUMNS:
+        missing = pd.isna(cols[key])
+        values = np.where(missing, 0, cols[key]).astype(np.int64)
+        columns[key] = pd.arrays.IntegerArray(values, missing)
+    for key in STR_COLUMNS:
+        columns[key] = pd.array(cols[key], dtype="string")
+    events, raw_index, base = build_events(columns, builder.quality)
+    memory, allocations = _memory(builder, arrays, cols["name"], start)
+    metadata = {"planes": builder.planes, "profile_start_time_ns": builder.profile_start,
+                "timestamps_normalised": bool(offset), **dict(extra),
+                "steps": int(events["category"].eq("step").sum())}
+    flows = _flows(builder, arrays, cols, contexts, events, raw_index)
+    return make_trace(FORMAT.name, "ns", events, builder.quality, base=base, memory=memory,
+                      allocations=allocations, flows=flows, metadata=metadata,
+                      args=lambda i: _args(builder, arrays, int(raw_index[i])))
+
+
+def _args(builder: Builder, arrays: dict[str, np.ndarray], row: int) -> dict[str, Any]:
+    meta = int(arrays["meta"][row])
+    plane, thread, _ = builder.lanes[int(arrays["lane"][row])]
+    return {"plane": plane, "line": thread, "offset_ps": int(arrays["offset_ps"][row]),
+            "duration_ps": int(arrays["duration_ps"][row]),
+            "metadata_name": builder.meta_long[meta] or builder.meta_name[meta], **builder.stats(meta, row)}
+
+
+def _value_start(key_at: int, value: bytes | bytearray) -> int:
+    """Offset of a length-delimited value whose key (field 1, one byte) is at ``key_at``."""
+    size = len(value)
+    length = 1
+    while size >= 0x80:
+        size >>= 7
+        length += 1
+    return key_at + 1 + length
+
+
+def find_in_directory(path: Path) -> Path:
+    """The XSpace file of a TensorBoard log directory: ``logs/``,
+    ``logs/plugins/profile/`` or ``.../<run>/``.  Files are grouped by run
+    directory; the latest run (names are ``YYYY_MM_DD_HH_MM_SS``) is taken.  A
+    run with several hosts' files loads the first by name, with a warning that
+    names the others (load them one by one, or with ``profview.load_many``)."""
+    found = sorted(p for p in path.rglob("*.xplane.pb*") if p.is_file() and
+                   (p.name.endswith(".xplane.pb") or p.name.endswith(".xplane.pb.gz")))
+    if not found:
+        raise ProfviewError("directory has no *.xplane.pb file", source=str(path),
+                            expected="a TensorBoard log directory: plugins/profile/<run>/<host>.xplane.pb")
+    runs: dict[Path, list[Path]] = defaultdict(list)
+    for file in found:
+        runs[file.parent].append(file)
+    run = max(runs, key=lambda d: (d.name, str(d)))
+    files = runs[run]
+    if len(files) > 1:
+        warnings.warn(f"{run} holds {len(files)} hosts' profiles; loading {files[0].name} "
+                      f"(others: {', '.join(f.name for f in files[1:])}; all of them as one TraceSet: "
+                      f"profview.load_many(sorted(Path({str(run)!r}).glob('*.xplane.pb*'))))", stacklevel=3)
+    if len(runs) > 1:
+        log.info("%s: %d profile runs; loading the latest, %s", path, len(runs), run.name)
+    return files[0]
+
+
+FORMAT = TraceFormat(
+    name="xspace",
+    description="XSpace profile (*.xplane.pb) from TF2 / JAX / XLA: events per plane and line, XLA op "
+                "categories, steps, flows, TF memory profile",
+    sniff=sniff,
+    load=load,
+)

@@ -1,0 +1,168 @@
+"""The Parquet cache of a loaded rank.
+
+One directory per trace file, ``<cache>/<file name>-<key>/``, where ``key``
+hashes the file's absolute path, size, modification time and the package
+version: a changed file or a new version of the package is a new entry.  It
+holds one Parquet file per table (written by :func:`~jupyter_profview.export.write_frame`:
+``events``, ``memory``, ``allocations``, ``nodes``, ``flows``, ``counters``
+where the trace has them, ``launches`` where the model has it, and
+``collectives``, see :func:`~jupyter_profview.analysis.ranks.collective_calls`)
+and ``rank.json`` (format, metadata, quality, row counts), written last: an
+entry is complete when ``rank.json`` exists.  An entry is built in a
+temporary directory and renamed into place, so concurrent loaders never see
+half an entry.
+
+Where: ``<traces dir>/.profview-cache`` if that directory is writable, else
+``$PROFVIEW_CACHE_DIR`` or ``$XDG_CACHE_HOME/jupyter_profview`` (default
+``~/.cache/jupyter_profview``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..model import Quality, Trace
+
+CACHE_NAME = ".profview-cache"
+MANIFEST = "rank.json"
+TABLES = ("events", "memory", "allocations", "nodes", "flows", "counters", "launches", "collectives")
+
+
+def package_version() -> str:
+    from .. import __version__
+
+    return str(__version__)
+
+
+def user_cache_dir() -> Path:
+    explicit = os.environ.get("PROFVIEW_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jupyter_profview"
+
+
+def cache_root(trace_dir: Path) -> Path:
+    """``<trace_dir>/.profview-cache`` where it can be written, else the user cache dir."""
+    here = trace_dir / CACHE_NAME
+    try:
+        here.mkdir(exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=here, prefix=".probe-"):
+            return here
+    except OSError:
+        root = user_cache_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+
+def entry_key(path: Path, size: int, mtime_ns: int) -> str:
+    ident = f"{path.resolve()}\0{size}\0{mtime_ns}\0{package_version()}"
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def entry_dir(root: Path, path: Path, size: int, mtime_ns: int) -> Path:
+    return root / f"{path.name}-{entry_key(path, size, mtime_ns)}"
+
+
+def read_manifest(entry: Path) -> dict[str, Any] | None:
+    """The manifest of a complete entry, or None."""
+    try:
+        data = json.loads((entry / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_entry(trace: Trace, entry: Path, tables: dict[str, pd.DataFrame],
+                extra: dict[str, Any]) -> dict[str, Any]:
+    """Write the tables of one rank (atomically) and return its manifest."""
+    from ..export import json_safe, trace_meta, write_frame
+
+    meta = trace_meta(trace)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}-", dir=entry.parent))
+    try:
+        rows = {}
+        for name, frame in tables.items():
+            write_frame(frame, tmp / f"{name}.parquet", {"table": name}, compression="zstd")
+            rows[name] = len(frame)
+        manifest = {**meta, **json_safe(extra), "rows": rows, "tables": sorted(tables)}
+        (tmp / MANIFEST).write_text(json.dumps(manifest))
+        try:
+            os.replace(tmp, entry)
+        except OSError:  # another loader finished the same entry first
+            if read_manifest(entry) is None:
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def trace_tables(trace: Trace) -> dict[str, pd.DataFrame]:
+    """The trace's tables by name (``events`` with its ``id`` index as a column)."""
+    tables: dict[str, pd.DataFrame] = {}
+    for name in TABLES:
+        frame = getattr(trace, name, None)
+        if isinstance(frame, pd.DataFrame):
+            tables[name] = frame.reset_index() if name == "events" else frame
+    return tables
+
+
+def _restore(frame: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
+    for col, dtype in dtypes.items():
+        if col not in frame.columns or str(frame[col].dtype) == dtype:
+            continue
+        if dtype == "object":
+            continue
+        with contextlib.suppress(TypeError, ValueError):
+            frame[col] = frame[col].astype(pd.api.types.pandas_dtype(dtype))
+    return frame
+
+
+def read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """One cached table as pandas with the dtypes it was written with."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=columns)
+    raw = (table.schema.metadata or {}).get(b"jupyter_profview", b"{}")
+    dtypes = json.loads(raw).get("dtypes", {})
+    return _restore(table.to_pandas(), dtypes)
+
+
+def quality_from(data: dict[str, Any]) -> Quality:
+    q = Quality(records_read=int(data.get("records_read", 0)),
+                placed=Counter(data.get("placed", {})), skipped=Counter(data.get("skipped", {})))
+    for key in ("overlaps", "unmatched_begin", "unmatched_end", "clipped", "negative_durations",
+                "unknown_phases"):
+        setattr(q, key, int(data.get(key, 0)))
+    return q
+
+
+def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
+    """A rank's Trace from its cache entry (no args: ``trace.args(id)`` is ``{}``;
+    load the file itself for them)."""
+    tables = {name: read_table(entry / f"{name}.parquet") for name in manifest["tables"]}
+    events = tables["events"].set_index("id")
+    events.index = events.index.astype("int64")
+    metadata = dict(manifest.get("metadata") or {})
+    metadata["cache_entry"] = str(entry)
+    trace = Trace(
+        format=manifest["format"], time_unit=manifest["time_unit"], events=events,
+        memory=tables["memory"], allocations=tables["allocations"], nodes=tables["nodes"],
+        flows=tables["flows"], quality=quality_from(manifest.get("quality") or {}), metadata=metadata,
+        counters=tables.get("counters"),
+    )
+    if "launches" in tables and hasattr(trace, "launches"):
+        trace.launches = tables["launches"]
+    return trace

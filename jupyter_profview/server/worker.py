@@ -1,0 +1,149 @@
+"""What runs in the server extension's worker process.
+
+The server's event loop never parses a trace: :class:`~.store.TraceStore` submits
+these small functions to a ``ProcessPoolExecutor`` of one process, which keeps
+every open session (the loaded Trace, its :class:`~jupyter_profview.widget.rpc.WidgetData`
+and the tab's selection) in the module-level :data:`SESSIONS`.  Replies are
+framed bytes (:mod:`.wire`), ready to send.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProfviewError
+from ..widget import rpc
+from ..widget.widget import initial_state
+from . import wire
+
+#: session id -> its state; lives in the worker process only
+SESSIONS: dict[str, dict[str, Any]] = {}
+
+COMMANDS = {
+    "_detail": rpc.detail,
+    "_memory_detail": rpc.memory_detail,
+    "_event": rpc.event,
+    "_live": rpc.live,
+}
+#: traits the browser may set (``model.set`` + ``save_changes``), as on the widget
+SETTABLE = ("_view", "_selection", "color_by")
+
+#: names the loader sniffs well; a directory without ``ranks.load_many`` opens its first such file
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".trace.json", ".trace.json.gz", ".json",
+                  ".json.gz", ".xplane.pb", ".pb", ".pb.gz", ".pbtxt", ".txt")
+
+
+def warm() -> int:
+    """Run once when the worker starts: import the heavy modules before the first request."""
+    return os.getpid()
+
+
+def _load_directory(path: Path) -> Any:
+    """A run directory: all its ranks as one Trace with ``ranks.load_many`` (the ``ranks`` extra;
+    Parquet cache in the user cache dir, never next to the traces), else its first trace file."""
+    try:
+        ranks = importlib.import_module("jupyter_profview.ranks")
+        show = importlib.import_module("jupyter_profview.ranks.show")
+        cache = importlib.import_module("jupyter_profview.ranks.cache")
+        ts = ranks.load_many(path, progress=False, cache=cache.user_cache_dir())
+    except ImportError:  # the package or its extra is missing: one file
+        pass
+    else:
+        trace = show.combined_trace(ts)
+        trace.metadata.setdefault("source", str(path))
+        return trace
+    files = sorted(p for p in path.iterdir()
+                   if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES))
+    if not files:
+        raise ProfviewError("no trace file in this directory", source=str(path),
+                            expected=f"a file named *{', *'.join(TRACE_SUFFIXES[:6])} ...")
+    from ..loader import load
+
+    trace = load(files[0])
+    trace.metadata["run_files"] = [p.name for p in files]
+    return trace
+
+
+def open_session(sid: str, path: str) -> dict[str, Any]:
+    """Load ``path`` (a file, or a run directory) for session ``sid``; returns timing facts.
+
+    Raises :class:`ProfviewError` for a bad trace (the store sends its text to the browser).
+    """
+    from ..loader import load
+
+    began = time.perf_counter()
+    p = Path(path)
+    trace = _load_directory(p) if p.is_dir() else load(p)
+    loaded = time.perf_counter()
+    data = rpc.WidgetData(trace, "auto")
+    SESSIONS[sid] = {"data": data, "selected": np.zeros(0, np.int64), "path": path}
+    return {"events": data.n, "load_s": loaded - began, "index_s": time.perf_counter() - loaded}
+
+
+def _session(sid: str) -> dict[str, Any]:
+    try:
+        return SESSIONS[sid]
+    except KeyError:
+        raise KeyError(f"no open session {sid!r}") from None
+
+
+def state(sid: str) -> bytes:
+    """The initial synced traits, as :func:`~jupyter_profview.widget.widget.initial_state`."""
+    s = _session(sid)
+    out = initial_state(s["data"])
+    out["_selection"] = {}
+    s["selected"] = np.zeros(0, np.int64)
+    return wire.encode(out)
+
+
+def call(sid: str, name: str, msg: Any) -> bytes:
+    """One command of the widget's RPC (``_detail``, ``_table`` ...), framed."""
+    s = _session(sid)
+    data = s["data"]
+    if name == "_table":
+        reply, buffers = rpc.table(data, msg, s["selected"])
+    elif name in COMMANDS:
+        reply, buffers = COMMANDS[name](data, msg)
+    else:
+        reply, buffers = {"error": f"unknown command {name!r}"}, []
+    return wire.encode(reply, buffers)
+
+
+def set_traits(sid: str, changes: dict[str, Any]) -> bytes:
+    """Apply traits the browser set; returns the traits the kernel side changed in answer
+    (as the widget's observers do: a new ``color_by`` sends a new ``_info`` and ``_overview``)."""
+    s = _session(sid)
+    data = s["data"]
+    out: dict[str, Any] = {}
+    for name, value in changes.items():
+        if name not in SETTABLE:
+            return wire.encode({"error": f"trait {name!r} cannot be set from the browser"})
+        if name == "_selection":
+            try:
+                s["selected"] = data.selection_positions(value)
+            except rpc.RequestError as exc:
+                s["selected"] = np.zeros(0, np.int64)
+                return wire.encode({"error": f"_selection: {exc}"})
+        elif name == "color_by":
+            if value not in ("category", "phase"):
+                return wire.encode({"error": f"color_by must be 'category' or 'phase', not {value!r}"})
+            if value != data.legend.color_by:
+                data.recolor(value)
+                out["_info"] = data.info()
+                out["_overview"] = data.overview()
+            out["color_by"] = data.legend.color_by
+    return wire.encode(out)
+
+
+def close(sid: str) -> bool:
+    return SESSIONS.pop(sid, None) is not None
+
+
+def open_count() -> int:
+    return len(SESSIONS)

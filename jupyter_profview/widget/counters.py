@@ -1,0 +1,81 @@
+"""Counter series shown with the memory curves (the widget's counters panel).
+
+Besides memory in use (bytes) the panel draws, each toggleable in the front end:
+
+* ``GPU utilisation`` per GPU (unit ``fraction``): the share of each pixel
+  column during which the GPU runs at least one kernel / memcpy / memset,
+  computed here for every requested window and width (:class:`Utilisation`;
+  the same definition as :func:`jupyter_profview.analysis.utilisation`);
+* ``queue length`` per GPU stream (unit ``count``): launches issued and not
+  yet started (:func:`jupyter_profview.analysis.queue_length_series`);
+* the trace's own ``ph: "C"`` counters that are not memory (unit ``value``).
+
+Each is a :class:`~.lod.MemorySeries` with its ``unit``; step series are
+downsampled per pixel column like memory, utilisation is evaluated per column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..analysis import gpu
+from ..model import Trace
+
+
+@dataclass
+class Utilisation:
+    """Merged activity intervals of one GPU, for busy fractions per column."""
+
+    start: np.ndarray
+    end: np.ndarray
+    before: np.ndarray  # busy time before each interval
+
+    def __call__(self, edges: np.ndarray) -> np.ndarray:
+        """Busy fraction of each ``[edges[i], edges[i + 1])``."""
+        k = np.searchsorted(self.start, edges, side="right") - 1
+        safe = np.maximum(k, 0)
+        upto = np.where(k >= 0, self.before[safe] + np.clip(edges - self.start[safe], 0,
+                                                             (self.end - self.start)[safe]), 0.0)
+        width = np.diff(edges)
+        return np.where(width > 0, np.diff(upto) / np.where(width > 0, width, 1), 0.0)
+
+
+def counter_series(trace: Trace) -> list[dict[str, Any]]:
+    """``device``, ``kind``, ``unit``, ``time`` (float64, sorted), ``values`` and,
+    for utilisation, ``busy`` (a :class:`Utilisation`) of every counter series."""
+    out: list[dict[str, Any]] = []
+    la = trace.launches
+    if len(la):
+        start = la["kernel_start"].to_numpy(np.int64)
+        end = start + la["kernel_dur"].to_numpy(np.int64)
+        gpus = la["gpu"].astype(str).to_numpy()
+        for name in sorted(set(gpus.tolist())):
+            pick = gpus == name
+            s, e = gpu.merge_intervals(start[pick], end[pick])
+            busy = Utilisation(s.astype(np.float64), e.astype(np.float64),
+                               np.concatenate([[0.0], np.cumsum((e - s).astype(np.float64))]))
+            out.append({"device": f"{name} utilisation", "kind": "utilisation", "unit": "fraction",
+                        "time": np.array([float(s[0]), float(e[-1])]), "values": np.array([0.0, 0.0]),
+                        "busy": busy})
+        series = gpu.queue_length_series(trace)
+        for (name, stream), part in series.groupby(["gpu", "stream"], sort=True):
+            out.append({"device": f"{name} / stream {stream} queue", "kind": "queue", "unit": "count",
+                        "time": part["time"].to_numpy(np.float64),
+                        "values": part["queue_length"].to_numpy(np.float64)})
+    counters = trace.counters
+    if counters is not None and len(counters):
+        memory = set(trace.memory["device"].astype(str)) if len(trace.memory) else set()
+        frame = counters.assign(label=[n if s == n else f"{n}: {s}" for n, s in
+                                       zip(counters["name"].astype(str), counters["series"].astype(str),
+                                           strict=True)])
+        for label, part in frame.groupby("label", sort=True):
+            if label in memory:
+                continue
+            part = part.sort_values("time", kind="stable")
+            out.append({"device": str(label), "kind": "counter", "unit": "value",
+                        "time": part["time"].to_numpy(np.float64),
+                        "values": part["value"].to_numpy(np.float64)})
+    return out

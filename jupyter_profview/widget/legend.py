@@ -1,0 +1,74 @@
+"""Event colours for the widget: a legend of categories (or phases) and a colour code per event."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import PHASES
+from ..palette import OTHER_COLOR, PALETTE, PHASE_COLORS
+
+LEGEND_TOP = 11
+
+
+@dataclass
+class Legend:
+    """Colour per event: ``codes[event id]`` indexes ``entries``."""
+
+    color_by: str
+    entries: list[dict[str, Any]]
+    codes: np.ndarray  # uint16, one per event id
+
+
+def build_legend(events: pd.DataFrame, color_by: str = "auto") -> Legend:
+    """Colour by ``category`` (top 11 by total duration, the rest "other") or ``phase``.
+
+    Category colours are stable across traces: a category's palette slot comes
+    from a hash of its name (probing on collision), not from its rank.
+    """
+    n = len(events)
+    if color_by == "auto":
+        used = events["category"].nunique() if n else 0
+        color_by = "category" if used >= 2 else "phase"
+    if color_by not in ("category", "phase"):
+        raise ValueError(f"color_by must be 'category', 'phase' or 'auto', not {color_by!r}")
+    if n == 0:
+        return Legend(color_by, [], np.zeros(0, np.uint16))
+    column = pd.Categorical(events[color_by])
+    codes = column.codes.astype(np.int64)
+    ncat = len(column.categories)
+    valid = codes >= 0
+    dur = events["dur"].to_numpy(np.float64)
+    total = np.bincount(codes[valid], weights=dur[valid], minlength=ncat)
+    count = np.bincount(codes[valid], minlength=ncat)
+    if color_by == "phase":
+        keep = [c for c in range(ncat) if count[c] > 0]
+        keep.sort(key=lambda c: PHASES.index(str(column.categories[c]))
+                  if str(column.categories[c]) in PHASES else len(PHASES))
+        colors = [PHASE_COLORS.get(str(column.categories[c]), OTHER_COLOR) for c in keep]
+    else:
+        ranked = sorted((c for c in range(ncat) if count[c] > 0), key=lambda c: (-total[c], -count[c]))
+        keep = ranked[:LEGEND_TOP]
+        taken: set[int] = set()
+        colors = []
+        for c in keep:
+            slot = zlib.crc32(str(column.categories[c]).encode("utf-8")) % len(PALETTE)
+            while slot in taken:
+                slot = (slot + 1) % len(PALETTE)
+            taken.add(slot)
+            colors.append(PALETTE[slot])
+        keep.sort(key=lambda c: (-total[c], -count[c]))
+    entries = [{"key": str(column.categories[c]) or "(none)", "color": col, "count": int(count[c])}
+               for c, col in zip(keep, colors, strict=True)]
+    lookup = np.full(ncat + 1, len(entries), np.uint16)  # last slot (and code -1) -> "other"
+    for i, c in enumerate(keep):
+        lookup[c] = i
+    event_codes = lookup[codes]
+    rest = int((event_codes == len(entries)).sum())
+    if rest:
+        entries.append({"key": "other", "color": OTHER_COLOR, "count": rest})
+    return Legend(color_by, entries, event_codes.astype(np.uint16))

@@ -1,0 +1,487 @@
+"""``profview.compare``: expectations counted from the fixture files themselves.
+
+Fixtures: ``tests/data/compare/`` (one MLP recorded twice with torch.profiler, ReLU in
+the base run, GELU in the test run; ``make_compare_traces.py``), ``tests/data/hta_compare/``
+(HolisticTraceAnalysis' trace-diff pair, with CUDA kernels), and modified copies of the
+TF StepStats and MegEngine seeds written by the tests themselves.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import jupyter_profview as profview
+from jupyter_profview import ProfviewError
+from jupyter_profview.analysis.compare import DEVICE_CATEGORIES
+
+DATA = Path(__file__).parent / "data"
+BASE, TEST = DATA / "compare" / "base.pt.trace.json.gz", DATA / "compare" / "test.pt.trace.json.gz"
+HTA_BASE = DATA / "hta_compare" / "trace_compare_base_base.json.gz"
+HTA_TEST = DATA / "hta_compare" / "trace_compare_test_test.json.gz"
+STEP = re.compile(r"^ProfilerStep#\d+$")
+
+
+# -- counting from the Kineto JSON, independently of the package -------------------------
+
+def kineto(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return list(json.load(f, parse_float=Decimal)["traceEvents"])
+
+
+def ns(us: Any) -> int:
+    return int(Decimal(us) * 1000)
+
+
+def slices(events: list[dict[str, Any]], group: str) -> list[dict[str, Any]]:
+    """X events of one group, by the documented rule: kernels by category, steps by name,
+    ops = the rest except the profiler's own span (category "Trace")."""
+    out = []
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        cat = str(e.get("cat", "")).lower()
+        is_kernel = cat in DEVICE_CATEGORIES
+        is_step = bool(STEP.match(e["name"]))
+        kind = "kernels" if is_kernel else "steps" if is_step else None if cat == "trace" else "ops"
+        if kind == group:
+            out.append(e)
+    return out
+
+
+def count_total(events: list[dict[str, Any]], key: str = "name") -> dict[str, tuple[int, int]]:
+    acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in events:
+        acc[str(e[key])][0] += 1
+        acc[str(e[key])][1] += ns(e["dur"])
+    return {k: (v[0], v[1]) for k, v in acc.items()}
+
+
+def self_times(events: list[dict[str, Any]], group: str) -> dict[str, int]:
+    """Self time per name: dur minus the dur of direct children on the same (pid, tid),
+    nesting by containment (a stack per thread)."""
+    per_thread: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            per_thread[(e["pid"], e["tid"])].append(e)
+    own: dict[int, int] = {}
+    for evs in per_thread.values():
+        evs.sort(key=lambda e: (ns(e["ts"]), -ns(e["dur"])))
+        stack: list[dict[str, Any]] = []
+        for e in evs:
+            start, end = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+            while stack and ns(stack[-1]["ts"]) + ns(stack[-1]["dur"]) < end:
+                stack.pop()
+            if stack and ns(stack[-1]["ts"]) <= start:
+                own[id(stack[-1])] -= ns(e["dur"])
+            own[id(e)] = ns(e["dur"])
+            stack.append(e)
+    out: dict[str, int] = defaultdict(int)
+    for e in slices(events, group):
+        out[e["name"]] += own[id(e)]
+    return dict(out)
+
+
+@pytest.fixture(scope="module")
+def torch_pair() -> profview.Comparison:
+    return profview.compare(BASE, TEST)
+
+
+@pytest.fixture(scope="module")
+def hta_pair() -> profview.Comparison:
+    return profview.compare(HTA_BASE, HTA_TEST)
+
+
+# -- ops, kernels, steps -------------------------------------------------------------------
+
+@pytest.mark.parametrize("pair", ["torch", "hta"])
+@pytest.mark.parametrize("group", ["ops", "kernels"])
+def test_counts_and_totals_are_the_files(pair: str, group: str, request: pytest.FixtureRequest) -> None:
+    c = request.getfixturevalue(f"{pair}_pair")
+    base, test = (BASE, TEST) if pair == "torch" else (HTA_BASE, HTA_TEST)
+    a, b = count_total(slices(kineto(base), group)), count_total(slices(kineto(test), group))
+    table = getattr(c, group)
+    assert set(table.index) == set(a) | set(b)
+    if pair == "hta" and group == "kernels":
+        assert len(table) == 6  # memcpy, memset and kernels of the HTA pair
+    for name, row in table.iterrows():
+        assert (row["count_a"], row["total_a"]) == a.get(name, (0, 0)), name
+        assert (row["count_b"], row["total_b"]) == b.get(name, (0, 0)), name
+        expected = "added" if name not in a else "removed" if name not in b else None
+        if expected:
+            assert row["status"] == expected, name
+        else:
+            assert row["status"] in ("same", "changed"), name
+
+
+@pytest.mark.parametrize("pair", ["torch", "hta"])
+def test_self_times_and_delta(pair: str, request: pytest.FixtureRequest) -> None:
+    c = request.getfixturevalue(f"{pair}_pair")
+    base, test = (BASE, TEST) if pair == "torch" else (HTA_BASE, HTA_TEST)
+    sa, sb = self_times(kineto(base), "ops"), self_times(kineto(test), "ops")
+    for name, row in c.ops.iterrows():
+        assert row["self_a"] == sa.get(name, 0) and row["self_b"] == sb.get(name, 0), name
+        assert row["delta"] == sb.get(name, 0) - sa.get(name, 0)
+        if sa.get(name, 0) > 0:
+            assert row["ratio"] == pytest.approx(sb.get(name, 0) / sa[name])
+        else:
+            assert math.isnan(row["ratio"])
+    # largest |delta| first
+    deltas = np.abs(c.ops["delta"].to_numpy())
+    assert (deltas[:-1] >= deltas[1:]).all()
+
+
+def test_the_swapped_layer_is_what_changed(torch_pair: profview.Comparison) -> None:
+    ops = torch_pair.ops
+    a, b = count_total(slices(kineto(BASE), "ops")), count_total(slices(kineto(TEST), "ops"))
+    only_b = {n for n in b if n not in a}
+    only_a = {n for n in a if n not in b}
+    assert {"aten::gelu", "aten::gelu_backward"} <= only_b  # the GELU run's own ops
+    assert {"aten::relu", "aten::threshold_backward"} <= only_a
+    assert set(ops.index[ops["status"] == "added"]) == only_b
+    assert set(ops.index[ops["status"] == "removed"]) == only_a
+
+
+def test_status_tolerance() -> None:
+    strict = profview.compare(BASE, TEST, rtol=0, atol=0)
+    both = strict.ops[strict.ops["status"].isin(["same", "changed"])]
+    differs = (both["self_a"] != both["self_b"]) | (both["count_a"] != both["count_b"])
+    assert ((both["status"] == "changed") == differs).all()
+    loose = profview.compare(BASE, TEST, rtol=10.0)
+    both = loose.ops[loose.ops["status"].isin(["same", "changed"])]
+    assert (both["status"] == "same").all()  # counts are equal in both runs: same model, same steps
+    itself = profview.compare(BASE, BASE)
+    assert (itself.ops["status"] == "same").all() and (itself.ops["delta"] == 0).all()
+
+
+@pytest.mark.parametrize("pair", ["torch", "hta"])
+def test_steps_side_by_side(pair: str, request: pytest.FixtureRequest) -> None:
+    c = request.getfixturevalue(f"{pair}_pair")
+    base, test = (BASE, TEST) if pair == "torch" else (HTA_BASE, HTA_TEST)
+    for side, path in (("a", base), ("b", test)):
+        steps = sorted(slices(kineto(path), "steps"), key=lambda e: ns(e["ts"]))
+        assert c.steps[f"name_{side}"].tolist() == [e["name"] for e in steps]
+        assert c.steps[f"dur_{side}"].tolist() == [ns(e["dur"]) for e in steps]
+        gaps = [ns(y["ts"]) - ns(x["ts"]) for x, y in zip(steps, steps[1:], strict=False)]
+        assert np.diff(c.steps[f"start_{side}"].to_numpy(np.int64)).tolist() == gaps
+    assert (c.steps["delta"] == c.steps["dur_b"] - c.steps["dur_a"]).all()
+
+
+def test_step_alignment(torch_pair: profview.Comparison) -> None:
+    c = torch_pair
+    assert c.align == "step"
+    ea, eb = c.a.events, c.b.events
+    first_a = ea[ea["name"] == "ProfilerStep#1"]["start"].iat[0]
+    first_b = eb[eb["name"] == "ProfilerStep#1"]["start"].iat[0]
+    assert first_a + c.offset == first_b
+    assert profview.compare(BASE, TEST, align="start").offset == 0
+    assert profview.compare(BASE, TEST, align=1234.0).offset == 1234.0
+    with pytest.raises(ProfviewError, match="align"):
+        profview.compare(BASE, TEST, align="middle")
+
+
+def test_ops_by_shape_counts_input_dims(torch_pair: profview.Comparison) -> None:
+    table = torch_pair.ops_by_shape
+    for side, path in (("a", BASE), ("b", TEST)):
+        acc: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for e in slices(kineto(path), "ops"):
+            dims = e.get("args", {}).get("Input Dims")
+            key = (e["name"], "" if dims is None else str(dims))
+            acc[key][0] += 1
+            acc[key][1] += ns(e["dur"])
+        got = table[table[f"count_{side}"] > 0]
+        assert len(got) == len(acc)
+        for key, (count, total) in acc.items():
+            assert (got.loc[key, f"count_{side}"], got.loc[key, f"total_{side}"]) == (count, total), key
+    assert table.loc[("aten::gelu", "[[128, 384], []]"), "status"] == "added"
+
+
+def test_kernels_by_type(hta_pair: profview.Comparison) -> None:
+    for side, path in (("a", HTA_BASE), ("b", HTA_TEST)):
+        expected = count_total(slices(kineto(path), "kernels"), key="cat")
+        table = hta_pair.kernels_by_type
+        got = {k: (int(r[f"count_{side}"]), int(r[f"total_{side}"])) for k, r in table.iterrows()}
+        assert got == expected
+
+
+# -- verdict, phases, memory, chart ---------------------------------------------------------
+
+def test_summary_verdict(torch_pair: profview.Comparison, hta_pair: profview.Comparison) -> None:
+    mean = [np.mean([ns(e["dur"]) for e in slices(kineto(p), "steps")]) for p in (BASE, TEST)]
+    pct = (mean[1] / mean[0] - 1) * 100
+    text = torch_pair.summary()
+    assert f"{abs(pct):.1f} % {'slower' if pct > 0 else 'faster'} per step" in text
+    top = pd.concat([torch_pair.ops, torch_pair.kernels])
+    top = top[np.sign(top["delta"]) == np.sign(top["delta"].sum())]
+    assert str(top["delta"].abs().idxmax()) in text
+    a, b = count_total(slices(kineto(BASE), "ops")), count_total(slices(kineto(TEST), "ops"))
+    assert f"{len(set(b) - set(a))} ops new in B" in text
+    assert f"{len(set(a) - set(b))} ops gone from B" in text
+    ha, hb = count_total(slices(kineto(HTA_BASE), "ops")), count_total(slices(kineto(HTA_TEST), "ops"))
+    assert f"{len(set(hb) - set(ha))} ops new in B" in hta_pair.summary()
+
+
+def test_phases_side_by_side(torch_pair: profview.Comparison) -> None:
+    table = torch_pair.phases
+    for side, trace in (("a", torch_pair.a), ("b", torch_pair.b)):
+        per_device = profview.phases(trace)
+        for phase in ("forward", "backward", "optimizer", "communication", "other", "busy"):
+            assert table.loc[phase, side] == per_device[phase].sum()
+    assert (table["delta"] == table["b"] - table["a"]).all()
+    assert table.loc["backward", "delta"] > 0  # GELU's backward is the slow part of the swap
+
+
+def test_memory_peak_and_sizes(torch_pair: profview.Comparison) -> None:
+    mem = torch_pair.memory
+    for side, path in (("a", BASE), ("b", TEST)):
+        records = [e["args"] for e in kineto(path) if e.get("name") == "[memory]"]
+        assert mem.peak.loc["cpu", f"peak_{side}"] == max(int(r["Total Allocated"]) for r in records)
+        sizes = [int(r["Bytes"]) for r in records if int(r["Bytes"]) > 0]
+        bins: dict[int, int] = defaultdict(int)
+        for s in sizes:
+            bins[1 << (s - 1).bit_length()] += 1
+        got = mem.sizes[f"count_{side}"]
+        assert {int(k): int(v) for k, v in got[got > 0].items()} == dict(bins)
+        assert mem.sizes[f"bytes_{side}"].sum() == sum(sizes)
+
+
+def test_chart_waterfall_adds_up(torch_pair: profview.Comparison) -> None:
+    from jupyter_profview import charts
+
+    chart = torch_pair.chart(n=5)
+    data = chart.data
+    both = pd.concat([torch_pair.ops, torch_pair.kernels])
+    assert data["end"].iat[0] == pytest.approx(both["self_a"].sum() / 1e6)
+    assert data["end"].iat[-1] == pytest.approx(both["self_b"].sum() / 1e6)
+    assert data["end"].iat[-2] == pytest.approx(both["self_b"].sum() / 1e6)  # the steps land on B
+    assert len(data) == 1 + 5 + 1 + 1  # A, five deltas, the rest, B
+    svg = charts.to_svg(chart)
+    assert "<svg" in svg.data and "aten::gelu_backward" in svg.data
+
+
+# -- other formats, rank sets, errors -----------------------------------------------------
+
+def _stretch_tf_node(text: str, node: str, extra_us: int) -> str:
+    block = re.compile(r'(node_name: "' + re.escape(node)
+                       + r'"\n(?:(?!node_stats \{).)*?op_end_rel_micros: )(\d+)', re.S)
+    out, n = block.subn(lambda m: m.group(1) + str(int(m.group(2)) + extra_us), text, count=1)
+    assert n == 1
+    return out
+
+
+def _tf_durations(text: str) -> dict[str, tuple[int, int]]:
+    acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for block in text.split("node_stats {")[1:]:
+        name = re.search(r'node_name: "([^"]*)"', block).group(1)  # type: ignore[union-attr]
+        start = re.search(r"op_start_rel_micros: (\d+)", block.split("memory")[0])
+        end = re.search(r"op_end_rel_micros: (\d+)", block.split("memory")[0])
+        acc[name][0] += 1
+        acc[name][1] += ((int(end.group(1)) if end else 0) - (int(start.group(1)) if start else 0)) * 1000
+    return {k: (v[0], v[1]) for k, v in acc.items()}
+
+
+def test_two_tf_step_stats_runs(tmp_path: Path) -> None:
+    seed = profview.example("tf_step_stats")
+    text = seed.read_text(encoding="utf-8")
+    node = "tower_0/v/cg/conv0/conv2d/Conv2D"
+    assert f'node_name: "{node}"' in text
+    slower = tmp_path / "slower.pbtxt"
+    slower.write_text(_stretch_tf_node(text, node, 5000), encoding="utf-8")
+    c = profview.compare(seed, slower)
+    a, b = _tf_durations(text), _tf_durations(slower.read_text(encoding="utf-8"))
+    for name, row in c.ops.iterrows():
+        assert (row["count_a"], row["total_a"]) == a[name] and (row["count_b"], row["total_b"]) == b[name]
+    assert c.ops.index[0] == node and c.ops["delta_total"].iat[0] == 5_000_000
+    assert c.ops.loc[node, "status"] == "changed"
+    # other rows change only through nesting on the stream (their own durations did not move)
+    others = c.ops.drop(index=node)
+    assert (others["delta_total"] == 0).all() and (others["status"] != "same").sum() <= 2
+    assert list(c.steps["name_a"]) == ["iteration"] and c.steps["delta"].iat[0] >= 0
+    assert "iteration" in c.summary() and node in c.summary()
+
+
+def _megengine_ops(data: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    names = {oid: op["name"] for oid, op in data["graph_exec"]["operator"].items()}
+    acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for side in ("host", "device"):
+        for oid, lanes in data["profiler"][side].items():
+            for r in lanes.values():
+                acc[names[oid]][0] += 1
+                acc[names[oid]][1] += round(r["end"] * 1e9) - round(r["start"] * 1e9)
+    return {k: (v[0], v[1]) for k, v in acc.items()}
+
+
+def test_two_megengine_runs(tmp_path: Path) -> None:
+    seed = profview.example("megengine_json")
+    data = json.loads(seed.read_text(encoding="utf-8"))
+    oid = data["graph_exec"]["comp_seq"][10]
+    timing = data["profiler"]["device"][oid]["gpu0:0"]
+    timing["end"] = timing["start"] + 3 * (timing["end"] - timing["start"])
+    slower = tmp_path / "megengine_slower.json"
+    slower.write_text(json.dumps(data), encoding="utf-8")
+    c = profview.compare(seed, slower)
+    a = _megengine_ops(json.loads(seed.read_text(encoding="utf-8")))
+    b = _megengine_ops(data)
+    for name, row in c.ops.iterrows():
+        assert (row["count_a"], row["total_a"]) == a[name] and (row["count_b"], row["total_b"]) == b[name]
+    name = data["graph_exec"]["operator"][oid]["name"]
+    assert c.ops.index[0] == name and c.ops.loc[name, "status"] == "changed"
+    # MegEngine records input shapes in its own column: keyed by (name, shapes) too
+    assert name in c.ops_by_shape.index.get_level_values(0)
+
+
+def test_no_common_names_is_an_error() -> None:
+    with pytest.raises(ProfviewError) as err:
+        profview.compare(profview.example("tf_step_stats"), profview.example("megengine_json"))
+    text = str(err.value)
+    assert "no op or kernel names in common" in text
+    assert "002_6b18107121892edf.txt" in text and "004_825e28a4f520ddc2.txt" in text
+
+
+def test_mismatched_time_units_and_bad_inputs() -> None:
+    with pytest.raises(ProfviewError, match="time unit"):
+        profview.compare(profview.example("tf_node_order"), profview.example("tf_step_stats"))
+    with pytest.raises(ProfviewError, match="cannot compare"):
+        profview.compare(BASE, 42)
+    with pytest.raises(ProfviewError, match="no events column"):
+        profview.compare(BASE, TEST, by="nope")
+    tf = profview.example("tf_step_stats")
+    with pytest.raises(ProfviewError, match="no input shapes"):
+        _ = profview.compare(tf, tf).ops_by_shape
+
+
+def test_rank_sets_overall_and_per_rank(torch_pair: profview.Comparison) -> None:
+    """Anything with an ``events`` table carrying a ``rank`` column compares as a rank set."""
+    ta, tb = torch_pair.a, torch_pair.b
+    def rank_set(rank0: Any, rank1: Any, source: str) -> SimpleNamespace:
+        events = pd.concat([rank0.events.assign(rank=0), rank1.events.assign(rank=1)], ignore_index=True)
+        return SimpleNamespace(time_unit="ns", events=events, metadata={"source": source})
+
+    set_a, set_b = rank_set(ta, ta, "runA"), rank_set(tb, ta, "runB")
+    c = profview.compare(set_a, set_b)
+    single = torch_pair.ops
+    for name, row in c.ops.iterrows():
+        assert row["count_a"] == 2 * single.loc[name, "count_a"]
+        assert row["self_b"] == single.loc[name, "self_b"] + single.loc[name, "self_a"]
+    by_rank = c.ops_by_rank
+    rank1 = by_rank.xs("1", level="rank")
+    assert (rank1.loc[rank1["count_a"] > 0, "status"] == "same").all()  # rank 1 is the same run twice
+    assert set(by_rank.xs("0", level="rank").index) == set(single.index)
+    assert list(c.steps.index.get_level_values("rank").unique()) == [0, 1]
+    rank0 = c.steps.xs(0, level="rank")
+    assert rank0["dur_b"].tolist() == torch_pair.steps["dur_b"].tolist()
+    assert c.phases.loc["busy", "a"] == 2 * torch_pair.phases.loc["busy", "a"]
+    with pytest.raises(ProfviewError, match="rank"):
+        _ = torch_pair.ops_by_rank
+
+
+# -- the side-by-side view (kernel side; the browser test drives the real front end) ----------
+
+def _highlighted(widget: Any) -> list[int]:
+    from jupyter_profview.widget.codec import decode_frame
+
+    return sorted(decode_frame(widget._highlight).columns["id"].tolist())
+
+
+def test_show_syncs_zoom_through_the_offset(torch_pair: profview.Comparison) -> None:
+    view = torch_pair.show()
+    a, b, off = view.a, view.b, torch_pair.offset
+    assert off != 0
+    # the initial window: the time both runs have, in each one's own clock
+    za, zb = a._zoom_request, b._zoom_request
+    assert zb["start"] == pytest.approx(za["start"] + off) and zb["end"] == pytest.approx(za["end"] + off)
+    # the user zooms A (the front end reports its view): B is asked for the mapped window
+    a._view = {"start": 1_000_000.0, "end": 2_000_000.0}
+    assert (b._zoom_request["start"], b._zoom_request["end"]) == (1_000_000.0 + off, 2_000_000.0 + off)
+    # B's front end answers: that echo is not sent back to A
+    token = a._zoom_request["token"]
+    b._view = {"start": 1_000_000.0 + off, "end": 2_000_000.0 + off}
+    assert a._zoom_request["token"] == token
+    # the user then pans B: A follows, mapped back
+    b._view = {"start": 3_000_000.0 + off, "end": 4_000_000.0 + off}
+    assert (a._zoom_request["start"], a._zoom_request["end"]) == (3_000_000.0, 4_000_000.0)
+    assert a._zoom_request["token"] != token
+
+
+def test_show_row_highlights_the_op_in_both(torch_pair: profview.Comparison) -> None:
+    view = torch_pair.show()
+    keys = [value for _, value in view.table.options if value is not None]
+    assert len(keys) == len(torch_pair.ops) + len(torch_pair.kernels)
+    assert keys[0] == ("name", str(torch_pair.ops.index[0]))  # largest |delta| first
+    view.table.value = ("name", "aten::mm")
+    for w, trace in ((view.a, torch_pair.a), (view.b, torch_pair.b)):
+        ev = trace.events
+        assert _highlighted(w) == sorted(ev.index[ev["name"] == "aten::mm"].tolist())
+        assert len(_highlighted(w)) == 20
+    view.table.value = ("name", "aten::gelu")  # only in B
+    assert _highlighted(view.a) == [] and len(_highlighted(view.b)) == 8
+    view.table.value = None
+    assert _highlighted(view.a) == [] and _highlighted(view.b) == []
+
+
+def _state_bytes(widget: Any) -> int:
+    return sum(len(v) for v in widget.get_state().values() if isinstance(v, (bytes, memoryview)))
+
+
+def test_show_keeps_one_widgets_display_budget(tmp_path: Path) -> None:
+    import io
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    try:
+        import make_pytorch_trace
+    finally:
+        sys.path.pop(0)
+    traces = []
+    for seed in (1, 2):
+        buf = io.StringIO()
+        make_pytorch_trace.generate(buf, 60_000, seed=seed)
+        traces.append(profview.load(buf.getvalue().encode()))
+    c = profview.compare(*traces)
+    natural = c.show()
+    sizes = [_state_bytes(natural.a), _state_bytes(natural.b)]
+    assert sum(sizes) <= 4 * 2**20
+    budget = int(sum(sizes) * 0.6)  # less than the two would take: both overviews are narrowed
+    tight = c.show(budget=budget)
+    assert _state_bytes(tight.a) + _state_bytes(tight.b) <= budget
+    assert len(tight.a._overview) < len(natural.a._overview)
+
+
+def test_two_trace_sets_per_rank_and_overall(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    from jupyter_profview.ranks import load_many
+
+    files = sorted((DATA / "ddp").glob("rank-*.pt.trace.json.gz"))
+    assert len(files) == 4
+    whole = load_many(files, cache=tmp_path / "a", progress=False)
+    with pytest.warns(UserWarning, match="2 of 4 ranks have no file"):
+        half = load_many(files[:2], cache=tmp_path / "b", progress=False)  # ranks 0, 1 of the same run
+    c = profview.compare(whole, half)
+    a = [count_total(slices(kineto(f), "ops")) for f in files]
+    for name, row in c.ops.iterrows():
+        assert row["count_a"] == sum(per.get(name, (0, 0))[0] for per in a), name
+        assert row["total_b"] == sum(per.get(name, (0, 0))[1] for per in a[:2]), name
+    by_rank = c.ops_by_rank
+    assert set(by_rank.xs("2", level="rank")["status"]) == {"removed"}
+    assert set(by_rank.xs("0", level="rank")["status"]) == {"same"}
+    steps = c.steps
+    assert sorted(steps.index.get_level_values("rank").unique()) == [0, 1, 2, 3]
+    rank2 = sorted(slices(kineto(files[2]), "steps"), key=lambda e: ns(e["ts"]))
+    assert steps.xs(2, level="rank")["dur_a"].tolist() == [ns(e["dur"]) for e in rank2]
+    assert steps.xs(2, level="rank")["dur_b"].isna().all()
+    # phases summed over ranks = each rank's own phases, loaded alone
+    busy = sum(int(profview.phases(profview.load(f))["busy"].sum()) for f in files)
+    assert c.phases.loc["busy", "a"] == busy
+    with pytest.raises(ProfviewError, match="single traces"):
+        c.show()

@@ -1,0 +1,404 @@
+"""XSpace (``*.xplane.pb``) profiles: real files from TF2 (Keras ``fit`` with the
+TensorBoard profiler callback) and JAX (``jax.profiler.trace``) on CPU, made by
+``tests/data/make_xspace.py``.
+
+Expected values come from an independent walk of the protobuf wire format
+written here (no protobuf runtime, no schema from the package): field numbers
+from ``tsl/profiler/protobuf/xplane.proto``.  Synthetic XSpaces for what CPU
+runs do not produce (memory profile, correlation ids, aggregated events,
+picosecond rounding) are encoded by hand with the same little writer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jupyter_profview as profview
+from jupyter_profview.errors import ProfviewError
+from jupyter_profview.formats import detect, tf_step_stats, xspace, xspace_proto
+from jupyter_profview.sources import Source
+from jupyter_profview.widget.codec import decode_frame
+from tests.format_helpers import fuzz_check, load_with
+
+DATA = Path(__file__).parent / "data"
+TF_LOGDIR = DATA / "xspace" / "tf_keras"
+TF_FILE = next(TF_LOGDIR.rglob("*.xplane.pb"))
+JAX_FILE = DATA / "xspace" / "jax_cpu.xplane.pb.gz"
+
+
+# -- an independent wire-format walker ------------------------------------------
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def fields(buf: bytes) -> list[tuple[int, Any]]:
+    """(field number, value) pairs: int for varint / fixed64, bytes for length-delimited."""
+    out: list[tuple[int, Any]] = []
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 1:
+            value, pos = int.from_bytes(buf[pos:pos + 8], "little"), pos + 8
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            value, pos = buf[pos:pos + size], pos + size
+        else:
+            raise AssertionError(f"wire type {wire}")
+        out.append((number, value))
+    return out
+
+
+def _signed(v: int) -> int:
+    return v - 2**64 if v >= 2**63 else v
+
+
+def _stats(raw: list[bytes], names: dict[int, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for blob in raw:
+        f = dict(fields(blob))
+        name = names.get(_signed(f.get(1, 0)), "?")
+        if 7 in f:
+            out[name] = names.get(f[7])
+        elif 4 in f:
+            out[name] = _signed(f[4])
+        elif 5 in f:
+            out[name] = f[5].decode()
+        else:
+            out[name] = f.get(3, f.get(2, f.get(6)))
+    return out
+
+
+def walk(path_or_bytes: Path | bytes) -> dict[str, Any]:
+    """Planes -> lines -> events, decoded by hand."""
+    data = path_or_bytes if isinstance(path_or_bytes, bytes) else path_or_bytes.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    planes = []
+    for number, plane_blob in fields(data):
+        if number != 1:
+            continue
+        pf = fields(plane_blob)
+        stat_names: dict[int, str] = {}
+        for n, v in pf:
+            if n == 5:
+                entry = dict(fields(v))
+                stat_names[_signed(entry.get(1, 0))] = dict(fields(entry.get(2, b""))).get(2, b"").decode()
+        metas: dict[int, tuple[str, dict[str, Any]]] = {}
+        for n, v in pf:
+            if n == 4:
+                entry = dict(fields(v))
+                mf = fields(entry.get(2, b""))
+                md = dict(mf)
+                shown = (md.get(4) or md.get(2) or b"").decode()
+                metas[_signed(entry.get(1, 0))] = (shown, _stats([x for k, x in mf if k == 5], stat_names))
+        pd_ = dict(pf)
+        plane = {"name": pd_.get(2, b"").decode(), "lines": [],
+                 "stats": _stats([v for n, v in pf if n == 6], stat_names)}
+        for n, line_blob in pf:
+            if n != 3:
+                continue
+            lf = fields(line_blob)
+            ld = dict(lf)
+            line = {"name": (ld.get(11) or ld.get(2) or b"").decode(), "ts": _signed(ld.get(3, 0)),
+                    "events": []}
+            for k, ev_blob in lf:
+                if k != 4:
+                    continue
+                ef = fields(ev_blob)
+                ed = dict(ef)
+                name, mstats = metas.get(_signed(ed.get(1, 0)), ("", {}))
+                stats = {**mstats, **_stats([x for j, x in ef if j == 4], stat_names)}
+                line["events"].append({"name": name, "off": _signed(ed.get(2, 0)),
+                                       "dur": _signed(ed.get(3, 0)), "aggregated": 5 in ed, "stats": stats})
+            plane["lines"].append(line)
+        planes.append(plane)
+    return {"planes": planes}
+
+
+def expected_rows(space: dict[str, Any]) -> list[tuple[str, str, str, int, int]]:
+    """(process, thread, name, absolute start ns, dur ns) of every timed event."""
+    start0 = 0
+    for plane in space["planes"]:
+        if plane["name"] == "Task Environment":
+            start0 = plane["stats"].get("profile_start_time", 0)
+    rows = []
+    for plane in space["planes"]:
+        for line in plane["lines"]:
+            for ev in line["events"]:
+                if ev["aggregated"]:
+                    continue
+                s = start0 + line["ts"] + ev["off"] // 1000
+                e = start0 + line["ts"] + (ev["off"] + ev["dur"]) // 1000
+                rows.append((plane["name"], line["name"], ev["name"], s, e - s))
+    return sorted(rows)
+
+
+def actual_rows(trace: profview.Trace) -> list[tuple[str, str, str, int, int]]:
+    ev = trace.events
+    base = trace.metadata["base_time_ns"]
+    thread = ev["thread"].astype(str).str.replace(r" #-?\d+$", "", regex=True)
+    return sorted(zip(ev["process"].astype(str), thread, ev["name"].astype(str),
+                      (ev["start"] + base).tolist(), ev["dur"].tolist(), strict=True))
+
+
+# -- a tiny writer for synthetic XSpaces --------------------------------------------
+
+def _vi(v: int) -> bytes:
+    v &= 2**64 - 1
+    out = bytearray()
+    while True:
+        out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+def f_int(n: int, v: int) -> bytes:
+    return _vi(n << 3) + _vi(v)
+
+
+def f_len(n: int, v: bytes | str) -> bytes:
+    b = v.encode() if isinstance(v, str) else v
+    return _vi(n << 3 | 2) + _vi(len(b)) + b
+
+
+def stat(mid: int, value: int | str) -> bytes:
+    return f_int(1, mid) + (f_len(5, value) if isinstance(value, str) else f_int(4, value))
+
+
+def plane(name: str, stat_names: dict[int, str], event_names: dict[int, str],
+          lines: list[tuple[str, int, list[bytes]]]) -> bytes:
+    body = f_len(2, name)
+    for ts_line in lines:
+        lname, ts, events = ts_line
+        body += f_len(3, f_len(2, lname) + f_int(3, ts) + b"".join(f_len(4, e) for e in events))
+    for k, v in event_names.items():
+        body += f_len(4, f_int(1, k) + f_len(2, f_int(1, k) + f_len(2, v)))
+    for k, v in stat_names.items():
+        body += f_len(5, f_int(1, k) + f_len(2, f_int(1, k) + f_len(2, v)))
+    return f_len(1, body)
+
+
+def event(mid: int, off: int, dur: int, *stats: bytes) -> bytes:
+    return f_int(1, mid) + f_int(2, off) + f_int(3, dur) + b"".join(f_len(4, s) for s in stats)
+
+
+# -- real files ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [TF_FILE, JAX_FILE], ids=["tf_keras", "jax"])
+def test_every_event_with_exact_timestamps(path: Path) -> None:
+    space = walk(path)
+    trace = load_with(xspace, path, path.name)
+    expected = expected_rows(space)
+    assert len(expected) > 100
+    assert actual_rows(trace) == expected
+    assert trace.quality.records_read == sum(len(ln["events"]) for p in space["planes"] for ln in p["lines"])
+    hosts = [p["name"] for p in space["planes"] if p["lines"]]
+    assert sorted(trace.events["process"].astype(str).unique()) == sorted(set(hosts))
+
+
+@pytest.mark.parametrize("path", [TF_FILE, JAX_FILE], ids=["tf_keras", "jax"])
+def test_steps_ops_and_flows_match_the_stats(path: Path) -> None:
+    space = walk(path)
+    events = [ev for p in space["planes"] for ln in p["lines"] for ev in ln["events"]]
+    steps = sorted(ev["stats"]["step_num"] for ev in events if "step_num" in ev["stats"])
+    trace = load_with(xspace, path, path.name)
+    is_step = trace.events["category"] == "step"
+    assert len(steps) == 3 and sorted(trace.events.loc[is_step, "step"].tolist()) == steps
+    assert trace.metadata["steps"] == 3
+    hlo = sum("hlo_op" in ev["stats"] and "hlo_category" not in ev["stats"] for ev in events)
+    assert int((trace.events["category"] == "xla_op").sum()) == hlo
+    producers = Counter((ev["stats"]["_pt"], ev["stats"]["_p"]) for ev in events
+                        if "_p" in ev["stats"] and "_pt" in ev["stats"])
+    consumers = Counter((ev["stats"]["_ct"], ev["stats"]["_c"]) for ev in events
+                        if "_c" in ev["stats"] and "_ct" in ev["stats"])
+    pairs = sum(n * consumers[k] for k, n in producers.items())
+    assert pairs > 0 and len(trace.flows) == pairs
+    ok = trace.flows
+    assert (ok["source"] >= 0).all() and (ok["target"] >= 0).all()
+    assert (ok["start"].to_numpy() == trace.events["start"].to_numpy()[ok["source"]]).all()
+
+
+def test_jax_file_has_xla_ops_with_modules_and_args() -> None:
+    trace = load_with(xspace, JAX_FILE, "jax")
+    ops = trace.events[trace.events["category"] == "xla_op"]
+    assert len(ops) > 0 and ops["hlo_module"].notna().all()
+    args = trace.args(int(ops.index[0]))
+    assert args["hlo_op"] == str(ops.iloc[0]["name"]) or "hlo_op" in args
+    assert args["plane"] == "/host:CPU" and "offset_ps" in args
+
+
+def test_sniffing_keeps_xspace_and_step_stats_apart() -> None:
+    for path in (TF_FILE, JAX_FILE):
+        assert detect(Source(path)).name == "xspace"
+        assert not tf_step_stats.sniff(Source(path).head())
+    for name in ("002_run_metadata.pb", "002_step_stats.pb", "002_run_metadata.pb.gz"):
+        head = Source(DATA / name).head()
+        assert not xspace.sniff(head) and detect(Source(DATA / name)).name == "tf_step_stats"
+
+
+def test_logdir_run_dir_and_several_hosts(tmp_path: Path) -> None:
+    direct = profview.load(TF_FILE)
+    for where in (TF_LOGDIR, TF_LOGDIR / "plugins" / "profile", TF_FILE.parent):
+        trace = profview.load(where)
+        assert trace.format == "xspace" and len(trace.events) == len(direct.events)
+    run = tmp_path / "plugins" / "profile" / "2030_01_01_00_00_00"
+    run.mkdir(parents=True)
+    shutil.copyfile(JAX_FILE, run / "b.xplane.pb.gz")
+    shutil.copyfile(TF_FILE, run / "a.xplane.pb")
+    old = tmp_path / "plugins" / "profile" / "2020_01_01_00_00_00"
+    old.mkdir()
+    shutil.copyfile(JAX_FILE, old / "x.xplane.pb.gz")
+    with pytest.warns(UserWarning, match="2 hosts"):
+        trace = profview.load(tmp_path)
+    assert len(trace.events) == len(direct.events)  # the latest run, its first host (a.xplane.pb)
+    with pytest.raises(ProfviewError, match="no \\*.xplane.pb"):
+        profview.load(_empty(tmp_path))
+
+
+def test_several_hosts_as_a_traceset(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    shutil.copyfile(TF_FILE, tmp_path / "host0.xplane.pb")
+    shutil.copyfile(JAX_FILE, tmp_path / "host1.xplane.pb.gz")
+    ts = profview.load_many(sorted(tmp_path.glob("*.xplane.pb*")), cache=False, progress=False, workers=1)
+    counts = ts.events.groupby("rank").size().to_dict()
+    assert counts == {0: len(expected_rows(walk(TF_FILE))), 1: len(expected_rows(walk(JAX_FILE)))}
+
+
+def _empty(tmp_path: Path) -> Path:
+    (tmp_path / "empty").mkdir()
+    return tmp_path / "empty"
+
+
+def test_widget_shows_the_profile() -> None:
+    trace = profview.load(JAX_FILE)
+    w = profview.show(trace)
+    assert int(decode_frame(w._overview)["count"].sum()) == len(trace.events) > 0
+    assert len(w._tracks) == trace.events["track"].nunique()
+
+
+# -- synthetic: what CPU runs do not write ----------------------------------------------
+
+STATS = {1: "correlation_id", 2: "bytes_allocated", 3: "allocator_name", 4: "addr", 5: "allocation_bytes",
+         6: "tf_op", 7: "hlo_category", 8: "flops", 9: "bytes_accessed"}
+
+
+def _synthetic(host_plane: str = "/host:CPU") -> bytes:
+    host = plane(host_plane, STATS, {1: "cuLaunchKernel", 2: "MemoryAllocation", 3: "MemoryDeallocation"}, [
+        ("python", 1_000, [
+            event(1, 5_000, 2_000, stat(1, 42)),
+            event(2, 10_000, 0, stat(2, 4096), stat(3, "GPU_0_bfc"), stat(4, 0x1000), stat(5, 4096),
+                  stat(6, "dense/MatMul")),
+            event(2, 20_000, 0, stat(2, 6144), stat(3, "GPU_0_bfc"), stat(4, 0x2000), stat(5, 2048)),
+            event(3, 30_000, 0, stat(2, 2048), stat(3, "GPU_0_bfc"), stat(4, 0x1000)),
+        ]),
+    ])
+    device = plane("/device:GPU:0", STATS, {7: "fusion.1"}, [
+        ("stream 7", 1_000, [
+            event(7, 1_999, 2, stat(1, 42), stat(7, "convolution"), stat(8, 1_000_000), stat(9, 65536)),
+            f_int(1, 7) + f_int(5, 3) + f_int(3, 10),  # aggregated: num_occurrences, no offset
+        ]),
+    ])
+    return host + device
+
+
+def test_synthetic_flows_memory_rounding_and_aggregates() -> None:
+    trace = load_with(xspace, _synthetic(), "synthetic")
+    base = trace.metadata["base_time_ns"]
+    ev = trace.events
+    kernel = ev[ev["name"] == "fusion.1"].iloc[0]
+    # 1_000 ns + 1_999 ps = 1_001 ns (floor); end (1_999 + 2) ps = 2_001 ps -> 1_002 ns
+    assert int(kernel["start"]) + base == 1_001 and int(kernel["dur"]) == 1
+    assert kernel["category"] == "convolution" and kernel["flops"] == 1_000_000 and kernel["bytes"] == 65536
+    assert trace.quality.skipped["aggregated event (num_occurrences, no timestamp)"] == 1
+    launch = ev[ev["name"] == "cuLaunchKernel"].index[0]
+    flows = trace.flows
+    assert len(flows) == 1 and flows.iloc[0]["source"] == launch and flows.iloc[0]["target"] == kernel.name
+    assert flows.iloc[0]["category"] == "host->device"
+    mem = trace.memory
+    assert (mem["time"] + base).tolist() == [1_010, 1_020, 1_030]
+    assert mem["bytes"].tolist() == [4096, 6144, 2048]
+    assert set(mem["device"].astype(str)) == {"GPU_0_bfc"}
+    al = trace.allocations.sort_values("address")
+    assert al["bytes"].tolist() == [4096, 2048] and al["owner"].tolist() == ["dense/MatMul", ""]
+    assert (al["free_time"] + base).tolist()[0] == 1_030 and al["free_time"].isna().tolist() == [False, True]
+
+
+# -- corruption ---------------------------------------------------------------------------
+
+def test_streamed_in_small_chunks_like_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = TF_FILE.read_bytes() + _synthetic("/host:CPU (second host)")
+    whole = list(xspace_proto.top_level_fields([data]))
+    assert [n for n, _, _ in whole].count(1) == len(walk(data)["planes"])
+    monkeypatch.setattr(xspace_proto, "BIG_FIELD", 16)  # every plane takes the big-field path
+    for size in (1, 7, 4096):
+        chunks = (data[i:i + size] for i in range(0, len(data), size))
+        assert [(n, at, bytes(v)) for n, at, v in xspace_proto.top_level_fields(chunks)] == whole
+    assert actual_rows(load_with(xspace, data, "two")) == expected_rows(walk(data))
+    with pytest.raises(ProfviewError, match="runs past the end"):
+        load_with(xspace, data[:-5], "cut")
+
+
+def test_truncation_names_the_byte() -> None:
+    data = TF_FILE.read_bytes()
+    for cut in (3, 100, len(data) // 2, len(data) - 1):
+        with pytest.raises(ProfviewError, match=r"byte \d+") as info:
+            load_with(xspace, data[:cut], "cut.xplane.pb")
+        assert "cut.xplane.pb" in str(info.value) and "XSpace" in str(info.value)
+
+
+def test_no_events_and_bad_head() -> None:
+    with pytest.raises(ProfviewError, match="no timed events"):
+        load_with(xspace, plane("/host:CPU", {}, {}, []), "empty")
+    with pytest.raises(ProfviewError, match="byte 0"):
+        load_with(xspace, b"\x0a\x02\x08\x01junk", "junk")
+
+
+SMALL = _synthetic()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_mutations(data: st.DataObject) -> None:
+    blob = bytearray(data.draw(st.sampled_from([SMALL, TF_FILE.read_bytes()[:3000]])))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(blob) - 1))
+        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if op == "flip":
+            blob[at] = data.draw(st.integers(0, 255))
+        elif op == "cut":
+            del blob[at:]
+        else:
+            blob[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+        if not blob:
+            return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fuzz_check(xspace, bytes(blob))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzz_random_bytes(blob: bytes) -> None:
+    fuzz_check(xspace, b"\x0a" + blob)
+    fuzz_check(xspace, b"\x0a\x20\x12\x09/host:CPU" + blob)
