@@ -13,14 +13,32 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analysis import Comparison, compare, phases, summary, top
 from .errors import NativeUnavailableWarning, ProfviewError
-from .loader import load
-from .model import Quality, Trace
-from .ranks import TraceSet, load_many
 
 if TYPE_CHECKING:
+    from .analysis import Comparison, compare, phases, summary, top
+    from .loader import load
+    from .model import Quality, Trace
+    from .ranks import TraceSet, load_many
     from .widget import TraceWidget
+
+# Imported on first use, so that ``import jupyter_profview`` (done by the Jupyter server for its
+# extension) does not pay for pandas, the formats and the analyses until they are needed.
+_LAZY = {
+    "load": "loader", "Quality": "model", "Trace": "model", "TraceSet": "ranks",
+    "load_many": "ranks", "Comparison": "analysis", "compare": "analysis", "phases": "analysis",
+    "summary": "analysis", "top": "analysis",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 try:
     __version__ = version("jupyter_profview")
@@ -53,6 +71,9 @@ def example(name: str = "tf_step_stats") -> Path:
 def show(source: Any, *, ranks: Any = None, **options: Any) -> TraceWidget:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet: its
     ranks, or those in ``ranks``, as ``rank N · ...`` groups) in the widget."""
+    from .loader import load
+    from .model import Trace
+    from .ranks import TraceSet
     from .widget import TraceWidget
 
     if isinstance(source, TraceSet):
@@ -66,6 +87,8 @@ def show(source: Any, *, ranks: Any = None, **options: Any) -> TraceWidget:
 def sql(trace: Trace | TraceSet, query: str) -> Any:
     """A DuckDB query over a Trace's tables (``events``, ``memory``, ``flows`` ...) or a
     TraceSet's (``trace.sql(query)``); returns a DataFrame."""
+    from .ranks import TraceSet
+
     if isinstance(trace, TraceSet):
         return trace.sql(query)
     from .ranks.sql import trace_sql
@@ -85,3 +108,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from .magics import unregister
 
     unregister(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension is (``jupyter labextension develop .`` uses it)."""
+    return [{"src": "labextension", "dest": "jupyter-profview"}]
