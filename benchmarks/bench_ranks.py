@@ -20,6 +20,8 @@ Every measurement runs in a fresh subprocess, in one run:
                  installed, e.g. a separate venv): ``TraceAnalysis(trace_dir=run)``,
                  which parses the ranks in its own worker pool
 
+Each line shows the 1-minute load average when it started (the machine may be
+shared: a load above the core count makes the parallel numbers pessimistic).
 Peak RSS is ``ru_maxrss`` of the measuring process itself (the notebook's
 side: worker processes are not counted; the interpreter and imports are).
 Prints the ratios of the issue's targets: sequential / load_many >= 1.8,
@@ -44,16 +46,16 @@ DATA = HERE / "data"
 QUERY = "select rank, name, count(*) as n from events group by all"
 
 
-def rank_files(ranks: int, events: int) -> Path:
-    """The run directory ``ranks_<N>x_<ranks>/``, written on first use: the trace of seed
+def rank_files(ranks: int, events: int, data: Path = DATA) -> Path:
+    """The run directory ``<data>/ranks_<N>x_<ranks>/``, written on first use: the trace of seed
     ``r % 2`` with ``"distributedInfo": {"rank": r, "world_size": ranks}`` added at the top."""
     sys.path.insert(0, str(HERE))
     import make_pytorch_trace
 
-    run = DATA / f"ranks_{events}x_{ranks}"
+    run = data / f"ranks_{events}x_{ranks}"
     run.mkdir(parents=True, exist_ok=True)
     for seed in range(min(2, ranks)):
-        source = DATA / f"pytorch_{events}x_seed{seed}.json"
+        source = data / f"pytorch_{events}x_seed{seed}.json"
         if not source.exists():
             make_pytorch_trace.main(["--events", str(events), "--seed", str(seed), "--out", str(source)])
     for r in range(ranks):
@@ -62,7 +64,7 @@ def rank_files(ranks: int, events: int) -> Path:
             continue
         info = json.dumps({"backend": "nccl", "rank": r, "world_size": ranks}).encode()
         tmp = target.with_name(target.name + ".tmp")
-        with open(DATA / f"pytorch_{events}x_seed{r % 2}.json", "rb") as src, open(tmp, "wb") as out:
+        with open(data / f"pytorch_{events}x_seed{r % 2}.json", "rb") as src, open(tmp, "wb") as out:
             head = src.read(1 << 20)
             brace = head.index(b"{")
             out.write(head[:brace + 1] + b'\n  "distributedInfo": ' + info + b"," + head[brace + 1:])
@@ -88,6 +90,8 @@ else:
     ts = profview.load_many(run, cache=cache, progress=False)
     out["wall"] = time.perf_counter() - t0
     out["cached"] = sum(ts.cached.values())
+    cpu = ts.info["load_cpu_s"].dropna()
+    out["worker_cpu"] = float(cpu.mean()) if len(cpu) else None
     if mode == "reopen":
         t1 = time.perf_counter()
         rows = ts.sql(query)
@@ -121,6 +125,10 @@ def measure_hta(python: str, run: Path) -> dict[str, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def load_average() -> str:
+    return f"load {os.getloadavg()[0]:4.2f}"
+
+
 def measure(mode: str, run: Path, cache: Path) -> dict[str, float]:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path}
@@ -145,15 +153,21 @@ def main(argv: list[str] | None = None) -> int:
           f"(largest file {largest / 1e6:,.0f} MB), {os.cpu_count()} cores", flush=True)
     cache = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
     try:
-        seq = measure("sequential", run, cache)
         mb = 1e6
-        print(f"sequential load   {seq['wall']:7.2f} s   peak RSS {seq['peak_rss'] / mb:7.0f} MB", flush=True)
+        load = load_average()
+        seq = measure("sequential", run, cache)
+        print(f"sequential load   {seq['wall']:7.2f} s   peak RSS {seq['peak_rss'] / mb:7.0f} MB   [{load}]",
+              flush=True)
+        load = load_average()
         first = measure("load_many", run, cache)
         print(f"load_many         {first['wall']:7.2f} s   peak RSS {first['peak_rss'] / mb:7.0f} MB "
-              "(parent)", flush=True)
+              f"(parent)   [{load}]; worker CPU {first['worker_cpu']:.2f} s per rank "
+              f"(sequential: {seq['wall'] / len(files):.2f} s wall per rank)", flush=True)
+        load = load_average()
         again = measure("reopen", run, cache)
         assert again["cached"] == len(files), again
-        print(f"reopen (cache)    {again['wall']:7.2f} s   peak RSS {again['peak_rss'] / 1e6:7.0f} MB")
+        print(f"reopen (cache)    {again['wall']:7.2f} s   peak RSS {again['peak_rss'] / mb:7.0f} MB   "
+              f"[{load}]")
         print(f"sql over ranks    {again['sql']:7.2f} s   ({again['sql_rows']} rows: {QUERY})")
         print(f"step_times        {again['step_times']:7.2f} s   ({again['steps']} rank-steps)")
         if args.hta:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import NativeUnavailableWarning, ProfviewError
 
 if TYPE_CHECKING:
-    from .analysis import Comparison, compare, phases, summary, top
+    from .analysis.compare import Comparison, compare
+    from .analysis.summary import phases, summary, top
     from .loader import load
     from .model import Quality, Trace
     from .ranks import TraceSet, load_many
@@ -68,18 +69,22 @@ def example(name: str = "tf_step_stats") -> Path:
     return EXAMPLES / EXAMPLE_FILES[name]
 
 
-def show(source: Any, *, ranks: Any = None, **options: Any) -> TraceWidget:
+def show(source: Any, *, ranks: Any = None, align: Any = None, **options: Any) -> TraceWidget:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet: its
-    ranks, or those in ``ranks``, as ``rank N · ...`` groups) in the widget."""
+    ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
+    groups, each collapsed to one busy lane until clicked; ``align="step"``
+    lines the ranks up on their first common ProfilerStep) in the widget."""
     from .loader import load
     from .model import Trace
     from .ranks import TraceSet
     from .widget import TraceWidget
 
     if isinstance(source, TraceSet):
-        from .ranks.show import combined_trace
+        from .ranks.show import show_ranks
 
-        return TraceWidget(combined_trace(source, ranks), **options)
+        return show_ranks(source, ranks, align=align, **options)  # type: ignore[no-any-return]
+    if align is not None:
+        raise ValueError("align= needs a TraceSet (profview.load_many)")
     trace = source if isinstance(source, Trace) else load(source)
     return TraceWidget(trace, **options)
 

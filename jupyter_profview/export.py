@@ -21,8 +21,10 @@ which Perfetto and chrome://tracing open:
 ``convert TRACE out.parquet`` writes one Parquet file per table next to the
 given name: ``out.events.parquet``, ``out.memory.parquet``,
 ``out.allocations.parquet``, ``out.nodes.parquet``, ``out.flows.parquet``
-(and ``out.counters.parquet`` where the trace has counters); all tables are
-written, empty ones too, so the file set is the same for every format.  The
+(and ``out.counters.parquet`` where the trace has counters,
+``out.launches.parquet`` where it has device activity, see
+``Trace.launches``); the other tables are written empty too, so the file set
+is the same for every format.  The
 events index is the ``id`` column.  List columns (shapes, node inputs) stay
 Arrow lists where their values are uniform, otherwise each value is stored
 as its JSON text.  Every file's schema metadata holds the trace's format,
@@ -35,7 +37,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,7 @@ import pandas as pd
 from .model import EVENT_COLUMNS, Trace
 
 STEP_NOTE = "time_unit is 'step' (no clock in the source): 1 step is written as 1 µs"
-TABLES = ("events", "memory", "allocations", "nodes", "flows", "counters")
+TABLES = ("events", "memory", "allocations", "nodes", "flows", "counters", "launches")
 
 
 # ---------------------------------------------------------------------------
@@ -59,83 +61,12 @@ def _ts(values: np.ndarray, step: bool) -> list[Any]:
 
 def chrome_trace(trace: Trace) -> dict[str, Any]:
     """The trace as a Chrome Trace Event JSON object (see the module docstring)."""
-    from .formats.chrome.memory import MEMORY_COUNTER
-
-    ev = trace.events
     step = trace.time_unit == "step"
-    pids: dict[str, int] = {}
-    tids: dict[tuple[str, str], int] = {}
-    out: list[dict[str, Any]] = []
-
-    def pid_of(process: str) -> int:
-        if process not in pids:
-            pids[process] = len(pids) + 1
-            out.append({"ph": "M", "name": "process_name", "pid": pids[process], "tid": 0,
-                        "args": {"name": process}})
-        return pids[process]
-
-    def tid_of(process: str, thread: str) -> int:
-        key = (process, thread)
-        if key not in tids:
-            tids[key] = sum(1 for p, _ in tids if p == process) + 1
-            out.append({"ph": "M", "name": "thread_name", "pid": pid_of(process), "tid": tids[key],
-                        "args": {"name": thread}})
-        return tids[key]
-
-    extra = [c for c in ev.columns if c not in EVENT_COLUMNS]
-    extra_values = {c: ev[c].astype(object).tolist() for c in extra}
-    ts = _ts(ev["start"].to_numpy(np.int64), step)
-    dur = _ts(ev["dur"].to_numpy(np.int64), step)
-    place: dict[int, tuple[int, int]] = {}
-    for i, (eid, name, cat, phase, process, thread, kind) in enumerate(zip(
-            ev.index.tolist(), ev["name"].astype(str).tolist(), ev["category"].astype(str).tolist(),
-            ev["phase"].astype(str).tolist(), ev["process"].astype(str).tolist(),
-            ev["thread"].astype(str).tolist(), ev["kind"].astype(str).tolist(), strict=True)):
-        pid, tid = pid_of(process), tid_of(process, thread)
-        place[eid] = (pid, tid)
-        cells = ((k, json_safe(vals[i])) for k, vals in extra_values.items())
-        args = {k: v for k, v in cells if v is not None}
-        args.update(json_safe(trace.args(eid)) or {})
-        args["phase"] = phase
-        record: dict[str, Any] = {"name": name, "cat": cat, "pid": pid, "tid": tid, "ts": ts[i]}
-        if kind == "instant":
-            record.update(ph="i", s="t")
-        else:
-            record.update(ph="X", dur=dur[i])
-            if kind == "async":
-                args["kind"] = "async"
-        record["args"] = args
-        out.append(record)
-
-    mem = trace.memory
-    for time, device, nbytes in zip(_ts(mem["time"].to_numpy(np.int64), step),
-                                    mem["device"].astype(str).tolist(), mem["bytes"].tolist(), strict=True):
-        out.append({"ph": "C", "name": device, "cat": "memory", "pid": pid_of(device), "tid": 0,
-                    "ts": time, "args": {device: nbytes}})
-    counters = trace.counters
-    if counters is not None and len(counters):
-        others = counters[~counters["name"].astype(str).str.contains(MEMORY_COUNTER)]
-        for time, process, name, series, value in zip(
-                _ts(others["time"].to_numpy(np.int64), step), others["process"].astype(str).tolist(),
-                others["name"].astype(str).tolist(), others["series"].astype(str).tolist(),
-                others["value"].tolist(), strict=True):
-            out.append({"ph": "C", "name": name, "pid": pid_of(process), "tid": 0, "ts": time,
-                        "args": {series: value}})
-
-    flows = trace.flows
-    dropped = 0
-    for fid, name, cat, src, dst, start, end in zip(
-            flows["flow_id"].astype(str).tolist(), flows["name"].astype(str).tolist(),
-            flows["category"].astype(str).tolist(), flows["source"].tolist(), flows["target"].tolist(),
-            _ts(flows["start"].to_numpy(np.int64), step), _ts(flows["end"].to_numpy(np.int64), step),
-            strict=True):
-        if src not in place or dst not in place:
-            dropped += 1
-            continue
-        common = {"name": name, "cat": cat, "id": fid}
-        out.append({"ph": "s", **common, "pid": place[src][0], "tid": place[src][1], "ts": start})
-        out.append({"ph": "f", "bp": "e", **common, "pid": place[dst][0], "tid": place[dst][1], "ts": end})
-
+    writer = _ChromeWriter(step)
+    place = writer.events(trace)
+    writer.memory(trace)
+    writer.counters(trace)
+    dropped = writer.flows(trace, place)
     other: dict[str, Any] = {
         "generator": "jupyter_profview", "source_format": trace.format, "time_unit": trace.time_unit,
     }
@@ -145,7 +76,107 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
         other["time_unit_note"] = STEP_NOTE
     if dropped:
         other["flows_dropped_without_both_events"] = dropped
-    return {"traceEvents": out, "displayTimeUnit": "ms" if step else "ns", "otherData": other}
+    return {"traceEvents": writer.out, "displayTimeUnit": "ms" if step else "ns", "otherData": other}
+
+
+class _ChromeWriter:
+    """Chrome records being written (``out``), with pid/tid numbers given in
+    order of first use, each announced by a ``process_name``/``thread_name``
+    metadata record."""
+
+    def __init__(self, step: bool) -> None:
+        self.step = step
+        self.pids: dict[str, int] = {}
+        self.tids: dict[tuple[str, str], int] = {}
+        self.out: list[dict[str, Any]] = []
+
+    def pid_of(self, process: str) -> int:
+        if process not in self.pids:
+            self.pids[process] = len(self.pids) + 1
+            self.out.append({"ph": "M", "name": "process_name", "pid": self.pids[process], "tid": 0,
+                             "args": {"name": process}})
+        return self.pids[process]
+
+    def tid_of(self, process: str, thread: str) -> int:
+        key = (process, thread)
+        if key not in self.tids:
+            self.tids[key] = sum(1 for p, _ in self.tids if p == process) + 1
+            self.out.append({"ph": "M", "name": "thread_name", "pid": self.pid_of(process),
+                             "tid": self.tids[key], "args": {"name": thread}})
+        return self.tids[key]
+
+    def events(self, trace: Trace) -> dict[int, tuple[int, int]]:
+        """``X``/``i`` records of the events (extra columns and args in ``args``);
+        returns the (pid, tid) of each event id, for the flows."""
+        ev = trace.events
+        extra_values = {c: ev[c].astype(object).tolist() for c in ev.columns if c not in EVENT_COLUMNS}
+        ts = _ts(ev["start"].to_numpy(np.int64), self.step)
+        dur = _ts(ev["dur"].to_numpy(np.int64), self.step)
+        place: dict[int, tuple[int, int]] = {}
+        for i, (eid, name, cat, phase, process, thread, kind) in enumerate(zip(
+                ev.index.tolist(), ev["name"].astype(str).tolist(), ev["category"].astype(str).tolist(),
+                ev["phase"].astype(str).tolist(), ev["process"].astype(str).tolist(),
+                ev["thread"].astype(str).tolist(), ev["kind"].astype(str).tolist(), strict=True)):
+            pid, tid = self.pid_of(process), self.tid_of(process, thread)
+            place[eid] = (pid, tid)
+            cells = ((k, json_safe(vals[i])) for k, vals in extra_values.items())
+            args = {k: v for k, v in cells if v is not None}
+            args.update(json_safe(trace.args(eid)) or {})
+            args["phase"] = phase
+            record: dict[str, Any] = {"name": name, "cat": cat, "pid": pid, "tid": tid, "ts": ts[i]}
+            if kind == "instant":
+                record.update(ph="i", s="t")
+            else:
+                record.update(ph="X", dur=dur[i])
+                if kind == "async":
+                    args["kind"] = "async"
+            record["args"] = args
+            self.out.append(record)
+        return place
+
+    def memory(self, trace: Trace) -> None:
+        """One ``C`` record per memory row, on a process named for its device."""
+        mem = trace.memory
+        for time, device, nbytes in zip(_ts(mem["time"].to_numpy(np.int64), self.step),
+                                        mem["device"].astype(str).tolist(), mem["bytes"].tolist(),
+                                        strict=True):
+            self.out.append({"ph": "C", "name": device, "cat": "memory", "pid": self.pid_of(device), "tid": 0,
+                             "ts": time, "args": {device: nbytes}})
+
+    def counters(self, trace: Trace) -> None:
+        """``C`` records of the counters other than memory (written by :meth:`memory`)."""
+        from .formats.chrome.memory import MEMORY_COUNTER
+
+        counters = trace.counters
+        if counters is None or not len(counters):
+            return
+        others = counters[~counters["name"].astype(str).str.contains(MEMORY_COUNTER)]
+        for time, process, name, series, value in zip(
+                _ts(others["time"].to_numpy(np.int64), self.step), others["process"].astype(str).tolist(),
+                others["name"].astype(str).tolist(), others["series"].astype(str).tolist(),
+                others["value"].tolist(), strict=True):
+            self.out.append({"ph": "C", "name": name, "pid": self.pid_of(process), "tid": 0, "ts": time,
+                             "args": {series: value}})
+
+    def flows(self, trace: Trace, place: dict[int, tuple[int, int]]) -> int:
+        """An ``s``/``f`` pair per flow whose both ends are events; returns how
+        many flows were dropped for lack of one."""
+        flows = trace.flows
+        dropped = 0
+        starts = _ts(flows["start"].to_numpy(np.int64), self.step)
+        ends = _ts(flows["end"].to_numpy(np.int64), self.step)
+        for fid, name, cat, src, dst, start, end in zip(
+                flows["flow_id"].astype(str).tolist(), flows["name"].astype(str).tolist(),
+                flows["category"].astype(str).tolist(), flows["source"].tolist(), flows["target"].tolist(),
+                starts, ends, strict=True):
+            if src not in place or dst not in place:
+                dropped += 1
+                continue
+            common = {"name": name, "cat": cat, "id": fid}
+            self.out.append({"ph": "s", **common, "pid": place[src][0], "tid": place[src][1], "ts": start})
+            self.out.append({"ph": "f", "bp": "e", **common, "pid": place[dst][0], "tid": place[dst][1],
+                             "ts": end})
+        return dropped
 
 
 def write_chrome(trace: Trace, path: Path) -> None:
@@ -164,7 +195,8 @@ def write_chrome(trace: Trace, path: Path) -> None:
 def parquet_paths(trace: Trace, path: Path) -> dict[str, Path]:
     """``out.parquet`` -> ``{"events": out.events.parquet, ...}`` for the trace's tables."""
     stem = path.name[: -len(".parquet")] if path.name.endswith(".parquet") else path.name
-    names = [t for t in TABLES if t != "counters" or trace.counters is not None]
+    present = {"counters": trace.counters is not None, "launches": len(trace.launches) > 0}
+    names = [t for t in TABLES if present.get(t, True)]
     return {t: path.with_name(f"{stem}.{t}.parquet") for t in names}
 
 
@@ -202,18 +234,29 @@ def trace_meta(trace: Trace) -> dict[str, Any]:
 
 
 def write_frame(frame: pd.DataFrame, target: Path, meta: Mapping[str, Any], *,
-                compression: str = "snappy") -> None:
+                compression: str = "snappy", statistics: Collection[str] | None = None,
+                lean: bool = False) -> None:
     """One table as one Parquet file; ``meta`` plus the pandas ``dtypes`` of its
     columns (so a reader can restore categoricals, ``Int64``, ``string``) go
-    into the schema metadata under ``jupyter_profview``."""
+    into the schema metadata under ``jupyter_profview``.
+
+    ``lean=True`` (the rank cache, written once per load and read by DuckDB)
+    trades file size for write time: dictionary pages only for categorical
+    columns (already codes + categories in pandas) and min/max statistics only
+    for the columns in ``statistics`` (the time columns, which queries filter on)."""
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise ImportError("Parquet output needs pyarrow: pip install pyarrow") from exc
 
     dtypes = {str(c): str(t) for c, t in frame.dtypes.items()}
-    pq.write_table(_arrow_table(frame, json.dumps({**meta, "dtypes": dtypes}).encode()), target,
-                   compression=compression)
+    table = _arrow_table(frame, json.dumps({**meta, "dtypes": dtypes}).encode())
+    options: dict[str, Any] = {}
+    if lean:
+        options["use_dictionary"] = [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
+        options["write_statistics"] = [c for c in table.column_names if c in set(statistics or ())]
+    pq.write_table(table, target, compression=compression, **options)
 
 
 def write_parquet(trace: Trace, path: Path) -> list[Path]:

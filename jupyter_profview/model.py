@@ -148,6 +148,7 @@ class Quality:
     clipped: int = 0             # durations clipped to the trace end
     negative_durations: int = 0  # negative durations set to 0
     unknown_phases: int = 0      # events whose phase is "other" for lack of a rule
+    unpaired_flows: int = 0      # placed slices whose flow v2 bind_id gives no arrow (no partner)
 
     @property
     def unaccounted(self) -> int:
@@ -164,6 +165,7 @@ class Quality:
             "clipped": self.clipped,
             "negative_durations": self.negative_durations,
             "unknown_phases": self.unknown_phases,
+            "unpaired_flows": self.unpaired_flows,
             "unaccounted": self.unaccounted,
         }
 

@@ -46,6 +46,7 @@ MAX_STRING = 64 * 1024 * 1024  # bytes of one JSON string, as written (>= CHUNK_
 MAX_LINE = 64 * 1024 * 1024  # bytes of one line of a text format
 MAX_PROTOBUF = 2 * 1024 * 1024 * 1024 - 1  # protobuf messages are limited to 2 GiB
 SQUEEZE_RUN = 4096  # whitespace runs at least this long are squeezed
+RAW_BLOCK = 256 * 1024  # compressed bytes read at a time (keeps raw_consumed fine-grained)
 
 
 class Source:
@@ -85,6 +86,7 @@ class Source:
         self.is_gzip = self._raw_head(2) == GZIP_MAGIC
         self._head_cache: bytes | None = None
         self.consumed = 0  # decompressed bytes read so far (for "how far it got")
+        self.raw_consumed = 0  # stored (compressed) bytes read so far by chunks()
 
     # -- raw (possibly compressed) access ---------------------------------
     def _raw_head(self, n: int) -> bytes:
@@ -158,7 +160,7 @@ class Source:
 
     def chunks(self, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes | memoryview]:
         """Decompressed content in chunks; raises ProfviewError on bad gzip."""
-        self.consumed = 0
+        self.consumed = self.raw_consumed = 0
         if not self.is_gzip and self._data is not None:
             view = memoryview(self._data)
             for i in range(0, len(view), chunk_size):
@@ -168,8 +170,9 @@ class Source:
         raw = self._open_raw()
         try:
             inflated = [0]  # decompressed so far, for error positions
-            blocks = (self._gunzip(raw, chunk_size, inflated) if self.is_gzip
-                      else iter(lambda: raw.read(chunk_size), b""))
+            counted = _Counted(raw, self)
+            blocks = (self._gunzip(counted, chunk_size, inflated) if self.is_gzip
+                      else iter(lambda: counted.read(chunk_size), b""))
             while True:
                 try:
                     block = next(blocks, b"")
@@ -189,7 +192,7 @@ class Source:
             raw.close()
 
     @staticmethod
-    def _gunzip(raw: IO[bytes], chunk_size: int, inflated: list[int]) -> Iterator[bytes]:
+    def _gunzip(raw: _Counted, chunk_size: int, inflated: list[int]) -> Iterator[bytes]:
         """Decompressed blocks of about ``chunk_size`` bytes, with zlib directly
         (twice as fast as GzipFile): concatenated members are one stream, zero
         padding after a member is ignored, anything else is an error (as gzip)."""
@@ -199,7 +202,7 @@ class Source:
         data = b""
         while True:
             if not data:
-                data = raw.read(1 << 20)
+                data = raw.read(RAW_BLOCK)
                 if not data:
                     if not d.eof:
                         raise EOFError("compressed file ended before the end-of-stream marker was reached")
@@ -211,7 +214,7 @@ class Source:
                 inflated[0] += len(piece)
             if d.eof:  # a member ended: zero padding, the end, or the next member
                 data = d.unused_data.lstrip(b"\0")
-                while not data and (more := raw.read(1 << 20)):
+                while not data and (more := raw.read(RAW_BLOCK)):
                     data = more.lstrip(b"\0")
                 if not data:
                     break
@@ -227,6 +230,12 @@ class Source:
                 parts, size = [], 0
         if parts:
             yield b"".join(parts)
+
+    def expansion(self) -> float:
+        """Decompressed bytes per stored byte read so far by :meth:`chunks`
+        (1 for uncompressed input); gzip of real trace data stays far below
+        the ~1000x of a bomb's filler."""
+        return self.consumed / max(self.raw_consumed, 1) if self.is_gzip else 1.0
 
     def read(self, limit: int | None = None) -> bytes:
         """The whole decompressed content; more than ``limit`` bytes is a ProfviewError."""
@@ -244,6 +253,14 @@ class Source:
                 )
             parts.append(bytes(chunk))
         return b"".join(parts)
+
+    def reader(self, limit: int | None = None) -> io.BufferedReader:
+        """The decompressed content as a buffered binary file, streamed (see
+        :class:`~jupyter_profview.text_stream.ChunkReader`); more than
+        ``limit`` bytes is a ProfviewError."""
+        from .text_stream import ChunkReader
+
+        return io.BufferedReader(ChunkReader(self, limit), buffer_size=1 << 20)
 
     def json_document(self) -> Squeezed:
         """The whole decompressed JSON text with long whitespace runs between
@@ -278,3 +295,16 @@ class Source:
                 position=f"byte {exc.start}",
                 expected="a text trace",
             ) from None
+
+
+class _Counted:
+    """A stored file whose reads count into ``source.raw_consumed``."""
+
+    def __init__(self, raw: IO[bytes], source: Source) -> None:
+        self.raw = raw
+        self.source = source
+
+    def read(self, n: int) -> bytes:
+        data = self.raw.read(n)
+        self.source.raw_consumed += len(data)
+        return data

@@ -13,10 +13,14 @@ limits in :mod:`jupyter_profview.sources`).
   ``MAX_LINE`` is an error.
 * :func:`squeeze_lines`: the whole text with runs of blank lines squeezed,
   for formats parsed whole (protobuf text), with the original line numbers.
+* :class:`ChunkReader`: the decompressed bytes as a raw binary file read
+  chunk by chunk (for parsers that take a file, such as pickle), with a
+  limit on the total.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
@@ -239,3 +243,37 @@ def squeeze_lines(source: Source) -> Squeezed:
         kept.append(line)  # type: ignore[arg-type]
     result.data = b"\n".join(kept)
     return result
+
+
+class ChunkReader(io.RawIOBase):
+    """A readable raw file over ``source.chunks()``: nothing is read ahead
+    beyond one chunk, and more than ``limit`` decompressed bytes (if given)
+    is a ProfviewError.  Wrap it in :class:`io.BufferedReader` for
+    ``readline``/``peek`` (see :meth:`~jupyter_profview.sources.Source.reader`)."""
+
+    def __init__(self, source: Source, limit: int | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.limit = limit
+        self._chunks = source.chunks()
+        self._chunk = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not len(self._chunk):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            if self.limit is not None and self.source.consumed > self.limit:
+                raise ProfviewError(
+                    f"the input expands to more than {self.limit:,} bytes", source=self.source.name,
+                    position=f"after {self.source.consumed:,} decompressed bytes",
+                    expected=f"at most {self.limit:,} bytes",
+                )
+            self._chunk = memoryview(chunk).cast("B")
+        n = min(len(buffer), len(self._chunk))
+        memoryview(buffer).cast("B")[:n] = self._chunk[:n]
+        self._chunk = self._chunk[n:]
+        return n

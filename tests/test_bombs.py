@@ -44,6 +44,7 @@ CHILD = textwrap.dedent("""
     try:
         trace = profview.load(path, format=fmt)
         out["events"] = len(trace.events)
+        out["memory"] = 0 if trace.memory is None else len(trace.memory)
     except profview.ProfviewError as exc:
         out["error"] = str(exc)
         out["source"], out["position"] = exc.source, exc.position
@@ -155,6 +156,88 @@ def test_many_lines_run_out_of_memory_as_a_profview_error(tmp_path: Path) -> Non
     path = bomb(tmp_path / "many.txt.gz", b"", lines, b"", gib=0.5)
     result = run(path, "tf_node_order", b"a/b\n", limit_mb=300)
     assert_error(result, path, "ran out of memory", "decompressed bytes read")
+
+
+# -- PyTorch memory timeline (JSON), CUDA snapshot (pickle), XSpace (binary protobuf) --------
+
+TIMELINE_WARM = "[[1], [[0, 1, 0, 0, 0, 0, 0, 0, 0]]]"
+
+
+def test_torch_memory_timeline_whitespace_costs_nothing(tmp_path: Path) -> None:
+    tail = b"2000], [[0, 1, 0, 0, 0, 0, 0, 0, 0], [0, 3, 0, 0, 0, 0, 0, 0, 0]]]"
+    path = bomb(tmp_path / "timeline.json.gz", b"[[1000, ", b" \n\t\r\n", tail)
+    result = run(path, warm=TIMELINE_WARM.encode())
+    assert "error" not in result and result["memory"] > 0, result
+
+
+def test_torch_memory_timeline_giant_string(tmp_path: Path) -> None:
+    path = bomb(tmp_path / "timeline.json.gz", b'[[1000, "', b"abcdefgh", b'"], [[0]]]')
+    result = run(path, "torch_memory_timeline", TIMELINE_WARM.encode())
+    assert_error(result, path, "string longer than 64 MiB")
+    assert result["position"] == f"byte {len(b'[[1000, ')}", result
+
+
+def _snapshot_head(opcode_and_length: bytes) -> bytes:
+    """A protocol-2 pickle ``{"segments": <value>`` up to the value's header."""
+    return b"\x80\x02}q\x00X\x08\x00\x00\x00segmentsq\x01" + opcode_and_length
+
+
+@pytest.mark.parametrize(("opcode", "length"), [(b"X", b"\xf0\xff\xff\xff"),  # BINUNICODE: 4 GiB
+                                                (b"\x8d", (1 << 40).to_bytes(8, "little"))])  # BINUNICODE8
+def test_torch_snapshot_giant_string(tmp_path: Path, opcode: bytes, length: bytes) -> None:
+    """A declared multi-GiB string is refused before anything is read or allocated."""
+    head = _snapshot_head(opcode + length)
+    path = bomb(tmp_path / "snap.pickle.gz", head, b"abcdefgh", b"")
+    result = run(path, "torch_cuda_snapshot")
+    assert_error(result, path, "more than 64 MiB")
+    assert result["position"] == f"byte {len(head)}", result
+
+
+def test_torch_snapshot_filler_is_not_read_whole(tmp_path: Path) -> None:
+    """Bytes that are no pickle opcodes stop the (streamed) unpickler at once."""
+    path = bomb(tmp_path / "snap.pickle.gz", _snapshot_head(b""), b" \n", b"")
+    result = run(path, "torch_cuda_snapshot")
+    assert_error(result, path, "corrupt pickle")
+    assert result["position"].startswith("byte "), result
+
+
+def test_torch_snapshot_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from jupyter_profview import load
+    from jupyter_profview.errors import ProfviewError
+    from jupyter_profview.formats import torch_snapshot
+
+    data = pickle.dumps({"segments": [], "device_traces": [["x" * 1000] * 3000]}, protocol=4)
+    monkeypatch.setattr(torch_snapshot, "MAX_SNAPSHOT", len(data) // 2)
+    with pytest.raises(ProfviewError, match="expands to more than") as info:
+        load(gzip.compress(data), format="torch_cuda_snapshot")
+    assert info.value.position.startswith("after ")
+
+
+def _xplane_head(plane_size: int) -> bytes:
+    """XSpace field 1 (a plane) of ``plane_size`` bytes starting with its name."""
+    size, varint = plane_size, b""
+    while size >= 0x80:
+        varint += bytes([size & 0x7F | 0x80])
+        size >>= 7
+    return b"\x0a" + varint + bytes([size]) + b"\x12\x09/host:CPU"
+
+
+def test_xspace_plane_of_filler_is_refused(tmp_path: Path) -> None:
+    """A plane declared 2 GiB long and made of gzip filler: stopped early."""
+    path = bomb(tmp_path / "bomb.xplane.pb.gz", _xplane_head(2**31 - 2), b"abcdefgh", b"")
+    result = run(path, "xspace")
+    assert_error(result, path, "gzip bomb")
+    assert result["position"] == "byte 0", result
+
+
+@pytest.mark.parametrize(("filler", "words"), [(b" ", "not length-delimited"),
+                                               (b"x", "top-level fields XSpace does not define")])
+def test_xspace_filler_after_a_plane(tmp_path: Path, filler: bytes, words: str) -> None:
+    plane = _xplane_head(11)[:-11] + b"\x12\x09/host:CPU"
+    path = bomb(tmp_path / "bomb.xplane.pb.gz", plane, filler, b"")
+    assert_error(run(path, "xspace"), path, words)
 
 
 def test_corrupt_gzip_header_has_a_position(tmp_path: Path) -> None:

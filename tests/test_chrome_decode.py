@@ -27,7 +27,7 @@ from jupyter_profview.sources import Source
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = ["torch_mlp_train.json", "torch_mlp_train_adam.json.gz", "chrome_begin_end.json",
-            "chrome_counters_async.json", "chrome_flows_v1.json", "xprof_trace.json",
+            "chrome_counters_async.json", "chrome_flows_v1.json", "chrome_flows_v2.json", "xprof_trace.json",
             "tf_timeline.json", "tf_timeline_real.json"]
 NATIVE = _native.available()
 FUZZ_EXAMPLES = int(os.environ.get("PROFVIEW_FUZZ_EXAMPLES", "150"))  # raise for a longer soak
@@ -197,6 +197,9 @@ event = st.fixed_dictionaries({}, optional={
     "bp": st.one_of(st.just("e"), json_values),
     "s": st.sampled_from(["g", "p", "t"]),
     "args": st.one_of(arg_values, json_values),
+    "bind_id": st.one_of(st.integers(0, 3), st.sampled_from(["0x1", "1", "a", "zz"]), json_values),
+    "flow_in": st.one_of(st.booleans(), json_values),
+    "flow_out": st.one_of(st.booleans(), json_values),
 })
 
 

@@ -43,7 +43,8 @@ pytestmark = pytest.mark.skipif(
 DATA = Path(__file__).parent / "data"
 CHUNK_SIZES = (1, 2, 3, 5, 7, 64, 4096, 1 << 24)
 
-CODE_ARRAYS = ("ph", "name_code", "cat_code", "pid_code", "tid_code", "id_code", "ts_ns", "dur_ns", "bp")
+CODE_ARRAYS = ("ph", "name_code", "cat_code", "pid_code", "tid_code", "id_code", "ts_ns", "dur_ns", "bp",
+               "bind_code", "flow_dir")
 
 
 def chrome_fixtures() -> list[Path]:
@@ -401,15 +402,17 @@ def event(draw: st.DrawFn, supported: bool) -> str:
     members: list[tuple[str, str]] = []
     keys = draw(st.lists(st.sampled_from(
         ["ph", "name", "cat", "pid", "tid", "id", "id2", "ts", "dur", "bp", "s", "args", "args", "tts",
-         "cname", "other"]), max_size=10))
+         "cname", "other", "bind_id", "flow_in", "flow_out"]), max_size=10))
     for key in keys:
         if key in ("ph", "bp", "s"):
             short = draw(st.sampled_from(["X", "B", "e", "t", "", "XY", "\u00e9", "\n"]))
             value = draw(st.one_of(json_string(short), json_value(2)))
         elif key in ("name", "cat"):
             value = draw(json_string()) if supported or draw(st.integers(0, 9)) else draw(json_value(2))
-        elif key in ("pid", "tid", "id"):
+        elif key in ("pid", "tid", "id", "bind_id"):
             value = draw(token_value(supported))
+        elif key in ("flow_in", "flow_out"):
+            value = draw(st.sampled_from(["true", "false", "1", '"true"', "null"]))
         elif key == "id2":
             inner = draw(token_value(supported))
             which = draw(st.sampled_from(["local", "global"] if supported else ["local", "global", "other"]))

@@ -516,3 +516,85 @@ def test_a_directory_without_traces_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a trace")
     with pytest.raises(ProfviewError, match="no trace files in this directory"):
         load_many(tmp_path, progress=False)
+
+
+# -- launches and counters through the cache ------------------------------------------
+
+AMD = DATA / "hta" / "amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"  # no distributedInfo
+DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+def two_ranks_of(source: Path, target: Path) -> Path:
+    target.mkdir()
+    suffix = "".join(source.suffixes[-2:]) if source.name.endswith(".gz") else source.suffix
+    for rank in (0, 1):
+        shutil.copy(source, target / f"rank-{rank}{suffix}")
+    return target
+
+
+def test_launches_survive_the_cache(tmp_path: Path) -> None:
+    device = sum(1 for e in read_json(AMD)["traceEvents"]
+                 if e.get("ph") == "X" and e.get("cat") in DEVICE_CATEGORIES)
+    alone = profview.load(AMD).launches
+    assert len(alone) == device > 0
+    run = two_ranks_of(AMD, tmp_path / "run")
+    first = load_many(run, cache=tmp_path / "cache", progress=False, workers=2)
+    again = load_many(run, cache=tmp_path / "cache", progress=False)  # read back from the cache
+    assert not any(first.cached.values()) and all(again.cached.values())
+    for got in (first, again):
+        assert got.ranks == [0, 1]
+        assert got.launches["rank"].value_counts().sort_index().tolist() == [device, device]
+        assert got.sql("select rank, count(*) as n from launches group by rank order by rank")["n"].tolist() \
+            == [device, device]
+        for rank in got.ranks:
+            pd.testing.assert_frame_equal(got[rank].launches.reset_index(drop=True),
+                                          alone.reset_index(drop=True), check_categorical=False)
+    # times on the common clock: the copies share one origin, so both ranks' kernels start alike
+    starts = first.launches.groupby("rank")["kernel_start"].apply(list)
+    assert starts[0] == starts[1]
+
+
+def test_counters_survive_the_cache(tmp_path: Path) -> None:
+    source = DATA / "chrome_counters_async.json"
+    counted = sum(isinstance(v, (int, float)) for e in json.loads(source.read_text())["traceEvents"]
+                  if e.get("ph") == "C" for v in (e.get("args") or {}).values())  # one row per numeric series
+    alone = profview.load(source).counters
+    assert alone is not None and len(alone) > 0
+    run = two_ranks_of(source, tmp_path / "run")
+    load_many(run, cache=tmp_path / "cache", progress=False, workers=1)
+    got = load_many(run, cache=tmp_path / "cache", progress=False)
+    assert all(got.cached.values())
+    assert got.counters["rank"].value_counts().sort_index().tolist() == [len(alone)] * 2
+    for rank in got.ranks:
+        counters = got[rank].counters
+        assert counters is not None
+        pd.testing.assert_frame_equal(counters.reset_index(drop=True), alone.reset_index(drop=True),
+                                      check_categorical=False)
+    assert len(alone) == counted
+
+
+def test_parquet_export_writes_launches_where_the_trace_has_them(tmp_path: Path) -> None:
+    from jupyter_profview.export import write_parquet
+
+    trace = profview.load(AMD)
+    written = {p.name for p in write_parquet(trace, tmp_path / "out.parquet")}
+    assert "out.launches.parquet" in written
+    back = pd.read_parquet(tmp_path / "out.launches.parquet")
+    assert back["kernel"].tolist() == trace.launches["kernel"].tolist()
+    assert back["name"].astype(str).tolist() == trace.launches["name"].astype(str).tolist()
+    cpu_only = profview.load(DATA / "hta" / "cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    assert len(cpu_only.launches) == 0
+    names = {p.name for p in write_parquet(cpu_only, tmp_path / "cpu.parquet")}
+    assert "cpu.launches.parquet" not in names and "cpu.events.parquet" in names
+
+
+def test_cache_files_are_lean_but_complete(ts: TraceSet) -> None:
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(ts.table_files("events")[ts.ranks[0]]).metadata
+    columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+               for i in range(meta.num_columns)}
+    assert columns["start"].statistics is not None and columns["start"].statistics.has_min_max
+    assert columns["dur"].statistics is None or not columns["dur"].statistics.has_min_max
+    rows = sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+    assert rows == len(ts[ts.ranks[0]].events)

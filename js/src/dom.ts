@@ -13,6 +13,9 @@ export interface Skeleton {
   root: HTMLDivElement;
   reset: HTMLButtonElement;
   colorBy: HTMLSelectElement;
+  /** Several ranks only (hidden otherwise): expand/collapse every rank, and the rank selector. */
+  expand: HTMLButtonElement;
+  ranks: HTMLInputElement;
   status: HTMLDivElement;
   legend: HTMLDivElement;
   message: HTMLDivElement;
@@ -42,6 +45,16 @@ export function skeleton(): Skeleton {
     o.textContent = `colour: ${k}`;
     colorBy.appendChild(o);
   }
+  const expand = el("button", "pv-expand", bar);
+  expand.type = "button";
+  expand.textContent = "Expand all ranks";
+  expand.title = "Expand every rank (or collapse them all to one busy lane each); click a rank's header for one";
+  expand.style.display = "none";
+  const ranks = el("input", "pv-ranks", bar);
+  ranks.type = "text";
+  ranks.placeholder = "ranks: all";
+  ranks.title = "Ranks to show, e.g. 0, 2-3 (empty: all); Enter applies";
+  ranks.style.display = "none";
   const status = el("div", "pv-status", bar);
   const legend = el("div", "pv-legend", root);
   const message = el("div", "pv-message", root);
@@ -49,7 +62,7 @@ export function skeleton(): Skeleton {
   const tlScroll = el("div", "pv-tl-scroll", timeline);
   const canvas = el("canvas", "pv-tl-canvas", tlScroll);
   const tlSpacer = el("div", "pv-tl-spacer", tlScroll);
-  return { root, reset, colorBy, status, legend, message, timeline, tlScroll, canvas, tlSpacer };
+  return { root, reset, colorBy, expand, ranks, status, legend, message, timeline, tlScroll, canvas, tlSpacer };
 }
 
 export function renderLegend(box: HTMLElement, legend: LegendEntry[]): void {

@@ -1,7 +1,7 @@
 // Mouse, wheel and keyboard on the timeline and memory panels (keys only while focused).
 
 import { formatTime } from "./axis";
-import { rowAt, tracksBetween } from "./layout";
+import { rowAt, tracksBetween, type Group } from "./layout";
 import { AXIS_H, GUTTER_W, setGutterWidth } from "./timeline";
 import { eventLines } from "./tooltip";
 import type { ProfView } from "./view";
@@ -186,12 +186,34 @@ export function attachInput(v: ProfView): void {
     }
     if (row.kind === "group") {
       const g = v.layout.groups[row.group];
-      const full = g.name && g.name !== g.process ? `${g.name} (process ${g.process || "\"\""})` : g.process || "(no process)";
-      v.tooltip.show(rx, ry, [full, `${g.tracks.length} track(s) · click to ${g.collapsed ? "expand" : "collapse"}`]);
+      v.tooltip.show(rx, ry, groupLines(v, g));
       return;
     }
     const t = v.tracks[row.track];
     if (t) v.tooltip.show(rx, ry, [t.name, t.label, `depth ${row.depth} · drag the column's edge to widen it`]);
+  }
+
+  /** Tooltip of a group header: its full name, a rank's clock offset, its busy lane's totals. */
+  function groupLines(view: ProfView, g: Group): string[] {
+    const lines: string[] = [];
+    if (g.kind === "section") {
+      lines.push(g.name);
+      const note = view.notes.get(g.key);
+      if (note) {
+        const align = view.info.align;
+        lines.push(align && Number.isFinite(Number(align.step))
+          ? `aligned on ProfilerStep#${align.step}: ${note} (starts at ${formatTime(Number(align.at), view.unit)})`
+          : `own clock origin vs the earliest rank's: ${note}`);
+      }
+    } else {
+      lines.push(g.name && g.name !== g.process ? `${g.name} (process ${g.process || "\"\""})` : g.process || "(no process)");
+    }
+    const lane = view.summary.get(g.key);
+    if (lane && g.collapsed) {
+      lines.push(`busy ${formatTime(lane.busy, view.unit)} · communication ${formatTime(lane.comm, view.unit)}`);
+    }
+    lines.push(`${g.tracks.length} track(s) · click to ${g.collapsed ? "expand" : "collapse"}`);
+    return lines;
   }
 
   // Memory panel: click lists what is live then; drag pans like the timeline.

@@ -1,5 +1,8 @@
 // Vertical layout of the timeline: process groups (collapsible headers), then one lane per
-// track with one sub-row per depth. All y values are content coordinates (before scrolling).
+// track with one sub-row per depth. Tracks of several ranks (a TraceSet) carry a `section`
+// ("rank 3"): each section gets its own collapsible header above its process groups, and a
+// collapsed section is that one header row (the view draws its busy lane there).
+// All y values are content coordinates (before scrolling).
 
 export interface TrackInfo {
   id: number;
@@ -11,12 +14,23 @@ export interface TrackInfo {
   group: string;
   name: string;
   depths: number;
+  /** The rank of a TraceSet's track, and its section ("rank N"); absent for one trace. */
+  rank?: number;
+  section?: string;
 }
 
 export interface Group {
+  /** What collapses it (the `collapsed_groups` trait): the process, or the section name. */
+  key: string;
+  /** "section": a rank's header above its process groups; "process": a process group. */
+  kind: "section" | "process";
+  /** Indent level: 1 for a process group inside a section. */
+  level: number;
   process: string;
-  /** Shown in the header (the first track's `group`). */
+  /** Shown in the header (the first track's `group`, without its section's prefix). */
   name: string;
+  /** The section's rank (sections only). */
+  rank?: number;
   /** Header top. */
   y: number;
   collapsed: boolean;
@@ -30,6 +44,12 @@ export interface Layout {
   trackY: Float64Array;
   /** Sub-rows drawn per track (at least 1). */
   trackDepths: Uint16Array;
+  /**
+   * y of the header row standing for each track hidden by a collapsed group (the outermost
+   * one: a collapsed section before a collapsed process group); -1 for a track drawn as a lane
+   * or not shown at all (a rank filtered out). Flow arrows to a hidden track end there.
+   */
+  home: Float64Array;
   height: number;
 }
 
@@ -44,39 +64,133 @@ export function parseTracks(raw: unknown): TrackInfo[] {
     const thread = String(t?.thread ?? "");
     const depths = Number(t?.depths);
     const label = String(t?.label ?? (thread || process));
-    return {
+    const out: TrackInfo = {
       id: typeof t?.id === "number" ? t.id : i,
       process, thread, label,
       group: typeof t?.group === "string" ? t.group : process,
       name: typeof t?.name === "string" ? t.name : label,
       depths: Number.isFinite(depths) && depths > 0 ? Math.min(depths, 65535) : 1,
     };
+    if (typeof t?.section === "string" && t.section) out.section = t.section;
+    if (typeof t?.rank === "number" && Number.isInteger(t.rank)) out.rank = t.rank;
+    return out;
   });
 }
 
-export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string>): Layout {
-  const byProcess = new Map<string, number[]>();
+/** The prefix a process group's name loses inside its section ("rank 3 · python" -> "python"). */
+export const SECTION_SEP = " · ";
+
+/**
+ * Groups, lane positions and header rows. `collapsed` holds group keys (process names and
+ * section names); `shown` the ranks to show (null: all; tracks without a rank always show).
+ */
+export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string>,
+  shown: ReadonlySet<number> | null = null): Layout {
+  // Blocks in first-seen order: a section (its processes in first-seen order) or a lone process.
+  type Block = { section: string | null; rank?: number; processes: Map<string, number[]> };
+  const blocks: Block[] = [];
+  const bySection = new Map<string, Block>();
+  const lone = new Map<string, Block>();
   tracks.forEach((t, i) => {
-    const list = byProcess.get(t.process);
+    if (t.rank !== undefined && shown && !shown.has(t.rank)) return;
+    let block: Block | undefined;
+    if (t.section) {
+      block = bySection.get(t.section);
+      if (!block) {
+        block = { section: t.section, rank: t.rank, processes: new Map() };
+        bySection.set(t.section, block);
+        blocks.push(block);
+      }
+    } else {
+      block = lone.get(t.process);
+      if (!block) {
+        block = { section: null, processes: new Map() };
+        lone.set(t.process, block);
+        blocks.push(block);
+      }
+    }
+    const list = block.processes.get(t.process);
     if (list) list.push(i);
-    else byProcess.set(t.process, [i]);
+    else block.processes.set(t.process, [i]);
   });
   const trackY = new Float64Array(tracks.length).fill(-1);
+  const home = new Float64Array(tracks.length).fill(-1);
   const trackDepths = new Uint16Array(tracks.length);
+  tracks.forEach((t, i) => (trackDepths[i] = t.depths));
   const groups: Group[] = [];
   let y = 0;
-  for (const [process, idx] of byProcess) {
-    const isCollapsed = collapsed.has(process);
-    groups.push({ process, name: tracks[idx[0]].group, y, collapsed: isCollapsed, tracks: idx });
-    y += GROUP_H;
-    for (const i of idx) {
-      trackDepths[i] = tracks[i].depths;
-      if (isCollapsed) continue;
-      trackY[i] = y;
-      y += tracks[i].depths * ROW_H + TRACK_GAP;
+  for (const block of blocks) {
+    let level = 0;
+    let sectionHidden = false;
+    if (block.section !== null) {
+      const all = Array.from(block.processes.values()).flat();
+      sectionHidden = collapsed.has(block.section);
+      groups.push({ key: block.section, kind: "section", level: 0, process: "", name: block.section,
+        rank: block.rank, y, collapsed: sectionHidden, tracks: all });
+      if (sectionHidden) for (const i of all) home[i] = y;
+      y += GROUP_H;
+      level = 1;
+      if (sectionHidden) continue;
+    }
+    const prefix = block.section !== null ? block.section + SECTION_SEP : "";
+    for (const [process, idx] of block.processes) {
+      const isCollapsed = collapsed.has(process);
+      const full = tracks[idx[0]].group;
+      const name = prefix && full.startsWith(prefix) ? full.slice(prefix.length) : full;
+      groups.push({ key: process, kind: "process", level, process, name, y, collapsed: isCollapsed, tracks: idx });
+      const header = y;
+      y += GROUP_H;
+      for (const i of idx) {
+        if (isCollapsed) {
+          home[i] = header;
+          continue;
+        }
+        trackY[i] = y;
+        y += tracks[i].depths * ROW_H + TRACK_GAP;
+      }
     }
   }
-  return { groups, trackY, trackDepths, height: y };
+  return { groups, trackY, trackDepths, home, height: y };
+}
+
+/** The keys of every section (the "expand / collapse all ranks" button). */
+export function sectionKeys(tracks: TrackInfo[]): string[] {
+  const out: string[] = [];
+  for (const t of tracks) if (t.section && !out.includes(t.section)) out.push(t.section);
+  return out;
+}
+
+/**
+ * Ranks typed into the rank selector: "0, 2-3" -> {0, 2, 3}; "" or "all" -> null (all ranks).
+ * Anything else (a word, a reversed range) -> undefined, so the caller can flag the input.
+ */
+export function parseRanks(text: string): Set<number> | null | undefined {
+  const t = text.trim();
+  if (t === "" || t.toLowerCase() === "all") return null;
+  const out = new Set<number>();
+  for (const part of t.split(/[,\s]+/).filter(Boolean)) {
+    const m = part.match(/^(\d+)(?:-(\d+))?$/);
+    if (!m) return undefined;
+    const a = Number(m[1]);
+    const b = m[2] === undefined ? a : Number(m[2]);
+    if (b < a || b - a > 100_000) return undefined;
+    for (let r = a; r <= b; r++) out.add(r);
+  }
+  return out;
+}
+
+/** The text of a set of ranks, ranges joined ("0, 2-3"); "" for null (all). */
+export function ranksText(ranks: Iterable<number> | null): string {
+  if (!ranks) return "";
+  const sorted = Array.from(new Set(ranks)).sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length; i++) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    parts.push(j > i ? `${sorted[i]}-${sorted[j]}` : String(sorted[i]));
+    i = j;
+  }
+  return parts.join(", ");
 }
 
 export type RowHit =
@@ -111,6 +225,7 @@ export function tracksBetween(layout: Layout, y0: number, y1: number): number[] 
   const hi = Math.max(y0, y1);
   const out: number[] = [];
   for (const g of layout.groups) {
+    if (g.kind !== "process") continue; // a section's tracks are its process groups' tracks
     for (const t of g.tracks) {
       const top = layout.trackY[t];
       if (top < 0) continue;

@@ -1,29 +1,70 @@
 // Virtualized events table of the selection (or of the visible window) through `_table`:
-// only the visible rows exist in the DOM; rows arrive in pages of `offset/limit`.
+// only the visible rows exist in the DOM; rows arrive in pages of `offset/limit`. When the
+// selection holds device kernels (or their launch calls) the table switches to their launch
+// rows (kernel, launch call, issuing cpu_op, launch delay); tabs switch back and forth.
 
 import { formatTime, type TimeUnit } from "./axis";
 import { decodeFrame } from "./codec";
 import type { Rpc } from "./rpc";
 import type { SelectionTrait } from "./selection";
 
-export type SortKey = "start" | "dur" | "self" | "name";
+export type SortKey = "start" | "dur" | "self" | "name" | "delay";
+export type TableKind = "events" | "launches";
 /** What the table lists: the events of `selection` (the `_selection` value it was made for) or of the window. */
 export interface TableQuery { mode: "selection" | "window"; t0: number; t1: number; selection?: SelectionTrait }
-export interface TableRow { id: number; start: number; dur: number; self: number; name: string; category: string; track: number }
-interface TableReply { rows?: number; count?: number; total?: number; self?: number }
+export interface TableRow {
+  id: number; start: number; dur: number; self: number; name: string; category: string; track: number;
+  /** Launch rows: the launch call's and the cpu_op's event ids (-1: none), names and the delay. */
+  launch?: number; launchName?: string; cpuOp?: number; cpuOpName?: string; delay?: number;
+}
+interface TableReply { kind?: string; rows?: number; count?: number; total?: number; self?: number; mean?: number | null; launches?: number }
 
 export const TABLE_ROW_H = 20;
 const PAGE = 200;
 const BODY_H = 200;
 const MAX_ROWS = 1_500_000; // keeps the scroll spacer under browsers' element-height limit
 
-const COLUMNS: Array<{ key: string; label: string; sort: SortKey | null }> = [
-  { key: "name", label: "Name", sort: "name" },
-  { key: "category", label: "Category", sort: null },
-  { key: "start", label: "Start", sort: "start" },
-  { key: "dur", label: "Duration", sort: "dur" },
-  { key: "self", label: "Self", sort: "self" },
+type Col = { key: string; label: string; sort: SortKey | null; text: (r: TableRow, unit: TimeUnit) => string };
+const EVENT_COLUMNS: Col[] = [
+  { key: "name", label: "Name", sort: "name", text: (r) => r.name },
+  { key: "category", label: "Category", sort: null, text: (r) => r.category },
+  { key: "start", label: "Start", sort: "start", text: (r, u) => formatTime(r.start, u) },
+  { key: "dur", label: "Duration", sort: "dur", text: (r, u) => formatTime(r.dur, u) },
+  { key: "self", label: "Self", sort: "self", text: (r, u) => formatTime(r.self, u) },
 ];
+const LAUNCH_COLUMNS: Col[] = [
+  { key: "name", label: "Kernel", sort: "name", text: (r) => r.name },
+  { key: "launch", label: "Launch", sort: null, text: (r) => r.launchName ?? "" },
+  { key: "cpu_op", label: "CPU op", sort: null, text: (r) => r.cpuOpName ?? "" },
+  { key: "start", label: "Start", sort: "start", text: (r, u) => formatTime(r.start, u) },
+  { key: "dur", label: "Duration", sort: "dur", text: (r, u) => formatTime(r.dur, u) },
+  { key: "delay", label: "Delay", sort: "delay", text: (r, u) => formatTime(r.delay ?? NaN, u) },
+];
+export const columnsOf = (kind: TableKind): Col[] => (kind === "launches" ? LAUNCH_COLUMNS : EVENT_COLUMNS);
+
+/** Rows of a `_table` reply frame of launch rows (`kind: "launches"`). */
+export function launchRowsFromFrame(buf: DataView | undefined): TableRow[] {
+  if (!buf) return [];
+  const f = decodeFrame(buf);
+  const c = f.columns;
+  const list = (k: string): string[] => (Array.isArray(f.meta[k]) ? (f.meta[k] as unknown[]).map(String) : []);
+  const names = list("names");
+  const lnames = list("launch_names");
+  const cnames = list("cpu_op_names");
+  const at = (col: ArrayLike<number> | undefined, names: string[], i: number): string =>
+    col && col[i] >= 0 ? names[col[i]] ?? "" : "";
+  const rows: TableRow[] = [];
+  for (let i = 0; i < f.length; i++) {
+    rows.push({
+      id: c.kernel ? c.kernel[i] : -1, start: c.start ? c.start[i] : NaN, dur: c.dur ? c.dur[i] : NaN,
+      self: NaN, name: at(c.name, names, i), category: "", track: c.track ? c.track[i] : 0,
+      launch: c.launch ? c.launch[i] : -1, launchName: at(c.launch_name, lnames, i),
+      cpuOp: c.cpu_op ? c.cpu_op[i] : -1, cpuOpName: at(c.cpu_op_name, cnames, i),
+      delay: c.delay ? c.delay[i] : NaN,
+    });
+  }
+  return rows;
+}
 
 /** Rows of a `_table` reply frame. */
 export function rowsFromFrame(buf: DataView | undefined): TableRow[] {
@@ -58,6 +99,13 @@ export class TablePanel {
   readonly el: HTMLDivElement;
   private head: HTMLDivElement;
   private totals: HTMLDivElement;
+  private tabs: HTMLDivElement;
+  /** What the rows are; `auto`: events, switching to launches when the selection has some. */
+  kind: TableKind = "events";
+  private auto = true;
+  private launchCount = 0;
+  private eventCount = 0;
+  private sorts: Record<TableKind, [SortKey, boolean]> = { events: ["dur", true], launches: ["delay", true] };
   private body: HTMLDivElement;
   private spacer: HTMLDivElement;
   private pool: HTMLDivElement[] = [];
@@ -75,6 +123,8 @@ export class TablePanel {
     this.el.className = "pv-table";
     this.totals = document.createElement("div");
     this.totals.className = "pv-table-totals";
+    this.tabs = document.createElement("div");
+    this.tabs.className = "pv-table-tabs";
     this.head = document.createElement("div");
     this.head.className = "pv-table-head";
     this.body = document.createElement("div");
@@ -83,16 +133,11 @@ export class TablePanel {
     this.spacer = document.createElement("div");
     this.spacer.className = "pv-table-spacer";
     this.body.appendChild(this.spacer);
-    this.el.append(this.totals, this.head, this.body);
+    this.el.append(this.tabs, this.totals, this.head, this.body);
     parent.appendChild(this.el);
-    for (const col of COLUMNS) {
-      const cell = document.createElement("div");
-      cell.className = `pv-cell pv-col-${col.key}${col.sort ? " pv-sortable" : ""}`;
-      cell.dataset.key = col.key;
-      cell.textContent = col.label;
-      this.head.appendChild(cell);
-    }
+    this.buildHead();
     this.head.addEventListener("click", this.onHeadClick);
+    this.tabs.addEventListener("click", this.onTabClick);
     this.body.addEventListener("scroll", this.onScroll);
     this.body.addEventListener("click", this.onBodyClick);
     this.renderHead();
@@ -100,6 +145,7 @@ export class TablePanel {
 
   dispose(): void {
     this.head.removeEventListener("click", this.onHeadClick);
+    this.tabs.removeEventListener("click", this.onTabClick);
     this.body.removeEventListener("scroll", this.onScroll);
     this.body.removeEventListener("click", this.onBodyClick);
     this.rpc.cancel("table");
@@ -107,16 +153,66 @@ export class TablePanel {
 
   private onHeadClick = (ev: MouseEvent): void => {
     const key = (ev.target as HTMLElement).closest<HTMLElement>(".pv-cell")?.dataset.key;
-    const col = COLUMNS.find((c) => c.key === key);
+    const col = columnsOf(this.kind).find((c) => c.key === key);
     if (!col || !col.sort) return;
     if (this.sort === col.sort) this.descending = !this.descending;
     else {
       this.sort = col.sort;
       this.descending = col.sort !== "name" && col.sort !== "start";
     }
+    this.sorts[this.kind] = [this.sort, this.descending];
     this.renderHead();
     this.reload();
   };
+
+  private onTabClick = (ev: MouseEvent): void => {
+    const kind = (ev.target as HTMLElement).closest<HTMLElement>(".pv-table-tab")?.dataset.kind;
+    if (kind !== "events" && kind !== "launches") return;
+    this.auto = false; // the user's choice holds until the next selection
+    this.setKind(kind);
+    this.reload();
+  };
+
+  /** Show events or launch rows (columns, sort). */
+  setKind(kind: TableKind): void {
+    if (kind === this.kind) return;
+    this.kind = kind;
+    [this.sort, this.descending] = this.sorts[kind];
+    for (const r of this.pool) r.remove();
+    this.pool = [];
+    this.buildHead();
+  }
+
+  private buildHead(): void {
+    this.head.replaceChildren();
+    for (const col of columnsOf(this.kind)) {
+      const cell = document.createElement("div");
+      cell.className = `pv-cell pv-col-${col.key}${col.sort ? " pv-sortable" : ""}`;
+      cell.dataset.key = col.key;
+      cell.textContent = col.label;
+      this.head.appendChild(cell);
+    }
+    this.el.dataset.kind = this.kind;
+    this.renderHead();
+  }
+
+  private renderTabs(): void {
+    const sel = this.query?.mode === "selection";
+    if (!sel || this.launchCount === 0) {
+      this.tabs.replaceChildren();
+      return;
+    }
+    const tab = (kind: TableKind, text: string): HTMLButtonElement => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = `pv-table-tab${this.kind === kind ? " pv-active" : ""}`;
+      b.dataset.kind = kind;
+      b.textContent = text;
+      return b;
+    };
+    this.tabs.replaceChildren(tab("events", `Events (${this.eventCount.toLocaleString()})`),
+      tab("launches", `Launches (${this.launchCount.toLocaleString()})`));
+  }
 
   private onScroll = (): void => this.renderRows();
 
@@ -130,7 +226,7 @@ export class TablePanel {
 
   private renderHead(): void {
     for (const cell of Array.from(this.head.children) as HTMLElement[]) {
-      const col = COLUMNS.find((c) => c.key === cell.dataset.key);
+      const col = columnsOf(this.kind).find((c) => c.key === cell.dataset.key);
       const active = col?.sort === this.sort;
       cell.textContent = (col?.label ?? "") + (active ? (this.descending ? " ▾" : " ▴") : "");
       cell.classList.toggle("pv-sorted", active);
@@ -142,6 +238,12 @@ export class TablePanel {
     const same = this.query && this.query.mode === q.mode && this.query.t0 === q.t0 && this.query.t1 === q.t1 &&
       JSON.stringify(this.query.selection) === JSON.stringify(q.selection);
     this.query = q;
+    if (!same) {
+      // a new list: events first, launch rows when the selection turns out to have some
+      this.auto = true;
+      this.launchCount = 0;
+      this.setKind("events");
+    }
     if (!same || force) this.reload();
   }
 
@@ -175,7 +277,7 @@ export class TablePanel {
     this.pages.set(p, "pending");
     const reply = await this.rpc.call<TableReply>("_table", {
       mode: q.mode, t0: q.t0, t1: q.t1, ...(q.selection ? { selection: q.selection } : {}), sort: this.sort, descending: this.descending,
-      offset: p * PAGE, limit: PAGE,
+      offset: p * PAGE, limit: PAGE, ...(this.kind === "launches" ? { kind: "launches" } : {}),
     }, p === 0 ? "table" : undefined);
     if (gen !== this.gen) return;
     if (!reply) {
@@ -183,14 +285,27 @@ export class TablePanel {
       if (p === 0) this.totals.textContent = "Table unavailable";
       return;
     }
-    this.pages.set(p, rowsFromFrame(reply.buffers[0]));
+    const launches = reply.msg.kind === "launches";
+    if (p === 0 && !launches && this.kind === "events") {
+      this.eventCount = Number(reply.msg.count ?? 0);
+      this.launchCount = q.mode === "selection" ? Number(reply.msg.launches ?? 0) : 0;
+      if (this.auto && this.launchCount > 0) { // kernels selected: list their launches
+        this.setKind("launches");
+        this.reload();
+        return;
+      }
+    }
+    this.pages.set(p, launches ? launchRowsFromFrame(reply.buffers[0]) : rowsFromFrame(reply.buffers[0]));
     if (p === 0) {
       const m = reply.msg;
       this.count = Math.min(MAX_ROWS, Math.max(0, Number(m.count ?? 0)));
       const what = q.mode === "selection" ? "selected" : "in view";
-      this.totals.textContent = `${Number(m.count ?? 0).toLocaleString()} events ${what} · total ${formatTime(Number(m.total ?? 0), this.unit)} · self ${formatTime(Number(m.self ?? 0), this.unit)}`;
+      this.totals.textContent = launches
+        ? `${Number(m.count ?? 0).toLocaleString()} kernel launches selected · mean delay ${formatTime(Number(m.mean ?? NaN), this.unit)} · total delay ${formatTime(Number(m.total ?? 0), this.unit)}`
+        : `${Number(m.count ?? 0).toLocaleString()} events ${what} · total ${formatTime(Number(m.total ?? 0), this.unit)} · self ${formatTime(Number(m.self ?? 0), this.unit)}`;
       this.el.dataset.count = String(m.count ?? 0);
       this.body.scrollTop = 0;
+      this.renderTabs();
     }
     this.renderRows();
   }
@@ -202,7 +317,7 @@ export class TablePanel {
     while (this.pool.length < need) {
       const r = document.createElement("div");
       r.className = "pv-table-row";
-      for (const col of COLUMNS) {
+      for (const col of columnsOf(this.kind)) {
         const c = document.createElement("div");
         c.className = `pv-cell pv-col-${col.key}`;
         r.appendChild(c);
@@ -222,11 +337,9 @@ export class TablePanel {
       const row = this.rowAt(i);
       if (!row) void this.fetchPage(Math.floor(i / PAGE));
       const cells = el.children;
-      cells[0].textContent = row ? row.name : "…";
-      cells[1].textContent = row ? row.category : "";
-      cells[2].textContent = row ? formatTime(row.start, this.unit) : "";
-      cells[3].textContent = row ? formatTime(row.dur, this.unit) : "";
-      cells[4].textContent = row ? formatTime(row.self, this.unit) : "";
+      columnsOf(this.kind).forEach((col, c) => {
+        cells[c].textContent = row ? col.text(row, this.unit) : c === 0 ? "…" : "";
+      });
       el.classList.toggle("pv-row-selected", !!row && row.id === this.selectedId);
       el.dataset.id = row ? String(row.id) : "";
     }

@@ -4,6 +4,7 @@
 import { ticks, type TimeUnit } from "./axis";
 import type { Slices } from "./lod";
 import { GROUP_H, ROW_H, type Layout, type TrackInfo } from "./layout";
+import { laneRuns, type SummaryLane } from "./summary";
 import { colorAt, textOn, type LegendEntry, type Theme } from "./theme";
 import type { View } from "./viewport";
 
@@ -21,6 +22,10 @@ export function setGutterWidth(w: number, totalW: number): number {
   return GUTTER_W;
 }
 const MERGED_ALPHA = [1, 0.4, 0.6, 0.8];
+/** Indent (CSS px) of a process group's label inside a rank section. */
+const INDENT = 10;
+/** Colour of communication in summary lanes (work takes the accent colour). */
+export const COMM_COLOR = "#f28e2b";
 const DIM = 0.18;
 
 export interface Flow {
@@ -44,6 +49,10 @@ export interface TimelineScene {
   range: [number, number] | null;
   rangeTracks: number[] | null;
   flows: Flow[];
+  /** Busy lanes of collapsed groups, by group key (`_summary`). */
+  summary?: Map<string, SummaryLane>;
+  /** Text after a group's name in its header, by group key (a rank's clock offset). */
+  notes?: Map<string, string>;
 }
 
 /** Geometry shared by the timeline and memory panels. */
@@ -226,24 +235,53 @@ export class TimelineRenderer {
     const th = sc.theme;
     for (const g of sc.layout.groups) {
       const y = oy + g.y;
+      const indent = 6 + g.level * INDENT;
       if (y + GROUP_H >= AXIS_H && y <= h) {
         ctx.fillStyle = th.header;
         ctx.fillRect(0, y, w, GROUP_H - 1);
+        if (g.kind === "section") ctx.fillRect(0, y, w, GROUP_H - 1); // a darker band for a rank
+        const lane = g.collapsed ? sc.summary?.get(g.key) : undefined;
         ctx.fillStyle = th.fg;
         ctx.font = `bold 11px ${th.font}`;
         const name = g.name || g.process || "(no process)";
-        const label = `${g.collapsed ? "▸" : "▾"} ${name}  (${g.tracks.length} track${g.tracks.length === 1 ? "" : "s"})`;
-        ctx.fillText(this.fit(label, w - 10), 6, y + GROUP_H / 2);
+        const note = sc.notes?.get(g.key);
+        const count = `(${g.tracks.length} track${g.tracks.length === 1 ? "" : "s"})`;
+        // with a busy lane the label has the gutter only: the short note ("+4.033 ms"), no count
+        const label = lane
+          ? `▸ ${name}${note ? ` ${note.slice(note.indexOf(" ") + 1)}` : ""}`
+          : `${g.collapsed ? "▸" : "▾"} ${name}${note ? `  ${note}` : ""}  ${count}`;
+        ctx.fillText(this.fit(label, (lane ? GUTTER_W : w) - indent - 4), indent, y + GROUP_H / 2);
         ctx.font = `11px ${th.font}`;
+        if (lane) this.drawLane(sc, lane, y);
       }
-      if (g.collapsed) continue;
+      if (g.collapsed || g.kind === "section") continue;
       ctx.fillStyle = th.fgDim;
       for (const t of g.tracks) {
         const ty = oy + sc.layout.trackY[t];
         if (ty + ROW_H < AXIS_H || ty > h) continue;
-        ctx.fillText(this.fit(sc.tracks[t]?.name ?? "", GUTTER_W - 20, true), 14, ty + ROW_H / 2);
+        ctx.fillText(this.fit(sc.tracks[t]?.name ?? "", GUTTER_W - 14 - indent, true), 8 + indent, ty + ROW_H / 2);
       }
     }
+  }
+
+  /** A collapsed group's summary lane in its header row: work, and communication below it. */
+  private drawLane(sc: TimelineScene, lane: SummaryLane, y: number): void {
+    const { ctx } = this;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(GUTTER_W, y, this.w - GUTTER_W, GROUP_H);
+    ctx.clip();
+    const bands: Array<[number, string, number, number]> = [
+      [0, sc.theme.accent, y + 3, GROUP_H - 7], [1, COMM_COLOR, y + GROUP_H / 2, GROUP_H / 2 - 4],
+    ];
+    for (const [kind, color, top, height] of bands) {
+      const runs = laneRuns(lane.start[kind], lane.dur[kind], sc.view, GUTTER_W, this.w);
+      ctx.fillStyle = color;
+      ctx.globalAlpha = kind === 0 ? 0.55 : 0.9;
+      for (let i = 0; i < runs.length; i += 2) ctx.fillRect(runs[i], top, runs[i + 1] - runs[i], height);
+    }
+    ctx.globalAlpha = 1;
+    ctx.restore();
   }
 
   private drawBoxes(sc: TimelineScene, k: number, oy: number): number {
@@ -332,10 +370,17 @@ export class TimelineRenderer {
     ctx.globalAlpha = 1;
   }
 
-  /** y (canvas) of the middle of (track, depth), or NaN when hidden. */
+  /**
+   * y (canvas) of the middle of (track, depth); for a track inside a collapsed group the middle
+   * of that group's header row (flow arrows end there); NaN when not shown at all.
+   */
   rowMid(sc: TimelineScene, track: number, depth: number): number {
     const ty = sc.layout.trackY[track];
-    if (ty === undefined || ty < 0) return NaN;
+    if (ty === undefined) return NaN;
+    if (ty < 0) {
+      const home = sc.layout.home?.[track] ?? -1;
+      return home >= 0 ? AXIS_H - sc.scrollY + home + GROUP_H / 2 : NaN;
+    }
     const d = Math.min(depth, Math.max(0, sc.layout.trackDepths[track] - 1));
     return AXIS_H - sc.scrollY + ty + d * ROW_H + ROW_H / 2;
   }
@@ -372,7 +417,7 @@ export class TimelineRenderer {
     const sel = sc.selected;
     if (sel) {
       const y = this.rowMid(sc, sel.track, sel.depth) - ROW_H / 2;
-      if (Number.isFinite(y)) {
+      if (Number.isFinite(y) && sc.layout.trackY[sel.track] >= 0) {
         ctx.strokeStyle = sc.theme.fg;
         ctx.lineWidth = 2;
         ctx.strokeRect(xOf(sel.start) - 1, y, Math.max(2, sel.dur * k) + 2, ROW_H);

@@ -6,6 +6,7 @@ import type { TimeUnit } from "./axis";
 import { decodeFrame, emptyFrame, type Frame } from "./codec";
 import { el, renderLegend, skeleton } from "./dom";
 import { boxCenter, buildBoxIndex, hitTest, type BoxIndex, type Hit } from "./hittest";
+import { GroupControls } from "./groups";
 import { ROW_H, computeLayout, parseTracks, type Layout, type TrackInfo } from "./layout";
 import { allocSlices, slicesFromFrame, type Slices } from "./lod";
 import { MemoryPanel, type LiveReply } from "./memory";
@@ -14,6 +15,7 @@ import { FrameProbe } from "./probe";
 import { LatestWins, Rpc, debounce } from "./rpc";
 import { selectionValue } from "./selection";
 import { SliceSource, detailCovers, detailRequest, type DetailRequest } from "./source";
+import { parseRanksInfo, sectionNotes, summaryFromFrame, type SummaryLane } from "./summary";
 import { TablePanel, type TableRow } from "./table";
 import { parseLegend, readTheme, type LegendEntry, type Theme } from "./theme";
 import { AXIS_H, GUTTER_W, TimelineRenderer, plotWidth, type Flow, type SelectedBox } from "./timeline";
@@ -24,6 +26,8 @@ export interface Info {
   format?: string; source?: string; time_unit?: string; duration?: number; base_time_ns?: number;
   event_count?: number; color_by?: string; legend?: unknown; has_memory?: boolean;
   has_allocations?: boolean; has_flows?: boolean; static?: boolean; message?: string;
+  /** Several ranks (a TraceSet): each rank's clock offset; the step they are aligned on. */
+  ranks?: unknown; align?: { step?: number; at?: number } | null;
 }
 
 const MAX_TL_H = 460;
@@ -55,7 +59,9 @@ export class ProfView {
   unit: TimeUnit = "ns";
   tracks: TrackInfo[] = [];
   layout: Layout = computeLayout([], new Set());
-  collapsed = new Set<string>();
+  readonly groups: GroupControls;
+  summary = new Map<string, SummaryLane>();
+  notes = new Map<string, string>();
   legend: LegendEntry[] = [];
   theme: Theme;
   bounds: Bounds = boundsFor(1, "ns");
@@ -82,6 +88,7 @@ export class ProfView {
     this.root = dom.root;
     this.colorBy = dom.colorBy;
     this.resetEl = dom.reset;
+    this.groups = new GroupControls(model, dom.expand, dom.ranks, () => this.tracks, () => this.relayout());
     this.statusEl = dom.status;
     this.legendEl = dom.legend;
     this.messageEl = dom.message;
@@ -108,11 +115,13 @@ export class ProfView {
       this.model.set("color_by", this.colorBy.value);
       this.model.save_changes();
     });
+    this.groups.attach((target, type, fn) => this.listen(target, type, fn));
     this.listen(this.tlScroll, "scroll", () => {
       this.scrollY = this.tlScroll.scrollTop;
       this.requestDraw();
     });
-    for (const name of ["_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request", "color_by"]) {
+    for (const name of ["_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request", "color_by",
+      "_summary", "collapsed_groups", "shown_ranks"]) {
       const cb = (): void => this.onTrait(name);
       model.on(`change:${name}`, cb);
       this.cleanups.push(() => model.off(`change:${name}`, cb));
@@ -168,6 +177,8 @@ export class ProfView {
 
   private loadAll(): void {
     this.loadInfo();
+    this.groups.load();
+    this.loadSummary();
     this.loadTracks();
     this.loadOverview();
     this.loadMemory();
@@ -199,6 +210,11 @@ export class ProfView {
     else if (name === "_memory") this.loadMemory();
     else if (name === "_highlight") this.loadHighlight();
     else if (name === "_nodes") this.loadNodes();
+    else if (name === "_summary") this.loadSummary();
+    else if (name === "collapsed_groups" || name === "shown_ranks") {
+      this.groups.load();
+      this.relayout();
+    }
     else if (name === "color_by") this.colorBy.value = String(this.model.get("color_by") ?? "category");
     else if (name === "_zoom_request") {
       const z = this.model.get("_zoom_request") as { start?: number; end?: number; token?: unknown } | undefined;
@@ -230,6 +246,11 @@ export class ProfView {
     this.resetEl.style.display = noEvents ? "none" : "";
     if (noEvents) this.probe.painted();
     renderLegend(this.legendEl, this.legend);
+    this.notes = sectionNotes(parseRanksInfo(this.info.ranks), this.info.align, this.unit);
+  }
+
+  private loadSummary(): void {
+    this.summary = summaryFromFrame(this.frame("_summary"));
   }
 
   /**
@@ -256,7 +277,9 @@ export class ProfView {
   }
 
   relayout(): void {
-    this.layout = computeLayout(this.tracks, this.collapsed);
+    this.layout = computeLayout(this.tracks, this.groups.collapsed, this.groups.shown);
+    this.groups.update();
+    this.root.dataset.collapsed = String(this.layout.groups.filter((g) => g.collapsed).length);
     this.resize();
     this.requestDraw();
   }
@@ -386,9 +409,7 @@ export class ProfView {
   toggleGroup(g: number): void {
     const group = this.layout.groups[g];
     if (!group) return;
-    if (this.collapsed.has(group.process)) this.collapsed.delete(group.process);
-    else this.collapsed.add(group.process);
-    this.relayout();
+    this.groups.toggle(group.key);
   }
 
   // ---- kernel: detail and live memory ------------------------------------------------
@@ -538,6 +559,7 @@ export class ProfView {
       view: this.view, unit: this.unit, tracks: this.tracks, layout: this.layout, legend: this.legend,
       theme: this.theme, scrollY: this.scrollY, selected: this.selected, hoverBox: this.hoverBox,
       range: this.range, rangeTracks: this.rangeTracks, flows: this.flows,
+      summary: this.summary, notes: this.notes,
     });
     this.memory.draw(this.view, this.theme, this.range);
     this.root.dataset.boxes = String(this.timeline.boxesDrawn);

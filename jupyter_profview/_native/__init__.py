@@ -31,7 +31,7 @@ from ..errors import NativeUnavailableWarning
 __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "status", "warn_if_unavailable"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 2  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 3  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -47,6 +47,7 @@ _COLUMNS: tuple[tuple[str, Any], ...] = (
     ("ph", np.uint8), ("name_code", np.int32), ("cat_code", np.int32), ("pid_code", np.int32),
     ("tid_code", np.int32), ("id_code", np.int32), ("ts_ns", np.int64), ("dur_ns", np.int64),
     ("bp", np.uint8), ("args_offset", np.int64), ("args_length", np.int32),
+    ("bind_code", np.int32), ("flow_dir", np.uint8),
 )
 
 

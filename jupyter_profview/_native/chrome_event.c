@@ -8,8 +8,9 @@
  * number x (microseconds) -> x * 1000 ns exactly, rounded to an integer with
  * ties to even (never through a double), an error beyond +-INT64_MAX; ph/bp/s:
  * ASCII code of a one-character ASCII string else 0, bp falling back to s;
+ * bind_id: a token like id; flow_in/flow_out: set only by the literal true;
  * the last of duplicated keys wins; strings are interned once the event is
- * complete, in the order name, cat, pid, tid, id.
+ * complete, in the order name, cat, pid, tid, id, bind_id.
  */
 
 #include "scan_internal.h"
@@ -47,7 +48,8 @@ static int one_char(const uint8_t *raw, size_t n) {
 }
 
 /* Key of the event member: one of the recognised event keys or -1. */
-enum { K_OTHER = -1, K_PH, K_NAME, K_CAT, K_PID, K_TID, K_ID, K_ID2, K_TS, K_DUR, K_BP, K_S, K_ARGS };
+enum { K_OTHER = -1, K_PH, K_NAME, K_CAT, K_PID, K_TID, K_ID, K_ID2, K_TS, K_DUR, K_BP, K_S, K_ARGS,
+       K_BIND, K_FIN, K_FOUT };
 
 static int event_key(const uint8_t *k, size_t n) {
     switch (n) {
@@ -69,6 +71,11 @@ static int event_key(const uint8_t *k, size_t n) {
         if (!memcmp(k, "name", 4)) return K_NAME;
         if (!memcmp(k, "args", 4)) return K_ARGS;
         return K_OTHER;
+    case 7:
+        if (!memcmp(k, "bind_id", 7)) return K_BIND;
+        if (!memcmp(k, "flow_in", 7)) return K_FIN;
+        return K_OTHER;
+    case 8: return memcmp(k, "flow_out", 8) ? K_OTHER : K_FOUT;
     default: return K_OTHER;
     }
 }
@@ -317,8 +324,8 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
     s->alen[i] = 0;
     numargs_t na;
     na.have = 0;
-    ref_t name = {0}, cat = {0}, pid = {0}, tid = {0}, id = {0}, id2 = {0};
-    int bpv = 0, sv = 0, ts_bad = 0, dur_bad = 0;
+    ref_t name = {0}, cat = {0}, pid = {0}, tid = {0}, id = {0}, id2 = {0}, bind = {0};
+    int bpv = 0, sv = 0, ts_bad = 0, dur_bad = 0, flow = 0;
     size_t ts_at = 0, dur_at = 0;
     int r = PV_OK;
 
@@ -409,6 +416,18 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
             r = scan_args(s, b, len, &pos, i, &na);
             if (r != PV_OK) goto out;
             break;
+        case K_BIND:
+            r = scan_tokval(s, b, len, &pos, &bind);
+            if (r != PV_OK) goto out;
+            break;
+        case K_FIN:
+        case K_FOUT: {
+            unsigned bit = kid == K_FIN ? 1u : 2u;
+            r = scan_value(s, b, len, &pos, 1);
+            if (r != PV_OK) goto out;
+            flow = c == 't' ? (flow | (int)bit) : (flow & ~(int)bit); /* only the literal true */
+            break;
+        }
         default:
             r = scan_value(s, b, len, &pos, 1);
             if (r != PV_OK) goto out;
@@ -430,10 +449,11 @@ done:
                            : fail(s, dur_at, "'dur' is out of range", "a time in microseconds within +-292 years");
     }
     if (ts_bad || dur_bad) return unsup(s, "ts/dur that is not a number");
-    if (name.kind == 3 || cat.kind == 3 || pid.kind == 3 || tid.kind == 3 || (id.kind ? id.kind : id2.kind) == 3)
-        return unsup(s, "name/cat/pid/tid/id of a type the reference turns into JSON text");
+    if (name.kind == 3 || cat.kind == 3 || pid.kind == 3 || tid.kind == 3 || (id.kind ? id.kind : id2.kind) == 3 ||
+        bind.kind == 3)
+        return unsup(s, "name/cat/pid/tid/id/bind_id of a type the reference turns into JSON text");
     /* the event is complete: intern its strings in the reference order */
-    s->name[i] = s->cat[i] = s->pid[i] = s->tid[i] = s->id[i] = -1;
+    s->name[i] = s->cat[i] = s->pid[i] = s->tid[i] = s->id[i] = s->bind[i] = -1;
     if (name.kind) {
         s->name[i] = cached_lookup(&s->dicts[DICT_NAMES], &s->cache[0], name.raw, name.n, (uint32_t)name.bs);
         if (s->name[i] < 0) return PV_NOMEM;
@@ -445,9 +465,11 @@ done:
     if ((pid.kind && (r = intern_token(s, &pid, &s->pid[i], &s->cache[2])) != PV_OK) ||
         (tid.kind && (r = intern_token(s, &tid, &s->tid[i], &s->cache[3])) != PV_OK) ||
         (id.kind && (r = intern_token(s, &id, &s->id[i], &s->cache[4])) != PV_OK) || /* "id" wins over "id2" */
-        (!id.kind && id2.kind && (r = intern_token(s, &id2, &s->id[i], &s->cache[4])) != PV_OK))
+        (!id.kind && id2.kind && (r = intern_token(s, &id2, &s->id[i], &s->cache[4])) != PV_OK) ||
+        (bind.kind && (r = intern_token(s, &bind, &s->bind[i], &s->cache[5])) != PV_OK))
         return r;
     s->bp[i] = (uint8_t)(bpv ? bpv : sv);
+    s->flow[i] = (uint8_t)flow;
     for (int k = 0; na.have >> k; k++) {
         if (!(na.have >> k & 1)) continue;
         int64_t row = (int64_t)i;

@@ -212,7 +212,7 @@ pv_scanner *pv_scan_new(void) {
     if (!s) return NULL;
     s->state = T_START;
     s->err_record = -1;
-    for (int k = 0; k < 5; k++) s->cache[k] = -1;
+    for (int k = 0; k < 6; k++) s->cache[k] = -1;
     for (int d = 0; d < 3; d++) {
         if (!dict_init(&s->dicts[d])) {
             for (int e = 0; e < d; e++) dict_free(&s->dicts[e]);
@@ -333,7 +333,7 @@ static void *hand_over(void *p, size_t n, size_t *nbytes) {
     return p;
 }
 
-/* Hand a result column (C_PH .. C_ALEN, or C_BLOB: the args blob) over to
+/* Hand a result column (C_PH .. C_FLOW, or C_BLOB: the args blob) over to
  * the caller, shrunk to its size: the scanner forgets it and the caller
  * frees it with pv_free.  NULL if empty. */
 void *pv_scan_detach(pv_scanner *s, int c, size_t *nbytes) {

@@ -59,14 +59,16 @@ void *col_ptr(pv_scanner *s, int c) {
     case C_BP: return s->bp;
     case C_AOFF: return s->aoff;
     case C_ALEN: return s->alen;
+    case C_BIND: return s->bind;
+    case C_FLOW: return s->flow;
     default: return NULL; /* numeric args are sparse, not columns */
     }
 }
 
 size_t col_width(int c) {
     switch (c) {
-    case C_PH: case C_BP: return 1;
-    case C_NAME: case C_CAT: case C_PID: case C_TID: case C_ID: case C_ALEN: return 4;
+    case C_PH: case C_BP: case C_FLOW: return 1;
+    case C_NAME: case C_CAT: case C_PID: case C_TID: case C_ID: case C_ALEN: case C_BIND: return 4;
     default: return 8;
     }
 }
@@ -84,6 +86,8 @@ void set_col(pv_scanner *s, int c, void *p) {
     case C_BP: s->bp = (uint8_t *)p; break;
     case C_AOFF: s->aoff = (int64_t *)p; break;
     case C_ALEN: s->alen = (int32_t *)p; break;
+    case C_BIND: s->bind = (int32_t *)p; break;
+    case C_FLOW: s->flow = (uint8_t *)p; break;
     default: break;
     }
 }

@@ -39,7 +39,7 @@
 /* Version of the exported pv_* interface (pv_abi_version); the Python side
  * refuses a library with another one.  Bump it with any change of the
  * exported functions, their arguments, the column ids or the status codes. */
-#define PV_ABI_VERSION 2
+#define PV_ABI_VERSION 3
 
 /* Limits on hostile input (the same as jupyter_profview.sources): a JSON
  * string longer than PV_MAX_STRING bytes (as written, escapes included), or
@@ -144,6 +144,8 @@ int32_t cached_lookup(dict_t *d, int32_t *cache, const uint8_t *key, size_t n, u
 /* column ids for pv_scan_column / pv_scan_release */
 enum {
     C_PH, C_NAME, C_CAT, C_PID, C_TID, C_ID, C_TS, C_DUR, C_BP, C_AOFF, C_ALEN,
+    C_BIND, /* int32 token code of "bind_id" (flow events v2), -1 if absent */
+    C_FLOW, /* uint8: bit 0 "flow_in": true, bit 1 "flow_out": true */
     C_NUM0, /* ... C_NUM0 + NUM_KEYS - 1: numeric args, see pv_scan_detach_num */
     C_BLOB = C_NUM0 + NUM_KEYS, /* raw args bytes */
     C_TOP,                      /* int64 [key_off, key_len, val_off, val_len] per top-level member */
@@ -161,8 +163,8 @@ typedef struct pv_scanner {
     buf_t carry;  /* bytes of an incomplete unit */
 
     size_t n, cap; /* events, capacity of the event columns */
-    uint8_t *ph, *bp;
-    int32_t *name, *cat, *pid, *tid, *id, *alen;
+    uint8_t *ph, *bp, *flow;
+    int32_t *name, *cat, *pid, *tid, *id, *alen, *bind;
     int64_t *ts, *dur, *aoff;
     sparse_t num[NUM_KEYS]; /* numeric args */
     buf_t blob;     /* raw args texts */
@@ -170,7 +172,7 @@ typedef struct pv_scanner {
     buf_t toparena; /* raw bytes */
     dict_t dicts[3];
     buf_t scratch; /* token key assembly */
-    int32_t cache[5]; /* last code per field: name, cat, pid, tid, id */
+    int32_t cache[6]; /* last code per field: name, cat, pid, tid, id, bind_id */
 
     int64_t err_offset;
     int64_t err_record; /* event index of an error in a ts/dur value, else -1 */

@@ -28,6 +28,9 @@ trace's ``baseTimeNanoseconds`` + ``ts``), so the curves line up exactly.
 The ``.html`` variant embeds only a PNG picture of the plot, not the numbers:
 it is recognised and refused with a ProfviewError that says which file to
 export instead.
+
+Hostile input: the JSON is streamed in with long whitespace runs squeezed and
+strings limited to 64 MiB (:meth:`Source.json_document`).
 """
 
 from __future__ import annotations
@@ -129,16 +132,25 @@ def _from_raw(doc: list[Any], name: str, quality: Quality) -> tuple[list[int], l
     return t_out, d_out, b_out
 
 
+def _byte_offset(data: bytes, chars: int) -> int:
+    """Byte offset of character ``chars`` of UTF-8 ``data`` (json reports characters)."""
+    if data.isascii():
+        return chars
+    text = data.decode("utf-8", errors="surrogateescape")
+    return len(text[:chars].encode("utf-8", errors="surrogateescape"))
+
+
 def load(source: Source) -> Trace:
     head = source.head()
     if _HTML.match(head):
         raise ProfviewError("this memory timeline HTML only embeds a PNG picture of the plot, not its data",
                             source=source.name, expected="the same export with a .json or .raw.json.gz path")
+    document = source.json_document()  # streamed: whitespace squeezed, strings limited
     try:
-        doc = json.loads(source.read())
+        doc = json.loads(document.data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f"line {exc.lineno}, column {exc.colno} (byte {exc.pos})" \
-            if isinstance(exc, json.JSONDecodeError) else f"byte {exc.start}"
+        where = document.position(_byte_offset(document.data, exc.pos)) \
+            if isinstance(exc, json.JSONDecodeError) else document.position(exc.start)
         raise ProfviewError(f"invalid JSON: {getattr(exc, 'msg', exc)}", source=source.name, position=where,
                             expected=EXPECTED) from None
     except RecursionError:

@@ -38,6 +38,11 @@ One record = one segment, one block or one trace entry.
   outside ``torch/``.  ``metadata["peaks"]``: per device, the peak time and
   bytes; ``analysis.live_at(trace, peak)`` lists what is live there.
 
+Limits (hostile input): the pickle is unpickled as it streams in (never
+held whole); one pickled string or frame longer than 64 MiB
+(:data:`~jupyter_profview.sources.MAX_STRING`) and a snapshot expanding to
+more than :data:`MAX_SNAPSHOT` (4 GiB) decompressed bytes are ProfviewErrors.
+
 Times: ``time_us`` x 1000 (ns, 1 µs resolution).  Snapshots without
 ``time_us`` (``_profile_to_snapshot``) use ``time_unit="step"``: the entry's
 position in its device trace.
@@ -56,13 +61,14 @@ import pandas as pd
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace, memory_frame
-from ..sources import Source
+from ..sources import MAX_STRING, Source
 from . import TraceFormat
 
 EXPECTED = "a PyTorch memory snapshot pickle ({'segments': [...], 'device_traces': [[...], ...]})"
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "oom", "snapshot")
 _LIMIT = 2**62
+MAX_SNAPSHOT = 4 * 1024**3  # decompressed bytes of one snapshot pickle
 
 
 PREEXISTING = "(allocated before recording)"
@@ -87,19 +93,53 @@ def sniff(head: bytes) -> bool:
             and (b"segments" in head[:4096] or b"device_traces" in head[:4096]))
 
 
-def unpickle(data: bytes, name: str) -> Any:
-    """The snapshot object, or ProfviewError; never imports or calls anything."""
-    stream = io.BytesIO(data)
+class _Stream:
+    """A file for the unpickler over the streamed, decompressed input: any
+    single read (a string, a frame) longer than MAX_STRING is refused before
+    it is allocated, and the whole input is limited to MAX_SNAPSHOT bytes
+    (see :meth:`Source.reader`), so a small ``.gz`` cannot make the loader
+    hold gigabytes of filler."""
+
+    def __init__(self, data: bytes | Source) -> None:
+        self._file: Any = io.BytesIO(data) if isinstance(data, bytes) else data.reader(MAX_SNAPSHOT)
+        self.position = 0  # bytes handed to the unpickler so far
+
+    def _take(self, data: bytes) -> bytes:
+        self.position += len(data)
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0 or n > MAX_STRING:
+            raise _Refused(f"a pickled value of {n:,} bytes (more than {MAX_STRING >> 20} MiB)")
+        return self._take(self._file.read(n))
+
+    def readline(self) -> bytes:
+        line = self._file.readline(MAX_STRING + 1)
+        if len(line) > MAX_STRING:
+            raise _Refused(f"a pickled line longer than {MAX_STRING >> 20} MiB")
+        return self._take(line)
+
+    def peek(self, n: int = 0) -> bytes:
+        return bytes(self._file.peek(n))
+
+
+def unpickle(data: bytes | Source, name: str) -> Any:
+    """The snapshot object (from bytes or streamed from a Source), or
+    ProfviewError; never imports or calls anything."""
+    stream = _Stream(data)
     try:
-        return _SafeUnpickler(stream).load()
+        return _SafeUnpickler(stream).load()  # type: ignore[arg-type]
     except _Refused as exc:
-        raise ProfviewError(f"refused: {exc}", source=name, position=f"byte {stream.tell()}",
+        raise ProfviewError(f"refused: {exc}", source=name, position=f"byte {stream.position}",
                             expected=EXPECTED) from None
+    except (ProfviewError, MemoryError):  # bad gzip, too big: already say where; memory: the loader's
+        raise
     except RecursionError:
-        raise ProfviewError("nesting too deep", source=name, expected=EXPECTED) from None
+        raise ProfviewError("nesting too deep", source=name, position=f"byte {stream.position}",
+                            expected=EXPECTED) from None
     except Exception as exc:  # noqa: BLE001 - corrupt pickles raise many kinds (EOFError, KeyError, ...)
         raise ProfviewError(f"corrupt pickle ({type(exc).__name__}: {str(exc)[:100]})", source=name,
-                            position=f"byte {stream.tell()}", expected=EXPECTED) from None
+                            position=f"byte {stream.position}", expected=EXPECTED) from None
 
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, name: str, default: Any = ...) -> Any:
@@ -136,11 +176,20 @@ def _owner(frames: list[str]) -> str:
 
 
 class _Builder:
-    def __init__(self, name: str) -> None:
+    """The rows being collected, and the allocator state while the trace is replayed."""
+
+    def __init__(self, name: str, lo: int) -> None:
         self.name = name
+        self.lo = lo  # the earliest time: where what predates the recording is placed
         self.q = Quality()
         self.ev: dict[str, list[Any]] = defaultdict(list)
         self.allocs: list[list[Any]] = []
+        self.allocated: Points = defaultdict(list)  # device -> (time, +-bytes)
+        self.reserved: Points = defaultdict(list)
+        self.seg_start: dict[tuple[int, int], tuple[int, int]] = {}  # (device, addr) -> (time, size)
+        self.open_allocs: dict[tuple[int, int], int] = {}  # (device, addr) -> row of allocs
+        self.end_allocated: dict[int, int] = defaultdict(int)  # bytes in use in the snapshot
+        self.end_reserved: dict[int, int] = defaultdict(int)
 
     def event(self, kind: str, name: str, device: int, thread: str, start: int, dur: int,
               size: int | None, addr: int | None, frame: str) -> None:
@@ -151,16 +200,32 @@ class _Builder:
             self.ev[key].append(value)
 
 
+Points = dict[int, list[tuple[int, int]]]
+
+
 def load(source: Source) -> Trace:
     name = source.name
-    snap = unpickle(source.read(), name)
+    snap = unpickle(source, name)
     if not isinstance(snap, dict) or "segments" not in snap:
         raise ProfviewError(f"top level is {type(snap).__name__} without 'segments'", source=name,
                             expected=EXPECTED)
     segments = _get(snap, "segments", list, "snapshot", name)
     traces = _get(snap, "device_traces", list, "snapshot", name, [])
     timed = any(isinstance(e, dict) and "time_us" in e for d in traces if isinstance(d, list) for e in d)
-    b = _Builder(name)
+    times = _times(traces, timed, name)
+    lo = min((min(t) for t in times.values() if t), default=0)
+    hi = max((max(t) for t in times.values() if t), default=0)
+    b = _Builder(name, lo)
+    for d, trace in enumerate(traces):
+        for k, entry in enumerate(trace):
+            _trace_entry(b, d, f"device_traces[{d}][{k}]", entry, times[d][k])
+    for s, segment in enumerate(segments):
+        _segment(b, f"segments[{s}]", segment, hi)
+    return _finish(b, b.allocated, b.reserved, b.end_allocated, b.end_reserved, lo, timed)
+
+
+def _times(traces: list[Any], timed: bool, name: str) -> dict[int, list[int]]:
+    """Per device, the time of each trace entry: ns, or its position without ``time_us``."""
     times: dict[int, list[int]] = {}
     for d, trace in enumerate(traces):
         if not isinstance(trace, list):
@@ -170,84 +235,79 @@ def load(source: Source) -> Trace:
         if any(abs(t) >= _LIMIT for t in times[d]):
             raise ProfviewError("time_us out of range", source=name, position=f"device_traces[{d}]",
                                 expected="microseconds since the epoch")
-    lo = min((min(t) for t in times.values() if t), default=0)
-    hi = max((max(t) for t in times.values() if t), default=0)
-    allocated: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    reserved: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    seg_start: dict[tuple[int, int], tuple[int, int]] = {}
-    open_allocs: dict[tuple[int, int], int] = {}
-    for d, trace in enumerate(traces):
-        for k, e in enumerate(trace):
-            where = f"device_traces[{d}][{k}]"
-            b.q.records_read += 1
-            action = _get(e, "action", str, where, name)
-            if action not in ACTIONS:
-                raise ProfviewError(f"unknown action {action!r}", source=name, position=where,
-                                    expected=f"one of {', '.join(ACTIONS)}")
-            size = _get(e, "size", int, where, name, 0)
-            addr = _get(e, "addr", int, where, name, None)
-            frames = _frames(e.get("frames", []), f"{where}.frames", name)
-            t = times[d][k]
-            b.event("instant", action, d, f"stream {_get(e, 'stream', int, where, name, 0)}", t, 0,
-                    size, addr, _owner(frames))
-            b.q.placed["events"] += 1
-            if action == "alloc":
-                allocated[d].append((t, size))
-                b.allocs.append([f"cuda:{d}", addr, size, t, None, _owner(frames), frames, None])
-                if addr is not None:
-                    open_allocs[(d, addr)] = len(b.allocs) - 1
-            elif action == "free_requested" and (d, addr) in open_allocs:
-                b.allocs[open_allocs[(d, addr)]][7] = t
-            elif action == "free_completed":
-                allocated[d].append((t, -size))
-                if (d, addr) in open_allocs:
-                    b.allocs[open_allocs.pop((d, addr))][4] = t
-                else:  # allocated before recording started
-                    allocated[d].append((lo, size))
-                    b.allocs.append([f"cuda:{d}", addr, size, lo, t, PREEXISTING, frames, None])
-            elif action in ("segment_alloc", "segment_map"):
-                reserved[d].append((t, size))
-                if addr is not None:
-                    seg_start[(d, addr)] = (t, size)
-            elif action in ("segment_free", "segment_unmap"):
-                reserved[d].append((t, -size))
-                if addr is not None and (d, addr) in seg_start:
-                    start, seg_size = seg_start.pop((d, addr))
-                    b.event("slice", f"segment {seg_size:,} B", d, "segments", start, t - start, seg_size,
-                            addr, "")
-    end_allocated: dict[int, int] = defaultdict(int)
-    end_reserved: dict[int, int] = defaultdict(int)
-    for s, seg in enumerate(segments):
-        where = f"segments[{s}]"
+    return times
+
+
+def _trace_entry(b: _Builder, d: int, where: str, e: Any, t: int) -> None:
+    """One allocator trace entry of device ``d`` at time ``t``: an instant, and
+    its effect on the allocated / reserved curves, allocations and segments."""
+    name = b.name
+    b.q.records_read += 1
+    action = _get(e, "action", str, where, name)
+    if action not in ACTIONS:
+        raise ProfviewError(f"unknown action {action!r}", source=name, position=where,
+                            expected=f"one of {', '.join(ACTIONS)}")
+    size = _get(e, "size", int, where, name, 0)
+    addr = _get(e, "addr", int, where, name, None)
+    frames = _frames(e.get("frames", []), f"{where}.frames", name)
+    b.event("instant", action, d, f"stream {_get(e, 'stream', int, where, name, 0)}", t, 0,
+            size, addr, _owner(frames))
+    b.q.placed["events"] += 1
+    if action == "alloc":
+        b.allocated[d].append((t, size))
+        b.allocs.append([f"cuda:{d}", addr, size, t, None, _owner(frames), frames, None])
+        if addr is not None:
+            b.open_allocs[(d, addr)] = len(b.allocs) - 1
+    elif action == "free_requested" and (d, addr) in b.open_allocs:
+        b.allocs[b.open_allocs[(d, addr)]][7] = t
+    elif action == "free_completed":
+        b.allocated[d].append((t, -size))
+        if (d, addr) in b.open_allocs:
+            b.allocs[b.open_allocs.pop((d, addr))][4] = t
+        else:  # allocated before recording started
+            b.allocated[d].append((b.lo, size))
+            b.allocs.append([f"cuda:{d}", addr, size, b.lo, t, PREEXISTING, frames, None])
+    elif action in ("segment_alloc", "segment_map"):
+        b.reserved[d].append((t, size))
+        if addr is not None:
+            b.seg_start[(d, addr)] = (t, size)
+    elif action in ("segment_free", "segment_unmap"):
+        b.reserved[d].append((t, -size))
+        if addr is not None and (d, addr) in b.seg_start:
+            start, seg_size = b.seg_start.pop((d, addr))
+            b.event("slice", f"segment {seg_size:,} B", d, "segments", start, t - start, seg_size, addr, "")
+
+
+def _segment(b: _Builder, where: str, seg: Any, hi: int) -> None:
+    """One segment of the snapshot (a slice until ``hi``) and its blocks: those
+    in use count in the final allocated bytes; those without an alloc in the
+    trace are allocations from before the recording."""
+    name = b.name
+    b.q.records_read += 1
+    d = _get(seg, "device", int, where, name, 0)
+    base_addr = _get(seg, "address", int, where, name)
+    total = _get(seg, "total_size", int, where, name)
+    b.end_reserved[d] += total
+    start, _ = b.seg_start.pop((d, base_addr), (b.lo, total))
+    b.event("slice", f"segment {total:,} B", d, "segments", start, hi - start, total, base_addr, "")
+    b.q.placed["events"] += 1
+    addr = base_addr
+    for k, block in enumerate(_get(seg, "blocks", list, where, name)):
+        bw = f"{where}.blocks[{k}]"
         b.q.records_read += 1
-        d = _get(seg, "device", int, where, name, 0)
-        base_addr = _get(seg, "address", int, where, name)
-        total = _get(seg, "total_size", int, where, name)
-        end_reserved[d] += total
-        start, _ = seg_start.pop((d, base_addr), (lo, total))
-        b.event("slice", f"segment {total:,} B", d, "segments", start, hi - start, total, base_addr, "")
-        b.q.placed["events"] += 1
-        addr = base_addr
-        for k, block in enumerate(_get(seg, "blocks", list, where, name)):
-            bw = f"{where}.blocks[{k}]"
-            b.q.records_read += 1
-            size = _get(block, "size", int, bw, name)
-            addr = _get(block, "address", int, bw, name, addr)
-            state = _get(block, "state", str, bw, name)
-            if state in _IN_USE:
-                end_allocated[d] += size
-                if (d, addr) in open_allocs:
-                    b.q.placed["allocations"] += 1
-                else:
-                    frames = _frames(block.get("frames", []), f"{bw}.frames", name)
-                    b.allocs.append([f"cuda:{d}", addr, size, lo, None, PREEXISTING,
-                                     frames, None])
-                    allocated[d].append((lo, size))
-                    b.q.placed["allocations"] += 1
-            else:
-                b.q.skipped[f"{state} block (not allocated)"] += 1
-            addr += size
-    return _finish(b, allocated, reserved, end_allocated, end_reserved, lo, timed)
+        size = _get(block, "size", int, bw, name)
+        addr = _get(block, "address", int, bw, name, addr)
+        state = _get(block, "state", str, bw, name)
+        if state in _IN_USE:
+            b.end_allocated[d] += size
+            if (d, addr) not in b.open_allocs:
+                frames = _frames(block.get("frames", []), f"{bw}.frames", name)
+                b.allocs.append([f"cuda:{d}", addr, size, b.lo, None, PREEXISTING, frames, None])
+                b.allocated[d].append((b.lo, size))
+            b.q.placed["allocations"] += 1
+        else:
+            b.q.skipped[f"{state} block (not allocated)"] += 1
+        addr += size
 
 
 def _curve(points: list[tuple[int, int]], end_level: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -261,9 +321,6 @@ def _curve(points: list[tuple[int, int]], end_level: int) -> tuple[np.ndarray, n
         baseline = -int(level.min())
     last = np.append(t[1:] != t[:-1], True)
     return t[last], level[last] + baseline, baseline
-
-
-Points = dict[int, list[tuple[int, int]]]
 
 
 def _finish(b: _Builder, allocated: Points, reserved: Points,

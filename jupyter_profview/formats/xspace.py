@@ -51,6 +51,7 @@ import logging
 import re
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,19 +191,41 @@ def _plane_error(data: bytes | bytearray, at: int, index: int, exc: Exception) -
     return ProfviewError(f"invalid XPlane: {why}", source="", position=where, expected=EXPECTED)
 
 
+BIG_PLANE = 128 * 1024 * 1024  # a plane beyond this must not come from a gzip bomb (see _plane_guard)
+MAX_EXPANSION = 100  # decompressed / compressed bytes: real protobuf stays far below, filler ~1000
+MAX_UNKNOWN = 10_000  # top-level fields XSpace does not define before the input is refused
+
+
 def load(source: Source) -> Trace:
     if not sniff(source.head()):
         raise ProfviewError(f"input starts with {source.head()[:40]!r}", source=source.name,
                             position="byte 0", expected=EXPECTED)
-    plane_class = message_class("XPlane")
     builder = Builder(source.name)
+    extra, index = _read_planes(source, builder)
+    if builder.n == 0:
+        raise ProfviewError(f"no timed events in {index} plane(s)", source=source.name,
+                            expected="at least one XLine with XEvents")
+    return _to_trace(source, builder, extra)
+
+
+def _read_planes(source: Source, builder: Builder) -> tuple[dict[str, list[str]], int]:
+    """Stream the XSpace's planes into ``builder``, one at a time; returns the
+    ``errors``/``warnings``/``hostnames`` strings and the number of planes.
+
+    Bounded memory on hostile input: a plane is assembled only from bytes
+    that arrive (never from its declared length); a gzip input whose plane
+    grows beyond BIG_PLANE while the stream expands more than MAX_EXPANSION
+    times is refused (a bomb), and so are the known fields with a wrong wire
+    type and more than MAX_UNKNOWN unknown top-level fields."""
+    plane_class = message_class("XPlane")
     extra: dict[str, list[str]] = defaultdict(list)
-    index = 0
+    index = unknown = 0
     try:
-        for number, at, value in top_level_fields(source.chunks()):
+        for number, at, value in top_level_fields(source.chunks(), _plane_guard(source)):
+            if number in (1, 2, 3, 4) and not isinstance(value, (bytes, bytearray)):
+                raise WireError(at, f"{('planes', 'errors', 'warnings', 'hostnames')[number - 1]} "
+                                    f"(field {number}) is not length-delimited")
             if number == 1:
-                if not isinstance(value, (bytes, bytearray)):
-                    raise WireError(at, "planes (field 1) is not length-delimited")
                 plane = plane_class()
                 try:
                     plane.ParseFromString(value)
@@ -213,17 +236,37 @@ def load(source: Source) -> Trace:
                 builder.add_plane(index, plane)
                 del plane
                 index += 1
-            elif number in (2, 3, 4) and isinstance(value, (bytes, bytearray)):
+            elif number in (2, 3, 4):
                 try:
                     extra[("errors", "warnings", "hostnames")[number - 2]].append(value.decode("utf-8"))
                 except UnicodeDecodeError:
                     raise WireError(at, "string is not valid UTF-8") from None
+            else:
+                unknown += 1
+                if unknown > MAX_UNKNOWN:
+                    raise WireError(at, f"more than {MAX_UNKNOWN:,} top-level fields XSpace does not define")
     except WireError as exc:
         raise ProfviewError(exc.reason, source=source.name, position=f"byte {exc.position}",
                             expected=EXPECTED) from None
-    if builder.n == 0:
-        raise ProfviewError(f"no timed events in {index} plane(s)", source=source.name,
-                            expected="at least one XLine with XEvents")
+    return extra, index
+
+
+def _plane_guard(source: Source) -> Callable[[int, int], None] | None:
+    """Stops assembling a plane of a gzip input beyond BIG_PLANE bytes while
+    the input expands more than MAX_EXPANSION times (see :meth:`Source.expansion`)."""
+    if not source.is_gzip:
+        return None
+
+    def guard(at: int, got: int) -> None:
+        if got > BIG_PLANE and source.expansion() > MAX_EXPANSION:
+            raise WireError(at, f"a plane of more than {BIG_PLANE >> 20} MiB from gzip data expanding "
+                                f"{source.expansion():.0f}x (real profiles compress far less: a gzip bomb?)")
+
+    return guard
+
+
+def _to_trace(source: Source, builder: Builder, extra: dict[str, list[str]]) -> Trace:
+    """The Trace of the planes collected in ``builder``."""
     offset = builder.offset()
     arrays = builder.arrays()
     cols, contexts = builder.columns(arrays)

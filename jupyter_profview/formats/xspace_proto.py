@@ -17,7 +17,7 @@ held twice (once as bytes and once parsed) as a whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import Any
 
@@ -120,10 +120,15 @@ class WireError(Exception):
 
 
 class _Stream:
-    """Bytes from an iterator of chunks, consumed from the front."""
+    """Bytes from an iterator of chunks, consumed from the front.  ``guard(at,
+    got)`` is called while a big field whose key is at ``at`` is assembled,
+    with the bytes it has so far (it may raise to stop)."""
 
-    def __init__(self, chunks: Iterable[bytes | memoryview]) -> None:
+    def __init__(self, chunks: Iterable[bytes | memoryview],
+                 guard: Callable[[int, int], None] | None = None) -> None:
         self._chunks = iter(chunks)
+        self._guard = guard
+        self.field_at = 0  # offset of the key of the field being read
         self._buf = bytearray()
         self._pos = 0        # read position in _buf
         self.offset = 0      # absolute offset of _buf[_pos]
@@ -169,31 +174,34 @@ class _Stream:
             self._pos += n
             self.offset += n
             return small
-        out = bytearray(n)
-        out[:have] = self._buf[self._pos:]
-        got = have
+        # grown as the bytes arrive (never allocated from the length alone: the
+        # length may be a lie), in place (bytearray growth is amortised)
+        out = bytearray(self._buf[self._pos:])
         self._buf = bytearray()
         self._pos = 0
-        while got < n:
+        while len(out) < n:
             chunk = next(self._chunks, None)
             if chunk is None:
                 raise WireError(self.offset, f"field of {n} bytes runs past the end of the data "
-                                             f"({got} left; truncated?)")
-            used = min(len(chunk), n - got)
-            out[got:got + used] = chunk[:used]
-            got += used
+                                             f"({len(out)} left; truncated?)")
+            used = min(len(chunk), n - len(out))
+            out += chunk[:used]
             if used < len(chunk):
                 self._buf += chunk[used:]
+            if self._guard is not None:
+                self._guard(self.field_at, len(out))
         self.offset += n
         return out
 
 
-def top_level_fields(chunks: Iterable[bytes | memoryview]) -> Iterator[tuple[int, int, Any]]:
+def top_level_fields(chunks: Iterable[bytes | memoryview], guard: Callable[[int, int], None] | None = None,
+                     ) -> Iterator[tuple[int, int, Any]]:
     """(field number, byte offset of its key, value) of each field of the outer
-    message: bytes for length-delimited fields, an int for varints/fixed ones."""
-    stream = _Stream(chunks)
+    message: bytes for length-delimited fields, an int for varints/fixed ones
+    (``guard``: see :class:`_Stream`)."""
+    stream = _Stream(chunks, guard)
     while not stream.at_end():
-        at = stream.offset
+        at = stream.field_at = stream.offset
         key = stream.varint()
         number, wire = key >> 3, key & 7
         if number == 0 or wire in (3, 4, 6, 7):

@@ -5,8 +5,10 @@ entry (see :mod:`.cache`); it returns only the small manifest, so the
 process that asks never holds a rank's tables.  It runs
 
 * in this process when there is one file to load or one worker;
-* in a :class:`concurrent.futures.ProcessPoolExecutor` otherwise, with
-  ``min(cores, files, memory budget)`` workers: each worker needs about
+* in a :class:`concurrent.futures.ProcessPoolExecutor` otherwise (started
+  by a fork server that imports the loader, pandas and pyarrow once:
+  :data:`PRELOAD`; forking a notebook kernel, which has threads, is not
+  safe), with ``min(cores, files, memory budget)`` workers: each worker needs about
   :data:`BYTES_PER_TRACE_BYTE` times the decompressed size of the largest
   file (the loader's peak RSS is ~1.4x the JSON), and together they may use
   :data:`MEMORY_SHARE` of the available memory;
@@ -23,6 +25,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -37,6 +40,9 @@ log = logging.getLogger(__name__)
 
 BYTES_PER_TRACE_BYTE = 2.0
 MEMORY_SHARE = 0.7
+#: imported once by the fork server, so every worker starts with them
+PRELOAD = ["jupyter_profview.loader", "jupyter_profview.formats.chrome.trace",
+           "jupyter_profview.analysis.ranks", "jupyter_profview.export", "pyarrow.parquet"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +63,17 @@ def load_rank(task: Task) -> dict[str, Any]:
     manifest = read_manifest(entry)
     if manifest is not None:
         return {"rank": task.rank, "manifest": manifest, "cached": True}
+    wall, cpu = time.perf_counter(), time.process_time()
     try:
         trace = load(task.path)
         tables = trace_tables(trace)
         tables["collectives"] = collective_calls(trace)
+        parsed = time.process_time() - cpu
         extra = {"source": task.path, "rank": task.rank,
                  "base_time_ns": int(trace.metadata.get("base_time_ns", 0))}
-        manifest = write_entry(trace, entry, tables, extra)
+        manifest = write_entry(trace, entry, tables, extra, timing=lambda: {
+            "wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3),
+            "parse_cpu_s": round(parsed, 3)})
     except ProfviewError as exc:
         return {"rank": task.rank, "error": {"message": exc.reason, "source": exc.source or task.path,
                                              "position": exc.position, "expected": exc.expected}}
@@ -120,9 +130,7 @@ def run(tasks: list[Task], *, workers: int, client: Any = None,
                 yield load_rank(task)
                 bar(1)
         else:
-            context = multiprocessing.get_context(
-                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context) as pool:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=_context()) as pool:
                 futures: list[Future[dict[str, Any]]] = [pool.submit(load_rank, t) for t in todo]
                 try:
                     for fut in as_completed(futures):
@@ -133,6 +141,14 @@ def run(tasks: list[Task], *, workers: int, client: Any = None,
                         fut.cancel()
     finally:
         bar(0, close=True)
+
+
+def _context() -> Any:
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)  # no effect once the fork server runs
+    return context
 
 
 def _dask(client: Any, todo: list[Task], bar: Callable[..., None]) -> Iterator[dict[str, Any]]:

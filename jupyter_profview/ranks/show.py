@@ -136,6 +136,51 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
                  quality=quality, metadata=metadata, launches=all_launches)
 
 
+def first_common_step(ts: TraceSet, ranks: Iterable[int] | None = None) -> int:
+    """The lowest ``ProfilerStep#N`` number every chosen rank recorded."""
+    from ..analysis.ranks import step_times
+    from ..errors import ProfviewError
+
+    chosen = set(ts.ranks if ranks is None else ranks)
+    steps = step_times(ts)
+    steps = steps[steps["rank"].isin(chosen)]
+    per_step = steps.groupby("step")["rank"].nunique()
+    common = per_step.index[per_step.to_numpy() == len(chosen)]
+    if len(common) == 0:
+        raise ProfviewError("no ProfilerStep is recorded by every rank", source=f"{len(chosen)} ranks",
+                            expected="a ProfilerStep#N on every rank to align on (align='step')")
+    return int(common.min())
+
+
+def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str | int | None = None,
+               collapsed: bool = True, **options: Any) -> Any:
+    """The widget of :func:`jupyter_profview.show` for a TraceSet: rank sections
+    (``rank N``) collapsed to one busy lane each (``collapsed=False``: expanded);
+    ``align="step"`` (or a step number) shifts each rank so that the first
+    ``ProfilerStep`` every rank has starts at the same time (``ts.aligned``);
+    ``metadata["align"]`` records the step and where it starts."""
+    from ..widget import TraceWidget
+
+    chosen = list(ts.ranks if ranks is None else ranks)
+    step: int | None = None
+    if align is not None:
+        if align == "step":
+            step = first_common_step(ts, chosen)
+        elif isinstance(align, int) and not isinstance(align, bool):
+            step = align
+        else:
+            raise ValueError(f"align must be None, 'step' or a step number, got {align!r}")
+        ts = ts.aligned(step=step)
+    trace = combined_trace(ts, chosen)
+    if step is not None:
+        ev = trace.events
+        hit = ev[(ev["name"].astype(str) == f"ProfilerStep#{step}") & (ev["kind"].astype(str) == "slice")]
+        trace.metadata["align"] = {"step": step, "at": int(hit["start"].min())}
+    sections = [f"rank {r}" for r in chosen] if collapsed else []
+    options.setdefault("collapsed_groups", sections)
+    return TraceWidget(trace, **options)
+
+
 def _add_quality(total: Quality, q: Quality) -> None:
     total.records_read += q.records_read
     total.placed.update(q.placed)

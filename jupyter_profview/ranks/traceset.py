@@ -16,18 +16,11 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Quality, Trace
-from .cache import cache_root, quality_from, read_table, read_trace
+from .cache import cache_root, quality_from, read_table, read_trace, time_columns
 from .discover import RankFile, discover, ranges
 from .parallel import error_of, plan_workers, run, tasks_for
 
-TIME_COLUMNS = ("start", "end", "time", "alloc_time", "free_time")
 LRU_SIZE = 3
-
-
-def time_columns(columns: list[str]) -> list[str]:
-    """Columns holding times (rebased to the common clock): ``start``, ``end``,
-    ``time``, ``alloc_time``, ``free_time`` and any ``*_start``/``*_end``/``*_time``."""
-    return [c for c in columns if c in TIME_COLUMNS or c.endswith(("_start", "_end", "_time"))]
 
 
 class TraceSet:
@@ -113,13 +106,15 @@ class TraceSet:
 
     @property
     def info(self) -> pd.DataFrame:
-        """One row per loaded rank: file, how its rank was found, rows, clock offset, cache use."""
+        """One row per loaded rank: file, how its rank was found, rows, clock offset, cache use,
+        the CPU seconds its worker spent parsing and writing the cache entry."""
         rows = []
         for r in self.ranks:
             f, m = self._rank_files[r], self._manifests[r]
             rows.append({"rank": r, "file": str(f.path), "rank_from": f.rank_from, "bytes": f.size,
                          "events": m["rows"].get("events", 0), "base_time_ns": int(m.get("base_time_ns", 0)),
-                         "offset": self.offsets[r], "from_cache": self.cached.get(r, False)})
+                         "offset": self.offsets[r], "from_cache": self.cached.get(r, False),
+                         "load_cpu_s": (m.get("load_time") or {}).get("cpu_s")})
         return pd.DataFrame(rows).set_index("rank")
 
     def __repr__(self) -> str:
@@ -163,7 +158,12 @@ class TraceSet:
 
     @property
     def launches(self) -> pd.DataFrame:
+        """Device activities (kernels, copies, sets) with their launches, per rank."""
         return self.table("launches")
+
+    @property
+    def counters(self) -> pd.DataFrame:
+        return self.table("counters")
 
     @property
     def collectives(self) -> pd.DataFrame:

@@ -63,7 +63,8 @@ def lane_name(process: str, thread: str, lane: int) -> str:
 
 def track_table(trace: Trace) -> pd.DataFrame:
     """One row per track in display order: ``label, process, thread, lane, depths``
-    and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`).
+    and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`);
+    ``rank`` too when the events have a ``rank`` column (several ranks in one Trace).
 
     The order is ``trace.metadata["track_order"]`` (track labels) where given,
     then process, thread (natural sort) and overlap sub-lane.
@@ -89,6 +90,7 @@ def track_table(trace: Trace) -> pd.DataFrame:
             "code": code, "label": label, "process": process, "thread": thread, "lane": lane_no,
             "depths": int(max_depth[code]) + 1, "group": group_name(process, labels),
             "name": lane_name(process, thread, lane_no),
+            **({"rank": int(ev["rank"].to_numpy(np.int64)[at])} if "rank" in ev.columns else {}),
         })
     order = [str(t) for t in trace.metadata.get("track_order") or []]
     rank = {label: i for i, label in enumerate(order)}

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..export import json_safe
 from .codec import empty_frame, encode_frame
+from .launch_table import LAUNCH_SORT, launch_page, launch_rows_of
 from .lod import Legend, MemoryIndex, TimelineIndex, build_legend
 
 MAX_WIDTH = 16384
@@ -104,6 +105,13 @@ class WidgetData:
         self.end = self.start + self.dur
         self._sort_keys: dict[str, np.ndarray] = {}
         self._table_orders: dict[tuple[str, bool], np.ndarray] = {}
+        #: positions a window's table and a range selection may list (None: all); the widget
+        #: sets it from ``shown_ranks``
+        self.allowed: np.ndarray | None = None
+
+    def keep_allowed(self, pos: np.ndarray) -> np.ndarray:
+        """``pos`` without the positions outside :attr:`allowed` (the ranks not shown)."""
+        return pos if self.allowed is None else pos[self.allowed[pos]]
 
     # -- table ordering ---------------------------------------------------------
     def sort_key(self, sort: str) -> np.ndarray:
@@ -160,13 +168,29 @@ class WidgetData:
             "has_flows": bool(len(trace.flows)),
             "static": static,
             "message": message,
+            **self.ranks_info(),
         }
+
+    def ranks_info(self) -> dict[str, Any]:
+        """For a TraceSet's combined trace: ``ranks`` (rank, clock ``offset`` of its own origin
+        from the common one, ns) and ``align`` (the step the ranks are lined up on, or None)."""
+        meta = self.trace.metadata
+        if not meta.get("ranks"):
+            return {}
+        offsets = meta.get("offsets") or {}
+        return {"ranks": [{"rank": int(r), "offset": float(offsets.get(r, 0))} for r in meta["ranks"]],
+                "align": meta.get("align")}
 
     def tracks(self) -> list[dict[str, Any]]:
         rows = self.timeline.tracks.to_dict("records")
-        return [{"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
-                 "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
-                 "depths": int(r["depths"])} for i, r in enumerate(rows)]
+        out = [{"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
+                "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
+                "depths": int(r["depths"])} for i, r in enumerate(rows)]
+        for t, r in zip(out, rows, strict=True):
+            if "rank" in r and not pd.isna(r["rank"]):  # several ranks: a `rank N` section
+                t["rank"] = int(r["rank"])
+                t["section"] = f"rank {t['rank']}"
+        return out
 
     def overview(self) -> bytes:
         return self.timeline.overview()
@@ -293,12 +317,16 @@ def table(data: WidgetData, msg: Any, selected: np.ndarray | None = None) -> Rep
         t0, t1 = _number(msg, "t0"), _number(msg, "t1")
         if not t0 < t1:
             raise RequestError(f"need t0 < t1, got t0={t0}, t1={t1}")
-        pos = data.timeline.position[data.timeline.window(t0, t1)]
+        pos = data.keep_allowed(data.timeline.position[data.timeline.window(t0, t1)])
     else:
         raise RequestError(f"'mode' must be 'selection' or 'window', got {mode!r}")
+    kind = msg.get("kind", "events")
+    if kind not in ("events", "launches"):
+        raise RequestError(f"'kind' must be 'events' or 'launches', got {kind!r}")
     sort = msg.get("sort", "start")
-    if sort not in SORT_KEYS:
-        raise RequestError(f"'sort' must be one of {SORT_KEYS}, got {sort!r}")
+    keys = tuple(LAUNCH_SORT) if kind == "launches" else SORT_KEYS
+    if sort not in keys:
+        raise RequestError(f"'sort' must be one of {keys}, got {sort!r}")
     descending = msg.get("descending", False)
     if not isinstance(descending, bool):
         raise RequestError("'descending' must be true or false")
@@ -307,6 +335,13 @@ def table(data: WidgetData, msg: Any, selected: np.ndarray | None = None) -> Rep
 
     ev = data.events
     pos = np.asarray(pos, np.int64)
+    # launch rows of the selection's kernels (and of its launch calls)
+    launch_rows = launch_rows_of(data.trace.launches, data.ids[pos]) if mode == "selection" \
+        else np.zeros(0, np.int64)
+    if kind == "launches":
+        page_reply, frame = launch_page(data.trace.launches, launch_rows, data.timeline.event_track,
+                                        data.positions, sort, descending, offset, limit)
+        return page_reply, [frame]
     dur = data.dur[pos]
     self_t = data.self_time[pos]
     if len(pos) >= TABLE_CACHE_MIN:
@@ -330,7 +365,10 @@ def table(data: WidgetData, msg: Any, selected: np.ndarray | None = None) -> Rep
         "category": cat_codes.astype(np.int32),
         "track": data.timeline.event_track[page].astype(np.uint32),
     }, {"names": [str(s) for s in names_u], "categories": [str(s) for s in cats_u]})
-    reply = {"rows": len(page), "count": len(pos), "total": float(dur.sum()), "self": float(self_t.sum())}
+    reply: dict[str, Any] = {"rows": len(page), "count": len(pos), "total": float(dur.sum()),
+                             "self": float(self_t.sum())}
+    if mode == "selection":  # the table offers the launch rows of the selection's kernels
+        reply["launches"] = len(launch_rows)
     return reply, [frame]
 
 

@@ -19,6 +19,7 @@ from anywidget.experimental import command
 from ..model import Trace
 from . import rpc
 from .codec import encode_frame
+from .summary import summary_frame
 
 STATIC = Path(__file__).parent.parent / "static"
 _ESM_PATH = STATIC / "widget.js"
@@ -47,6 +48,7 @@ def initial_state(data: rpc.WidgetData) -> dict[str, Any]:
         "_overview": data.overview(),
         "_memory": data.memory_overview(),
         "_nodes": data.nodes_frame(),
+        "_summary": summary_frame(data.timeline, data.tracks(), data.events),
         "_highlight": encode_frame({"id": np.zeros(0, np.int32)}, {"token": 0}),
         "_view": {"start": extent[0], "end": extent[1]},
         "color_by": data.legend.color_by,
@@ -60,7 +62,10 @@ class TraceWidget(anywidget.AnyWidget):
       (observable: ``w.observe(cb, "selection")``);
     * ``w.visible``: ``(start, end)`` of the visible window, in ``trace.time_unit``
       relative to the trace start (observable);
-    * ``w.highlight(x)``, ``w.zoom_to(start, end)``, ``w.save_html(path)``.
+    * ``w.highlight(x)``, ``w.zoom_to(start, end)``, ``w.save_html(path)``;
+    * ``w.collapsed_groups``: keys of the groups drawn collapsed (a ``process``, or a
+      ``rank N`` section), ``w.shown_ranks``: the ranks shown, ``[]`` for all
+      (both set by the user in the browser too).
     """
 
     # anywidget reads these files at class creation; fall back to a stub so that importing the
@@ -75,10 +80,15 @@ class TraceWidget(anywidget.AnyWidget):
     _overview = traitlets.Bytes(b"").tag(sync=True)
     _memory = traitlets.Bytes(b"").tag(sync=True)
     _nodes = traitlets.Bytes(b"").tag(sync=True)
+    _summary = traitlets.Bytes(b"").tag(sync=True)
     _highlight = traitlets.Bytes(b"").tag(sync=True)
     _zoom_request = traitlets.Dict().tag(sync=True)
     # both ways: "category" | "phase" (the front end offers a switch)
     color_by = traitlets.Unicode("category").tag(sync=True)
+    # both ways: keys of the groups drawn collapsed (a process, or a "rank N" section), and the
+    # ranks shown (empty: all) of a TraceSet's widget
+    collapsed_groups = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    shown_ranks = traitlets.List(traitlets.Int()).tag(sync=True)
     # browser -> kernel
     _view = traitlets.Dict().tag(sync=True)
     _selection = traitlets.Dict().tag(sync=True)
@@ -186,8 +196,8 @@ class TraceWidget(anywidget.AnyWidget):
         if not _ESM_PATH.is_file():
             raise BundleMissingError(_ESM_PATH)
         state = {name: getattr(self, name) for name in
-                 ("_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request",
-                  "_view", "_selection", "color_by")}
+                 ("_info", "_tracks", "_overview", "_memory", "_nodes", "_summary", "_highlight",
+                  "_zoom_request", "_view", "_selection", "color_by", "collapsed_groups", "shown_ranks")}
         state["_info"] = {**state["_info"], "static": True}
         start, end = self.visible
         # The page opens where the user is now, not at an earlier zoom_to/highlight request.
@@ -226,6 +236,14 @@ class TraceWidget(anywidget.AnyWidget):
                       "legend": self._data.legend.entries}
         self._overview = self._data.overview()
 
+    @traitlets.observe("shown_ranks")
+    def _on_shown_ranks(self, change: dict[str, Any]) -> None:
+        events = self.trace.events
+        if not change["new"] or "rank" not in events.columns:
+            self._data.allowed = None
+        else:
+            self._data.allowed = events["rank"].isin(list(change["new"])).to_numpy(bool)
+
     @traitlets.observe("_selection")
     def _on_selection(self, change: dict[str, Any]) -> None:
         try:
@@ -235,6 +253,8 @@ class TraceWidget(anywidget.AnyWidget):
             self.selection_error = str(exc)
             self.log.warning("profview: ignoring bad _selection: %s", exc)
             pos = np.zeros(0, np.int64)
+        if "range" in (change["new"] or {}):  # a range over the ranks shown only
+            pos = self._data.keep_allowed(pos)
         self._selected = pos
         self.set_trait("selection", self.trace.events.iloc[pos])
 

@@ -7,7 +7,7 @@ Chrome format module turns this into a Trace.  One entry per record of the
 must produce identical ChromeColumns for the same input (tests compare them).
 
 Strings are dictionary-encoded: ``*_code`` arrays index into a ``list[str]``.
-``pid``/``tid``/``id`` keep the JSON *token text* of the value, so ``1`` and
+``pid``/``tid``/``id``/``bind_id`` keep the JSON *token text* of the value, so ``1`` and
 ``"1"`` stay distinguishable: an integer is its decimal text (``"1"``), a
 string is its JSON-decoded text prefixed by ``"s:"`` (``"s:1"``), missing is -1.
 """
@@ -82,7 +82,9 @@ def _index_dtype(n: int) -> type:
 
 
 ROW_ARRAYS = ("ph", "name_code", "cat_code", "pid_code", "tid_code", "id_code", "ts_ns", "dur_ns",
-              "bp", "args_offset", "args_length")
+              "bp", "args_offset", "args_length", "bind_code", "flow_dir")
+
+FLOW_IN, FLOW_OUT = 1, 2  # bits of ChromeColumns.flow_dir
 
 
 class Interner:
@@ -114,6 +116,8 @@ class ChromeColumns:
     bp: np.ndarray          # uint8: ASCII code of "bp" ("e" = enclosing) or of "s" scope, 0 if absent
     args_offset: np.ndarray  # int64 offset of the raw JSON text of "args" in args_blob (-1 absent)
     args_length: np.ndarray  # int32 length of that text
+    bind_code: np.ndarray   # int32 into tokens: "bind_id" (flow events v2), -1 if absent
+    flow_dir: np.ndarray    # uint8: FLOW_IN if "flow_in" is true, | FLOW_OUT if "flow_out" is true
     names: list[str]
     cats: list[str]
     tokens: list[str]

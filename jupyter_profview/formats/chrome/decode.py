@@ -24,6 +24,8 @@ Field rules (see :mod:`.chrome_columns` for the columns)
       ``{"global": X}`` -> ``"id2g:" + token(X)``, any other value ->
       ``"id2:" + token(value)``.
     * ``name``/``cat``: a string as is, anything else as compact JSON text.
+    * ``bind_id`` (flow events v2): a token as ``pid``; ``flow_in`` /
+      ``flow_out``: bits of ``flow_dir``, set only by the JSON literal ``true``.
     * ``ph``/``bp``: ASCII code of a one-character ASCII string, else 0;
       ``bp`` falls back to the instant scope ``s``.
     * ``ts``/``dur``: a JSON number or a string holding one, in microseconds,
@@ -43,7 +45,7 @@ Field rules (see :mod:`.chrome_columns` for the columns)
 
 Dictionaries (``names``, ``cats``, ``tokens``) are in order of first
 appearance, scanning records in order and, within a record, the fields in the
-order name, cat, pid, tid, id.
+order name, cat, pid, tid, id, bind_id.
 
 Errors are :class:`ProfviewError` with the source name, a line/column or
 record position, and what was expected.
@@ -60,7 +62,7 @@ import orjson
 
 from ...errors import ProfviewError, line_position
 from ...sources import Source
-from .columns import ABSENT_TIME, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
+from .columns import ABSENT_TIME, FLOW_IN, FLOW_OUT, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
 from .times import mark_times, ns_from_text, restorer
 
 BOM = b"\xef\xbb\xbf"
@@ -97,12 +99,6 @@ def _text(value: Any, restore: Callable[[bytes], bytes] | None = None) -> str:
         return value
     text = orjson.dumps(value)
     return (restore(text) if restore else text).decode()
-
-
-def _ascii(value: Any) -> int:
-    if isinstance(value, str) and len(value) == 1 and value < "\x80":
-        return ord(value)
-    return 0
 
 
 def _time(value: Any, index: int, field: str, source: str, marker: str | None = None) -> int:
@@ -237,23 +233,61 @@ def columns_from_events(
 ) -> ChromeColumns:
     """The columns of already-parsed event objects (one tight loop, plain lists);
     ``marker`` as returned by :func:`parse_document`."""
+    rows = _Rows(len(events))
+    _fill_rows(rows, events, source, marker)
+    return rows.columns(top_level, array_format)
+
+
+class _Rows:
+    """The columns being filled, as plain lists (appending to numpy arrays one
+    value at a time is far slower), with the dictionaries and the args blob."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.ph = [0] * n
+        self.bp = [0] * n
+        self.flow_dir = [0] * n
+        self.name_code = [-1] * n
+        self.cat_code = [-1] * n
+        self.pid_code = [-1] * n
+        self.tid_code = [-1] * n
+        self.id_code = [-1] * n
+        self.bind_code = [-1] * n
+        self.ts_ns = [ABSENT_TIME] * n
+        self.dur_ns = [ABSENT_TIME] * n
+        self.args_offset = [-1] * n
+        self.args_length = [0] * n
+        self.numeric: dict[str, tuple[list[int], list[float]]] = {key: ([], []) for key in NUMERIC_ARGS}
+        self.names, self.cats, self.tokens = Interner(), Interner(), Interner()
+        self.blob: list[bytes] = []
+
+    def columns(self, top_level: dict[str, Any], array_format: bool) -> ChromeColumns:
+        n = self.n
+        return ChromeColumns(
+            n=n, ph=np.array(self.ph, np.uint8), name_code=np.array(self.name_code, np.int32),
+            cat_code=np.array(self.cat_code, np.int32), pid_code=np.array(self.pid_code, np.int32),
+            tid_code=np.array(self.tid_code, np.int32), id_code=np.array(self.id_code, np.int32),
+            ts_ns=np.array(self.ts_ns, np.int64), dur_ns=np.array(self.dur_ns, np.int64),
+            bp=np.array(self.bp, np.uint8), args_offset=np.array(self.args_offset, np.int64),
+            args_length=np.array(self.args_length, np.int32), bind_code=np.array(self.bind_code, np.int32),
+            flow_dir=np.array(self.flow_dir, np.uint8), names=self.names.values, cats=self.cats.values,
+            tokens=self.tokens.values, args_blob=b"".join(self.blob),
+            numeric_args={k: SparseColumn.from_lists(n, *v) for k, v in self.numeric.items()},
+            top_level=top_level, array_format=array_format,
+        )
+
+
+def _fill_rows(rows: _Rows, events: list[Any], source: str, marker: str | None) -> None:
+    """One pass over ``events`` filling ``rows`` (see the module doc for the
+    field rules).  Deliberately one loop with the fields inline: this runs
+    once per event, where a function call per field would double the time."""
     restore = restorer(marker, source)
-    n = len(events)
-    ph = [0] * n
-    bp = [0] * n
-    name_code = [-1] * n
-    cat_code = [-1] * n
-    pid_code = [-1] * n
-    tid_code = [-1] * n
-    id_code = [-1] * n
-    ts_ns = [ABSENT_TIME] * n
-    dur_ns = [ABSENT_TIME] * n
-    args_offset = [-1] * n
-    args_length = [0] * n
-    numeric: dict[str, tuple[list[int], list[float]]] = {key: ([], []) for key in NUMERIC_ARGS}
-    names, cats, tokens = Interner(), Interner(), Interner()
+    ph, bp, flow_dir = rows.ph, rows.bp, rows.flow_dir
+    name_code, cat_code, pid_code, tid_code = rows.name_code, rows.cat_code, rows.pid_code, rows.tid_code
+    id_code, bind_code, ts_ns, dur_ns = rows.id_code, rows.bind_code, rows.ts_ns, rows.dur_ns
+    args_offset, args_length, numeric, blob = rows.args_offset, rows.args_length, rows.numeric, rows.blob
+    names, cats, tokens = rows.names, rows.cats, rows.tokens
     name_codes, cat_codes, token_codes = names.codes, cats.codes, tokens.codes
-    blob: list[bytes] = []
     blob_size = 0
     missing = _MISSING
     for i, ev in enumerate(events):
@@ -292,6 +326,13 @@ def columns_from_events(
             tid_code[i] = tokens(value) if code is None else code
         if "id" in ev or "id2" in ev:
             id_code[i] = tokens(id_token(ev, restore))  # type: ignore[arg-type]
+        value = get("bind_id", missing)
+        if value is not missing:  # flow events v2 (after "id": the dictionary order of both decoders)
+            bind_code[i] = tokens(token(value, restore))
+        if get("flow_in") is True:
+            flow_dir[i] = FLOW_IN
+        if get("flow_out") is True:
+            flow_dir[i] |= FLOW_OUT
         value = get("ts", missing)
         if value is not missing:
             ts_ns[i] = value * 1000 if type(value) is int and -_FAST < value < _FAST \
@@ -315,28 +356,23 @@ def columns_from_events(
             blob.append(text)
             blob_size += len(text)
             if type(args) is dict:
-                if len(args) <= len(NUMERIC_ARGS):
-                    for key, value in args.items():
-                        column = numeric.get(key)
-                        if column is not None and type(value) in (int, float):
-                            column[0].append(i)
-                            column[1].append(value)
-                else:
-                    for key, column in numeric.items():
-                        item: Any = args.get(key)
-                        if type(item) in (int, float):
-                            column[0].append(i)
-                            column[1].append(item)
-    return ChromeColumns(
-        n=n, ph=np.array(ph, np.uint8), name_code=np.array(name_code, np.int32),
-        cat_code=np.array(cat_code, np.int32), pid_code=np.array(pid_code, np.int32),
-        tid_code=np.array(tid_code, np.int32), id_code=np.array(id_code, np.int32),
-        ts_ns=np.array(ts_ns, np.int64), dur_ns=np.array(dur_ns, np.int64), bp=np.array(bp, np.uint8),
-        args_offset=np.array(args_offset, np.int64), args_length=np.array(args_length, np.int32),
-        names=names.values, cats=cats.values, tokens=tokens.values, args_blob=b"".join(blob),
-        numeric_args={k: SparseColumn.from_lists(n, *v) for k, v in numeric.items()},
-        top_level=top_level, array_format=array_format,
-    )
+                _pick_numeric(args, i, numeric)
+
+
+def _pick_numeric(args: dict[str, Any], i: int, numeric: dict[str, tuple[list[int], list[float]]]) -> None:
+    """Append record ``i``'s numeric args (NUMERIC_ARGS keys holding numbers, not bools)."""
+    if len(args) <= len(NUMERIC_ARGS):
+        for key, value in args.items():
+            column = numeric.get(key)
+            if column is not None and type(value) in (int, float):
+                column[0].append(i)
+                column[1].append(value)
+    else:
+        for key, column in numeric.items():
+            item: Any = args.get(key)
+            if type(item) in (int, float):
+                column[0].append(i)
+                column[1].append(item)
 
 
 def normalized(columns: ChromeColumns) -> dict[str, Any]:
@@ -354,6 +390,8 @@ def normalized(columns: ChromeColumns) -> dict[str, Any]:
         "pid": strings(columns.pid_code, columns.tokens),
         "tid": strings(columns.tid_code, columns.tokens),
         "id": strings(columns.id_code, columns.tokens),
+        "bind_id": strings(columns.bind_code, columns.tokens),
+        "flow_dir": columns.flow_dir.tolist(),
         "ts_ns": columns.ts_ns.tolist(),
         "dur_ns": columns.dur_ns.tolist(),
         "args": [columns.args(i) if columns.args_offset[i] >= 0 else None for i in range(columns.n)],

@@ -9,11 +9,18 @@ the ``flows`` table.  ``s`` and ``t`` bind to the deepest
 slice enclosing them on their thread; ``f`` binds to the enclosing slice when
 its ``bp`` is ``"e"`` and otherwise to the next slice to start on its thread
 at or after its time (Trace Event spec).  Unbound endpoints are -1.
+
+Flow events v2 (Perfetto's JSON importer; Chrome writes them): a slice with
+``bind_id`` and ``flow_out: true`` starts a flow, one with ``flow_in: true``
+ends it, one with both continues it; the arrows join the slices themselves
+and pair by bind id alone, in time order like v1 (see :func:`build_flows_v2`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -88,49 +95,67 @@ def flow_pairs(c: ChromeColumns, records: np.ndarray, quality: Quality) -> tuple
     """``(sources, targets)``: positions in ``records`` (``s``/``t``/``f``
     records) of each arrow, whatever the order of the records in the file.
 
-    Records pair by (cat, id).  Within one (cat, id), in time order (ties: ``s``
-    before ``t`` before ``f``, then file order), each ``t`` or ``f`` links from
-    the latest ``s``/``t`` before it, so one ``s`` with many ``f`` (CUDA graph
-    replays, MTIA ``runFunction``) gives one arrow per ``f`` and ``s -> t -> f``
-    a chain of two.  An end earlier than every ``s`` of its (cat, id) (clock
-    skew between host and device) links from the first ``s``.  Ends of a
-    (cat, id) without any ``s`` and ``s`` records that no end links from are
-    counted in ``quality.skipped``; every other record in ``placed["flows"]``.
-    Arrows come in the file order of their ends.  Vectorised with one sort.
+    Records pair by (cat, id) as :func:`pair_in_time` says, ``s`` starting,
+    ``t`` stepping, ``f`` ending.  Ends of a (cat, id) without any ``s`` and
+    ``s`` records that no end links from are counted in ``quality.skipped``;
+    every other record in ``placed["flows"]``.
     """
-    n = len(records)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ph = c.ph[records]
-    is_s0, is_t0 = ph == ord("s"), ph == ord("t")
-    rank = np.where(is_s0, 0, np.where(is_t0, 1, 2))
-    order = np.lexsort((np.arange(n), rank, c.ts_ns[records], c.id_code[records], c.cat_code[records]))
-    cat, ident = c.cat_code[records][order], c.id_code[records][order]
-    is_s, is_t = is_s0[order], is_t0[order]
+    role = np.where(ph == ord("s"), START, np.where(ph == ord("t"), STEP, END)).astype(np.int8)
+    src, dst, used, unpaired = pair_in_time(role, c.ts_ns[records], c.cat_code[records], c.id_code[records])
+    for p in dict.fromkeys(ph[unpaired].tolist()):  # reasons in file order of first appearance
+        quality.skipped[f"flow '{chr(p)}' without an 's' of its (cat, id)"] += int((ph[unpaired] == p).sum())
+    lone = int(((role == START) & ~used).sum())
+    if lone:
+        quality.skipped["flow 's' without a 't' or 'f'"] += lone
+    quality.placed["flows"] += int(used.sum())
+    return src, dst
+
+
+START, STEP, END = 0, 1, 2  # flow roles: s / t / f (v1), flow_out / both / flow_in (v2)
+
+
+def pair_in_time(role: np.ndarray, time: np.ndarray, key_a: np.ndarray, key_b: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pair flow records of one flow key (``key_a``, ``key_b``) into arrows:
+    ``(sources, targets, used, unpaired)``; sources/targets are positions of
+    the input, ``used`` marks the records in some arrow, ``unpaired`` holds
+    the (ascending) positions of STEP/END records without a START of their key.
+
+    Within one key, in time order (ties: START before STEP before END, then
+    input order), each STEP or END links from the latest START/STEP before
+    it, so one START with many ENDs (CUDA graph replays, MTIA
+    ``runFunction``) gives one arrow per END and START -> STEP -> END a chain
+    of two.  An end earlier than every START of its key (clock skew between
+    host and device) links from the first START.  Arrows come in the input
+    order of their ends.  Vectorised with one sort.
+    """
+    n = len(role)
+    if n == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0, bool), empty
+    order = np.lexsort((np.arange(n), role, time, key_b, key_a))
+    a, b = key_a[order], key_b[order]
+    is_s, is_t = role[order] == START, role[order] == STEP
     is_end = ~is_s
     group_start = np.ones(n, bool)
-    group_start[1:] = (cat[1:] != cat[:-1]) | (ident[1:] != ident[:-1])
+    group_start[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
     group = np.cumsum(group_start) - 1
     first_of_group = np.flatnonzero(group_start)[group]
     s_at = np.flatnonzero(is_s)
     first_s = np.full(int(group[-1]) + 1, -1, np.int64)
-    first_s[group[s_at[::-1]]] = s_at[::-1]  # reversed: the first 's' of each group wins
+    first_s[group[s_at[::-1]]] = s_at[::-1]  # reversed: the first START of each group wins
     anchor = np.maximum.accumulate(np.where(is_s | is_t, np.arange(n), -1))
-    previous = np.concatenate([[-1], anchor[:-1]])  # latest s/t strictly before (may be another group)
+    previous = np.concatenate([[-1], anchor[:-1]])  # latest START/STEP strictly before (may be another group)
     source = np.where(previous >= first_of_group, previous, first_s[group])
     paired = is_end & (first_s[group] >= 0)
     used = paired.copy()
     used[source[paired]] = True
-    for p in dict.fromkeys(ph[np.sort(order[is_end & ~paired])].tolist()):
-        quality.skipped[f"flow '{chr(p)}' without an 's' of its (cat, id)"] += \
-            int((is_end & ~paired & (ph[order] == p)).sum())
-    lone = int((is_s & ~used).sum())
-    if lone:
-        quality.skipped["flow 's' without a 't' or 'f'"] += lone
-    quality.placed["flows"] += int(used.sum())
     ends = np.flatnonzero(paired)
     ends = ends[np.argsort(order[ends], kind="stable")]
-    return order[source[ends]], order[ends]
+    used_input = np.zeros(n, bool)
+    used_input[order[used]] = True
+    return order[source[ends]], order[ends], used_input, np.sort(order[is_end & ~paired])
 
 
 def build_flows(c: ChromeColumns, records: np.ndarray, pairs: np.ndarray, index: SliceIndex,
@@ -160,6 +185,60 @@ def build_flows(c: ChromeColumns, records: np.ndarray, pairs: np.ndarray, index:
         "target": target_id,
         "start": src_time.astype(np.int64),
         "end": dst_time.astype(np.int64),
+    })
+
+
+V2_PHASES = "XBbn"  # records whose bind_id Perfetto reads (slices and async slices)
+_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]+")
+
+
+def bind_keys(tokens: list[str], codes: np.ndarray) -> np.ndarray:
+    """Dense pairing keys of ``bind_id`` token codes, as Perfetto reads them:
+    an integer is its value and a string is hexadecimal (``26``, ``"1a"`` and
+    ``"0x1A"`` are one flow, as Chrome writes ``"bind_id": "0x..."``); any
+    other string pairs by its text."""
+    used, inverse = np.unique(codes, return_inverse=True)
+    dense: dict[tuple[str, Any], int] = {}
+    keys = np.empty(len(used), np.int64)
+    for k, code in enumerate(used.tolist()):
+        tok = tokens[code]
+        key: tuple[str, Any] = ("text", tok)
+        if not tok.startswith(("s:", "j:")):
+            key = ("int", int(tok))
+        elif tok.startswith("s:") and _HEX.fullmatch(tok[2:]):
+            key = ("int", int(tok[2:], 16))
+        keys[k] = dense.setdefault(key, len(dense))
+    return keys[inverse.reshape(-1)]
+
+
+def build_flows_v2(v2: ChromeColumns, event_ids: np.ndarray, base: int, quality: Quality) -> pd.DataFrame:
+    """The ``flows`` rows of flow events v2: ``v2`` holds the slice records
+    (``ph`` in :data:`V2_PHASES`) with a ``bind_id``, ``event_ids`` their
+    event ids.  A slice with ``flow_out`` starts a flow, one with ``flow_in``
+    ends it, one with both steps it (Perfetto's JSON importer); they pair by
+    bind id (not category) in time order as :func:`pair_in_time` says, each
+    arrow from slice to slice (``start``/``end``: the slices' starts).  The
+    slices are events already, so a bind id giving no arrow (an end without
+    a start, a start without an end, neither ``flow_in`` nor ``flow_out``)
+    is counted in ``quality.unpaired_flows``, not ``skipped``."""
+    direction = v2.flow_dir.astype(np.int64)
+    has_role = direction != 0
+    role = np.array([0, END, START, STEP], np.int8)[direction]  # by FLOW_IN | FLOW_OUT bits
+    pick = np.flatnonzero(has_role & (event_ids >= 0))
+    keys = bind_keys(v2.tokens, v2.bind_code[pick]) if len(pick) else np.zeros(0, np.int64)
+    src, dst, used, _ = pair_in_time(role[pick], v2.ts_ns[pick], keys, np.zeros(len(pick), np.int64))
+    quality.unpaired_flows += int(v2.n - used.sum())
+    src, dst = pick[src], pick[dst]
+    names, cats = v2.name_code[src], v2.cat_code[src]
+    labels = token_labels([v2.tokens[k] for k in v2.bind_code[src].tolist()])
+    return pd.DataFrame({
+        "flow_id": pd.array(labels, dtype="string"),
+        "name": from_codes(names, _unique(v2.names)) if len(src) else pd.Categorical([]),
+        "category": from_codes(cats, _unique(v2.cats)) if len(src) else pd.Categorical([]),
+        "source": event_ids[src],
+        "target": event_ids[dst],
+        "start": (v2.ts_ns[src] - base).astype(np.int64),
+        "end": (v2.ts_ns[dst] - base).astype(np.int64),
     })
 
 

@@ -269,81 +269,91 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
     pure-Python decoder (see ``chrome_scan.c``); raises ProfviewError on
     invalid JSON or truncated input.
     """
-    import orjson
-
-    from .columns import NUMERIC_ARGS, ChromeColumns
-
     lib = _lib()
     scanner = lib.pv_scan_new()
     if not scanner:
         raise MemoryError("out of memory in the native scanner")
     try:
-        status = _OK
-        progress = _Progress(source)
-        chunks = _file_chunks(source, chunk_size) or source.chunks(chunk_size)
-        try:
-            # small inputs and small chunks (the tests') are not worth a thread
-            threaded = source.size > 2 * chunk_size and chunk_size >= 1 << 20
-            for chunk in _prefetch(chunks) if threaded else chunks:
-                view = np.frombuffer(chunk, np.uint8)
-                size = len(view)
-                status = lib.pv_scan_feed(scanner, view.ctypes.data, size)
-                del view, chunk  # let the chunk go before the next one is read
-                progress.update(size)
-                source.consumed = max(source.consumed, progress.done)  # how far, for errors
-                if status != _OK:
-                    break
-            else:
-                status = lib.pv_scan_finish(scanner)
-        finally:
-            progress.close()
+        status = _feed(lib, scanner, source, chunk_size)
         if status == _UNSUP:
             return None
-        if status == _NOMEM:
-            raise MemoryError("out of memory in the native scanner")
-        if status == _ERR:
-            msg, expected = c_char_p(), c_char_p()
-            offset = lib.pv_scan_error(scanner, ctypes.byref(msg), ctypes.byref(expected))
-            record = lib.pv_scan_error_record(scanner)
-            raise ProfviewError(
-                (msg.value or b"invalid JSON").decode(),
-                source=source.name,
-                position=f"byte {offset}" + (f" (traceEvents[{record}])" if record >= 0 else ""),
-                expected=(expected.value or b"").decode() or None,
-            )
-        if status != _OK:
-            raise RuntimeError(f"native scanner returned status {status}")
-
-        n = int(lib.pv_scan_count(scanner))
-        numeric = {key: _sparse(lib, scanner, k, n) for k, key in enumerate(NUMERIC_ARGS)}
-        cols = {name: _adopt(lib, scanner, i, dtype, n) for i, (name, dtype) in enumerate(_COLUMNS)}
-        blob_id = int(lib.pv_col_blob())
-        args_blob = _take_blob(lib, scanner, blob_id)
-        top_index = _copy_top_index(lib, scanner, blob_id + 1)
-        top_arena = _take_bytes(lib, scanner, blob_id + 2)
-        names = _dedupe(*_dictionary(lib, scanner, 0), cols["name_code"])
-        cats = _dedupe(*_dictionary(lib, scanner, 1), cols["cat_code"])
-        tokens = _dedupe(*_dictionary(lib, scanner, 2), cols["pid_code"], cols["tid_code"], cols["id_code"])
-        array_format = bool(lib.pv_scan_array_format(scanner))
+        _check_status(lib, scanner, status, source)
+        return _columns(lib, scanner)
     finally:
         lib.pv_scan_free(scanner)
 
+
+def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int) -> int:
+    """Stream the decompressed input into the scanner; its final status."""
+    status = _OK
+    progress = _Progress(source)
+    chunks = _file_chunks(source, chunk_size) or source.chunks(chunk_size)
+    try:
+        # small inputs and small chunks (the tests') are not worth a thread
+        threaded = source.size > 2 * chunk_size and chunk_size >= 1 << 20
+        for chunk in _prefetch(chunks) if threaded else chunks:
+            view = np.frombuffer(chunk, np.uint8)
+            size = len(view)
+            status = lib.pv_scan_feed(scanner, view.ctypes.data, size)
+            del view, chunk  # let the chunk go before the next one is read
+            progress.update(size)
+            source.consumed = max(source.consumed, progress.done)  # how far, for errors
+            if status != _OK:
+                return int(status)
+        return int(lib.pv_scan_finish(scanner))
+    finally:
+        progress.close()
+
+
+def _check_status(lib: ctypes.CDLL, scanner: int, status: int, source: Source) -> None:
+    """Raise for a failed scan: ProfviewError (with the byte and record) for
+    invalid input, MemoryError when the scanner ran out of memory."""
+    if status == _NOMEM:
+        raise MemoryError("out of memory in the native scanner")
+    if status == _ERR:
+        msg, expected = c_char_p(), c_char_p()
+        offset = lib.pv_scan_error(scanner, ctypes.byref(msg), ctypes.byref(expected))
+        record = lib.pv_scan_error_record(scanner)
+        raise ProfviewError(
+            (msg.value or b"invalid JSON").decode(),
+            source=source.name,
+            position=f"byte {offset}" + (f" (traceEvents[{record}])" if record >= 0 else ""),
+            expected=(expected.value or b"").decode() or None,
+        )
+    if status != _OK:
+        raise RuntimeError(f"native scanner returned status {status}")
+
+
+def _columns(lib: ctypes.CDLL, scanner: int) -> ChromeColumns:
+    """The scanner's results as ChromeColumns (the arrays adopt its buffers)."""
+    from .columns import NUMERIC_ARGS, ChromeColumns
+
+    n = int(lib.pv_scan_count(scanner))
+    numeric = {key: _sparse(lib, scanner, k, n) for k, key in enumerate(NUMERIC_ARGS)}
+    cols = {name: _adopt(lib, scanner, i, dtype, n) for i, (name, dtype) in enumerate(_COLUMNS)}
+    blob_id = int(lib.pv_col_blob())
+    args_blob = _take_blob(lib, scanner, blob_id)
+    top_level = _top_level(_copy_top_index(lib, scanner, blob_id + 1), _take_bytes(lib, scanner, blob_id + 2))
+    names = _dedupe(*_dictionary(lib, scanner, 0), cols["name_code"])
+    cats = _dedupe(*_dictionary(lib, scanner, 1), cols["cat_code"])
+    tokens = _dedupe(*_dictionary(lib, scanner, 2), cols["pid_code"], cols["tid_code"], cols["id_code"],
+                     cols["bind_code"])
+    return ChromeColumns(n=n, **cols, names=names, cats=cats, tokens=tokens, args_blob=args_blob,
+                         numeric_args=numeric, top_level=top_level,
+                         array_format=bool(lib.pv_scan_array_format(scanner)))
+
+
+def _top_level(index: np.ndarray, arena: bytes) -> dict[str, Any]:
+    """The top-level members other than ``traceEvents``, parsed, from the
+    scanner's (key offset, key length, value offset, value length) rows."""
+    import orjson
+
     top_level: dict[str, Any] = {}
-    for key_off, key_len, val_off, val_len in top_index.tolist():
-        key = top_arena[key_off : key_off + key_len]  # with its quotes
+    for key_off, key_len, val_off, val_len in index.tolist():
+        key = arena[key_off : key_off + key_len]  # with its quotes
         text = key[1:-1].decode("utf-8") if b"\\" not in key else orjson.loads(key)
-        top_level[text] = orjson.loads(top_arena[val_off : val_off + val_len])
-    return ChromeColumns(
-        n=n,
-        **cols,
-        names=names,
-        cats=cats,
-        tokens=tokens,
-        args_blob=args_blob,
-        numeric_args=numeric,
-        top_level=top_level,
-        array_format=array_format,
-    )
+        top_level[text] = orjson.loads(arena[val_off : val_off + val_len])
+    return top_level
 
 
 def _copy_top_index(lib: ctypes.CDLL, scanner: int, column: int) -> np.ndarray:

@@ -17,7 +17,10 @@ Records (``ph``) and where they go
     ``M`` -> process/thread labels, ``metadata``; ``s``/``t``/``f`` ->
     ``flows`` (paired by (cat, id) in time order whatever the file order,
     see :func:`.flows.flow_pairs`; Kineto launch flows are then rebound by
-    correlation id); ``b``/``e``/``n`` (and legacy ``S``/``F``) -> kind ``async``
+    correlation id); flow events v2 (``bind_id`` with ``flow_out``/``flow_in``
+    on ``X``/``B``/``b``/``n`` slices) -> ``flows`` from slice to slice, after
+    the v1 rows (:func:`.flows.build_flows_v2`; a bind id without partner is
+    counted in ``quality.unpaired_flows``); ``b``/``e``/``n`` (and legacy ``S``/``F``) -> kind ``async``
     on the track ``<process> / async: <name>``; ``N``/``O``/``D`` objects,
     ``P`` samples, ``T``/``p`` legacy async steps, ``V``/``v`` memory dumps,
     ``c`` clock sync, ``(``/``)`` context events and records without ``ph``
@@ -62,24 +65,28 @@ activities linked / without correlation / launch not in the trace),
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from ... import _native
 from ...builder import build_events, dense_codes, make_trace
-from ...model import KINDS, PHASES, Quality, Trace
+from ...model import KINDS, Quality, Trace
 from ...phase_rules import rule
 from ...sources import Source
 from .. import TraceFormat
 from . import gpu
-from .columns import ABSENT_TIME, ChromeColumns, args_at
+from .args import ArgsRows
+from .columns import ABSENT_TIME, ChromeColumns
 from .decode import BOM, decode_python
-from .flows import SliceIndex, bind_by_correlation, build_flows, inherit_down, propagate_phase
+from .flows import V2_PHASES, SliceIndex, bind_by_correlation, build_flows, build_flows_v2, propagate_phase
 from .memory import MemoryParts, counters, torch_allocations, torch_memory
 from .native import decode_chrome
 from .slices import Labels, Rows, from_codes, match_async, match_begin_end
+from .torch_phases import forward_in_profiler_steps
 
 FLOW_PHASE_CATEGORIES = ("ac2g", "async_cpu_to_gpu", "async_gpu")  # Kineto launch -> kernel flows
 # PyTorch op names the default rules would misread (``broadcast`` is not communication here)
@@ -133,76 +140,129 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     :meth:`ChromeColumns.drop_rows`) once the records are sorted out, before
     the tables are built, which lowers the peak memory of a load."""
     q = Quality(records_read=c.n)
+    ok = _timed(c, q)
+    labels = Labels(c)
+    labels.read_metadata(np.flatnonzero(c.ph == ord("M")), q)
+    dev_rec = np.flatnonzero(gpu.category_table(c.cats, gpu.DEVICE_CATEGORIES)[c.cat_code]
+                             & (c.ph == ord("X")) & ok)
+    devices = gpu.DeviceRows(c, dev_rec, labels)
+    labels.finish()
+    parts = _sort_out(c, ok, labels, q)
+    del ok
+    devices.positions = np.searchsorted(parts.x_rec, dev_rec)  # dev_rec is a subset of x_rec, both sorted
+    del dev_rec
+    cols, args_rows, v2_rows, base = _event_columns(c, parts, labels)
+    if consume:
+        c.drop_rows()
+    events, raw_index, base = build_events(cols, q, base=base, phase_rules_extra=PHASE_RULES)
+    del cols
+    forward_in_profiler_steps(events, q)
+
+    index = SliceIndex(events)
+    flows = _flows(parts, labels, index, _event_ids(raw_index, v2_rows), base, q)
+    launches, launch_stats = devices.launches(events, raw_index)
+    bind_by_correlation(flows, events, launches, FLOW_PHASE_CATEGORIES)
+    propagate_phase(events, flows, FLOW_PHASE_CATEGORIES, q)
+    allocations = _allocations(parts, labels, index, events, base)
+    del index
+
+    metadata = _metadata(c, labels, events, base)
+    if launch_stats["device_activities"]:
+        metadata["gpu"] = launch_stats
+    trace = make_trace(
+        "chrome", "ns", events, q, base=base, memory=parts.memory.frame(), allocations=allocations,
+        flows=flows, counters=parts.counters, metadata=metadata, args=args_rows.lookup(raw_index),
+    )
+    trace.launches = launches
+    return trace
+
+
+def _timed(c: ChromeColumns, q: Quality) -> np.ndarray:
+    """Which records are timed (``ph`` in TIMED) and have a ``ts``; counts the
+    timed ones without ``ts`` and the untimed ones (other than ``M``) as skipped."""
     ph = c.ph
     has_ts = c.ts_ns != ABSENT_TIME
-    memory_name = c.names.index("[memory]") if "[memory]" in c.names else -2
-    is_instant = _ph("i", "I", "R")[ph]
-    is_memory = is_instant & (c.name_code == memory_name)
     timed = _ph(*TIMED)[ph]
     no_ts = timed & ~has_ts
     for p, count in zip(*np.unique(ph[no_ts], return_counts=True), strict=True):
         q.skipped[f"'{chr(p)}' event without ts"] += int(count)
-    ok = timed & has_ts
     other = ~timed & (ph != ord("M"))
     for p, count in zip(*np.unique(ph[other], return_counts=True), strict=True):
-        reason = SKIP_REASONS.get(chr(p), f"unknown ph {chr(p)!r}")
-        q.skipped[reason] += int(count)
-    del has_ts, timed, no_ts, other
+        q.skipped[SKIP_REASONS.get(chr(p), f"unknown ph {chr(p)!r}")] += int(count)
+    return timed & has_ts
 
-    labels = Labels(c)
-    labels.read_metadata(np.flatnonzero(ph == ord("M")), q)
-    is_device = gpu.category_table(c.cats, gpu.DEVICE_CATEGORIES)[c.cat_code]
-    dev_rec = np.flatnonzero(is_device & (ph == ord("X")) & ok)
-    del is_device
-    devices = gpu.DeviceRows(c, dev_rec, labels)
-    labels.finish()
 
+@dataclass
+class _Parts:
+    """The timed records sorted out by kind (taken before the columns are dropped)."""
+
+    x_rec: np.ndarray  # X records (slices), file order
+    x_dur: np.ndarray  # their durations (0 where absent)
+    i_rec: np.ndarray  # instants other than PyTorch [memory]
+    rows: Rows         # B/E and async rows from the loops
+    memory: MemoryParts
+    counters: pd.DataFrame | None
+    flow: ChromeColumns  # s/t/f records
+    mem: ChromeColumns   # [memory] records with an allocation or free, time-ordered
+    mem_device: pd.Categorical[str]
+    v2: ChromeColumns    # slice records with a flow v2 bind_id
+    v2_rec: np.ndarray   # their record numbers
+
+
+def _sort_out(c: ChromeColumns, ok: np.ndarray, labels: Labels, q: Quality) -> _Parts:
+    """Sort the timed records (``ok``) into slices, instants, B/E and async
+    rows, memory, counters and flows."""
+    ph = c.ph
+    memory_name = c.names.index("[memory]") if "[memory]" in c.names else -2
+    is_instant = _ph("i", "I", "R")[ph]
+    is_memory = is_instant & (c.name_code == memory_name)
     x_rec = np.flatnonzero((ph == ord("X")) & ok)
     i_rec = np.flatnonzero(is_instant & ~is_memory & ok)
     x_dur = c.dur_ns[x_rec]
     x_dur[x_dur == ABSENT_TIME] = 0
-    devices.positions = np.searchsorted(x_rec, dev_rec)  # dev_rec is a subset of x_rec, both sorted
     trace_end = _trace_end(c, ok, x_rec, x_dur)
     q.placed["events"] += len(x_rec) + len(i_rec)
-
     rows = Rows()
     match_begin_end(c, np.flatnonzero(_ph("B", "E")[ph] & ok), labels, trace_end, rows, q)
-    match_async(c, np.flatnonzero(_ph("b", "e", "n", "S", "F")[ph] & ok), labels,
-                trace_end, rows, q)
+    match_async(c, np.flatnonzero(_ph("b", "e", "n", "S", "F")[ph] & ok), labels, trace_end, rows, q)
+    memory = MemoryParts()
+    mem_rec, mem_device = torch_memory(c, np.flatnonzero(is_memory & ok), memory, q)
+    counter_table = counters(c, np.flatnonzero((ph == ord("C")) & ok), labels, memory, q)
+    v2_rec = np.flatnonzero((c.bind_code >= 0) & _ph(*V2_PHASES)[ph] & ok)
+    return _Parts(x_rec, x_dur, i_rec, rows, memory, counter_table,
+                  flow=c.select(np.flatnonzero(_ph("s", "t", "f")[ph] & ok)), mem=c.select(mem_rec),
+                  mem_device=mem_device, v2=c.select(v2_rec), v2_rec=v2_rec)
 
-    parts = MemoryParts()
-    mem_rec, mem_device = torch_memory(c, np.flatnonzero(is_memory & ok), parts, q)
-    counter_table = counters(c, np.flatnonzero((ph == ord("C")) & ok), labels, parts, q)
-    flow = c.select(np.flatnonzero(_ph("s", "t", "f")[ph] & ok))
-    mem = c.select(mem_rec)
-    del is_instant, is_memory, ok
 
-    # -- the events columns: X and instants vectorised, then the loop rows --
-    simple = np.concatenate([x_rec, i_rec])
+def _event_columns(c: ChromeColumns, parts: _Parts, labels: Labels,
+                   ) -> tuple[dict[str, Any], ArgsRows, np.ndarray, int]:
+    """``(columns, args rows, v2 rows, base)``: the input columns of
+    :func:`build_events` (X and instants vectorised, then the loop rows), where
+    each record's args are, the input row of each flow v2 record (-1 if none)
+    and the earliest time of any table."""
+    rows = parts.rows
+    simple = np.concatenate([parts.x_rec, parts.i_rec])
     rec = np.concatenate([simple, np.asarray(rows.rec, np.int64)]).astype(np.int64)
     start = c.ts_ns[rec]
-    dur = np.concatenate([x_dur, np.zeros(len(i_rec), np.int64), np.asarray(rows.dur, np.int64)])
-    del x_dur
+    dur = np.concatenate([parts.x_dur, np.zeros(len(parts.i_rec), np.int64), np.asarray(rows.dur, np.int64)])
     pid = np.concatenate([c.pid_code[simple], np.asarray(rows.pid, np.int32)])
     thread = np.concatenate([labels.thread_codes(c.pid_code[simple], c.tid_code[simple]),
                              np.asarray(rows.thread, np.int64)])
-    kind = np.concatenate([np.full(len(x_rec), KINDS.index("slice"), np.int8),
-                           np.full(len(i_rec), KINDS.index("instant"), np.int8),
+    kind = np.concatenate([np.full(len(parts.x_rec), KINDS.index("slice"), np.int8),
+                           np.full(len(parts.i_rec), KINDS.index("instant"), np.int8),
                            np.asarray([KINDS.index(k) for k in rows.kind], np.int8)])
     incomplete = np.concatenate([np.zeros(len(simple), bool), np.asarray(rows.incomplete, bool)])
-    del simple, x_rec, i_rec
-    args_at_rows = _ArgsRows(c, rec, len(rows.rec), np.asarray(rows.end_rec, np.int64))
+    args_rows = ArgsRows(c, rec, len(rows.rec), np.asarray(rows.end_rec, np.int64))
+    v2_rows = _positions(rec, parts.v2_rec)
 
-    times = [start, *parts.times(), flow.ts_ns]
-    if counter_table is not None:
-        times.append(counter_table["time"].to_numpy())
+    times = [start, *parts.memory.times(), parts.flow.ts_ns]
+    if parts.counters is not None:
+        times.append(parts.counters["time"].to_numpy())
     nonempty = [t for t in times if len(t)]
     base = int(min(int(t.min()) for t in nonempty)) if nonempty else 0
-    del times, nonempty
 
     process_cat = from_codes(labels.process_codes(pid), labels.process_list) \
         if labels.process_list else pd.Categorical([""] * len(rec))
-    del pid
     cols: dict[str, Any] = {
         "name": _dict_categorical(c.name_code[rec], c.names),
         "category": _dict_categorical(c.cat_code[rec], c.cats),
@@ -216,40 +276,57 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
         "incomplete": incomplete,
         "has_args": c.args_offset[rec] >= 0,
     }
-    del rec, start, dur, process_cat, thread, kind, incomplete
-    if consume:
-        c.drop_rows()
-    events, raw_index, base = build_events(cols, q, base=base, phase_rules_extra=PHASE_RULES)
-    del cols
-    _forward_in_profiler_steps(events, q)
+    return cols, args_rows, v2_rows, base
 
-    index = SliceIndex(events)
-    width = index.width
-    flow_pairs = labels.process_codes(flow.pid_code).astype(np.int64) * width \
+
+def _positions(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Position of each of ``wanted`` in ``values`` (distinct), -1 where absent."""
+    if len(wanted) == 0:
+        return np.zeros(0, np.int64)
+    order = np.argsort(values, kind="stable")
+    pos = np.minimum(np.searchsorted(values[order], wanted), max(len(values) - 1, 0))
+    hit = (values[order][pos] == wanted) if len(values) else np.zeros(len(wanted), bool)
+    return np.where(hit, order[pos] if len(values) else -1, -1)
+
+
+def _event_ids(raw_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Event id of each events input row in ``rows`` (-1: none, or row -1)."""
+    event_of_row = np.full(len(raw_index) + 1, -1, np.int64)
+    event_of_row[raw_index] = np.arange(len(raw_index))
+    return event_of_row[np.where(rows >= 0, rows, len(raw_index))]
+
+
+def _flows(parts: _Parts, labels: Labels, index: SliceIndex, v2_ids: np.ndarray, base: int,
+           q: Quality) -> pd.DataFrame:
+    """The ``flows`` table: v1 (``s``/``t``/``f`` records, bound to slices by
+    time) then v2 (``bind_id`` on slices)."""
+    flow = parts.flow
+    flow_pairs = labels.process_codes(flow.pid_code).astype(np.int64) * index.width \
         + labels.thread_codes(flow.pid_code, flow.tid_code)
     flows = build_flows(flow, np.arange(flow.n), flow_pairs, index, base, q)
-    launches, launch_stats = devices.launches(events, raw_index)
-    bind_by_correlation(flows, events, launches, FLOW_PHASE_CATEGORIES)
-    propagate_phase(events, flows, FLOW_PHASE_CATEGORIES, q)
+    if parts.v2.n == 0:
+        return flows
+    v2 = build_flows_v2(parts.v2, v2_ids, base, q)
+    merged = {column: union_categoricals([flows[column].array, v2[column].array], ignore_order=True)
+              for column in ("name", "category")}  # concat would turn them into object columns
+    flows = pd.concat([flows, v2], ignore_index=True)
+    for column, values in merged.items():
+        flows[column] = values
+    return flows
 
-    mem_pairs = labels.process_codes(mem.pid_code).astype(np.int64) * width \
+
+def _allocations(parts: _Parts, labels: Labels, index: SliceIndex, events: pd.DataFrame,
+                 base: int) -> pd.DataFrame:
+    """``allocations`` from the ``[memory]`` records, each with the name of the
+    slice enclosing it on its thread (its owner)."""
+    mem = parts.mem
+    mem_pairs = labels.process_codes(mem.pid_code).astype(np.int64) * index.width \
         + labels.thread_codes(mem.pid_code, mem.tid_code)
     owner_id = index.enclosing(mem_pairs, mem.ts_ns - base)
-    del index
     name_array = events["name"].array
     owner_names = np.asarray([*name_array.categories, ""], dtype=object)  # type: ignore[attr-defined]
     owner = owner_names[np.where(owner_id >= 0, name_array.codes[np.maximum(owner_id, 0)], -1)]  # type: ignore[attr-defined]
-    allocations = torch_allocations(mem, np.arange(mem.n), mem_device, owner)
-
-    metadata = _metadata(c, labels, events, base)
-    if launch_stats["device_activities"]:
-        metadata["gpu"] = launch_stats
-    trace = make_trace(
-        "chrome", "ns", events, q, base=base, memory=parts.frame(), allocations=allocations,
-        flows=flows, counters=counter_table, metadata=metadata, args=args_at_rows.lookup(raw_index),
-    )
-    trace.launches = launches
-    return trace
+    return torch_allocations(mem, np.arange(mem.n), parts.mem_device, owner)
 
 
 def _trace_end(c: ChromeColumns, ok: np.ndarray, x_rec: np.ndarray, x_dur: np.ndarray) -> int:
@@ -260,47 +337,6 @@ def _trace_end(c: ChromeColumns, ok: np.ndarray, x_rec: np.ndarray, x_dur: np.nd
     if len(x_rec):
         end = max(end, int((c.ts_ns[x_rec] + np.maximum(x_dur, 0)).max()))
     return end
-
-
-class _ArgsRows:
-    """Where the args of each events input row are in the args blob (taken
-    before the columns are dropped); the last ``loop`` rows may have the
-    record of a matching end (``end_rec`` >= 0) whose args are merged."""
-
-    def __init__(self, c: ChromeColumns, rec: np.ndarray, loop: int, end_rec: np.ndarray) -> None:
-        self.blob = c.args_blob
-        self.offset = c.args_offset[rec]
-        self.length = c.args_length[rec]
-        has_end = np.flatnonzero(end_rec >= 0)
-        self.end_rows = len(rec) - loop + has_end
-        self.end_offset = c.args_offset[end_rec[has_end]]
-        self.end_length = c.args_length[end_rec[has_end]]
-
-    def lookup(self, raw_index: np.ndarray) -> _ArgsLookup:
-        """The lookup by event id, given the input row of each event id."""
-        event_of_row = np.empty(len(raw_index), np.int64)
-        event_of_row[raw_index] = np.arange(len(raw_index))
-        end_ids = event_of_row[self.end_rows]
-        order = np.argsort(end_ids)
-        return _ArgsLookup(self.blob, self.offset[raw_index], self.length[raw_index],
-                           end_ids[order], self.end_offset[order], self.end_length[order])
-
-
-class _ArgsLookup:
-    """``trace.args(id)``: the record's args, with a matching end's merged in.
-    Keeps only the args blob and each event's slice of it (not the columns)."""
-
-    def __init__(self, blob: bytes | memoryview, offset: np.ndarray, length: np.ndarray, end_ids: np.ndarray,
-                 end_offset: np.ndarray, end_length: np.ndarray) -> None:
-        self.blob, self.offset, self.length = blob, offset, length
-        self.end_ids, self.end_offset, self.end_length = end_ids, end_offset, end_length
-
-    def __call__(self, event_id: int) -> dict[str, Any]:
-        args = dict(args_at(self.blob, int(self.offset[event_id]), int(self.length[event_id])))
-        k = int(np.searchsorted(self.end_ids, event_id))
-        if k < len(self.end_ids) and self.end_ids[k] == event_id:
-            args.update(args_at(self.blob, int(self.end_offset[k]), int(self.end_length[k])))
-        return args
 
 
 def _ensure(labels: list[str]) -> list[str]:
@@ -323,40 +359,6 @@ def _int_column(values: np.ndarray) -> pd.arrays.IntegerArray:
     """float64 (NaN = absent) -> Int64, NaN and non-integral out-of-range values as <NA>."""
     valid = ~np.isnan(values) & (np.abs(values) < 2.0**63)
     return pd.arrays.IntegerArray(np.where(valid, values, 0).astype(np.int64), ~valid)
-
-
-def _forward_in_profiler_steps(events: pd.DataFrame, quality: Quality) -> None:
-    """PyTorch forward inference.  Within a step (the direct children of a
-    ``ProfilerStep#N``, or, on a thread without steps that has top-level
-    backward ops, its top-level events) ops still ``other`` that start before
-    the step's first backward op are ``forward``, and so are their subtrees.
-    A ``ProfilerStep#`` without any backward op (inference) is all forward."""
-    if len(events) == 0:
-        return
-    names = events["name"].cat.categories
-    is_step = np.isin(events["name"].cat.codes.to_numpy(),
-                      np.flatnonzero(names.str.startswith("ProfilerStep#")))
-    parent = events["parent"].to_numpy()
-    track = events["track"].cat.codes.to_numpy().astype(np.int64)
-    codes = events["phase"].cat.codes.to_numpy().copy()
-    other, backward = PHASES.index("other"), PHASES.index("backward")
-    group = np.where((parent >= 0) & is_step[np.maximum(parent, 0)], parent, -1)
-    top_backward = (parent < 0) & (codes == backward)
-    tracks = np.setdiff1d(np.unique(track[top_backward]), np.unique(track[is_step]))
-    top = (parent < 0) & np.isin(track, tracks) & ~is_step
-    group[top] = -2 - track[top]
-    members = np.flatnonzero(group != -1)
-    if len(members) == 0:
-        return
-    start = events["start"].to_numpy()
-    first_backward = pd.Series(start[members].astype(np.float64)).where(codes[members] == backward) \
-        .groupby(group[members]).transform("min").to_numpy()
-    pick = (codes[members] == other) & ~(start[members] >= first_backward)
-    before = int((codes == other).sum())
-    codes[members[pick]] = PHASES.index("forward")
-    inherit_down(events, codes)
-    quality.unknown_phases -= before - int((codes == other).sum())
-    events["phase"] = from_codes(codes, PHASES)
 
 
 def _metadata(c: ChromeColumns, labels: Labels, events: pd.DataFrame, base: int) -> dict[str, Any]:

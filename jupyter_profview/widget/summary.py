@@ -1,0 +1,136 @@
+"""Summary lanes of collapsed groups: where each group is busy.
+
+A collapsed group (a process group, or a ``rank N`` section of a TraceSet
+shown with :func:`jupyter_profview.show`) is drawn as one row in its header:
+the union of its top-level slices (:func:`top_work`).  Gaps shorter than one overview
+pixel (the trace's extent / ``width``) are closed, so a group has at most
+about ``width`` intervals whatever its event count; the intervals are exact
+otherwise (zooming in shows the real idle gaps down to that size).
+
+Wrappers do not count as work: slices of category ``Trace`` (Kineto's ``PyTorch
+Profiler`` span covering the whole recording) and ``ProfilerStep#N`` slices
+(covering each step); the top-level slices *inside* them count instead.
+Otherwise every rank would look busy all the time.
+
+A second series per group (``kind`` 1) is the union of its communication
+slices at any depth (:func:`is_comm`: gloo/NCCL calls and kernels): a rank that
+waits for a straggler shows long communication.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .codec import encode_frame
+from .lod import OVERVIEW_WIDTH, TimelineIndex
+
+
+def group_keys(tracks: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Track indices per collapsible group key: each ``process`` and each ``section``."""
+    keys: dict[str, list[int]] = {}
+    for i, t in enumerate(tracks):
+        keys.setdefault(str(t["process"]), []).append(i)
+        if t.get("section"):
+            keys.setdefault(str(t["section"]), []).append(i)
+    return keys
+
+
+def busy_intervals(start: np.ndarray, end: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """The union of ``[start, end]`` intervals with gaps ``<= gap`` closed: ``(starts, ends)``."""
+    if len(start) == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1] + gap
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], reach[last]
+
+
+#: categories of whole-recording spans, left out of the busy lanes (their children count)
+SPAN_CATEGORIES = ("Trace",)
+STEP_PREFIX = "ProfilerStep#"
+
+
+COMM = r"^(?:gloo:|nccl|c10d::|record_param_comms)"
+
+
+def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
+    """``test`` over a column's strings, evaluated once per distinct value (a categorical's
+    categories), as a boolean array per row."""
+    cat = pd.Categorical(column)
+    hit = test(pd.Series(np.asarray(cat.categories.astype(str), dtype=object))).to_numpy(bool)
+    return np.append(hit, False)[cat.codes]
+
+
+def is_comm(events: Any) -> np.ndarray:
+    """Per event: a collective's call, wait or kernel (category ``communication``, or a name
+    starting ``gloo:``, ``nccl``, ``c10d::`` or ``record_param_comms``)."""
+    if len(events) == 0:
+        return np.zeros(0, bool)
+    name = _per_value(events["name"], lambda v: v.str.contains(COMM, case=False, regex=True))
+    return name | _per_value(events["category"], lambda v: v == "communication")
+
+
+def top_work(events: Any) -> np.ndarray:
+    """Per event: does it count towards its group's busy lane?  Slices that are not wrappers
+    (:data:`SPAN_CATEGORIES`, ``ProfilerStep#N``) at depth 0 or directly under a wrapper."""
+    n = len(events)
+    if n == 0:
+        return np.zeros(0, bool)
+    wrapper = (_per_value(events["category"], lambda v: v.isin(SPAN_CATEGORIES))
+               | _per_value(events["name"], lambda v: v.str.startswith(STEP_PREFIX)))
+    parent = events["parent"].to_numpy(np.int64, na_value=-1) if "parent" in events.columns \
+        else np.full(n, -1, np.int64)
+    ppos = np.full(n, -1, np.int64)
+    has = parent >= 0
+    ppos[has] = events.index.get_indexer(parent[has])
+    under = np.zeros(n, bool)
+    under[ppos >= 0] = wrapper[ppos[ppos >= 0]]
+    slices = events["dur"].to_numpy(np.int64) > 0
+    return slices & ~wrapper & ((ppos < 0) | under)
+
+
+def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events: Any = None,
+                  width: int = OVERVIEW_WIDTH) -> bytes:
+    """The ``_summary`` frame: columns ``key`` (u16 index into ``meta.keys``), ``kind`` (u8:
+    0 work, 1 communication), ``start``, ``dur`` (f64); ``meta.keys`` the group keys,
+    ``meta.busy``/``meta.comm`` each key's total of the two."""
+    keys = group_keys(tracks)
+    t0, t1 = timeline.extent()
+    gap = (t1 - t0) / max(1, width)
+    row_track = timeline.row // timeline.depth_span if timeline.n else np.zeros(0, np.int64)
+    if events is not None and timeline.n:
+        work = top_work(events)[timeline.position]
+        comm = is_comm(events)[timeline.position]
+    else:
+        work = timeline.row % timeline.depth_span == 0 if timeline.n else np.zeros(0, bool)
+        comm = np.zeros(timeline.n, bool)
+    cols: dict[str, list[np.ndarray]] = {"key": [], "kind": [], "start": [], "dur": []}
+    names: list[str] = []
+    busy: list[float] = []
+    comm_busy: list[float] = []
+    for k, (name, idx) in enumerate(keys.items()):
+        mine = np.isin(row_track, np.asarray(idx, np.int64))
+        names.append(name)
+        for kind, pick in enumerate((work & mine, comm & mine)):
+            s, e = busy_intervals(timeline.start[pick], timeline.end[pick], gap)
+            (busy if kind == 0 else comm_busy).append(float((e - s).sum()))
+            cols["key"].append(np.full(len(s), k, np.uint16))
+            cols["kind"].append(np.full(len(s), kind, np.uint8))
+            cols["start"].append(s)
+            cols["dur"].append(e - s)
+    columns = {
+        "key": np.concatenate(cols["key"]) if names else np.zeros(0, np.uint16),
+        "kind": np.concatenate(cols["kind"]) if names else np.zeros(0, np.uint8),
+        "start": np.concatenate(cols["start"]).astype(np.float64) if names else np.zeros(0),
+        "dur": np.concatenate(cols["dur"]).astype(np.float64) if names else np.zeros(0),
+    }
+    return encode_frame(columns, {"keys": names, "busy": busy, "comm": comm_busy, "t0": t0, "t1": t1,
+                                  "width": width})
