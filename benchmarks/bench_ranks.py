@@ -20,8 +20,9 @@ Every measurement runs in a fresh subprocess, in one run:
                  installed, e.g. a separate venv): ``TraceAnalysis(trace_dir=run)``,
                  which parses the ranks in its own worker pool
 
-Each line shows the 1-minute load average when it started (the machine may be
-shared: a load above the core count makes the parallel numbers pessimistic).
+Each line shows the 1-minute load average when it started and the CPU time
+other processes took while it ran (from /proc/stat; the machine may be shared,
+and CPU taken by others makes the parallel numbers pessimistic).
 Peak RSS is ``ru_maxrss`` of the measuring process itself (the notebook's
 side: worker processes are not counted; the interpreter and imports are).
 Prints the ratios of the issue's targets: sequential / load_many >= 1.8,
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -77,7 +79,10 @@ CHILD = r"""
 import json, resource, sys, time
 import jupyter_profview as profview
 from jupyter_profview.analysis import step_times
-mode, run, cache, query = sys.argv[1:5]
+mode, run, cache, query, codec = sys.argv[1:6]
+if codec:
+    import jupyter_profview.ranks.cache
+    jupyter_profview.ranks.cache.CODEC = codec
 out = {}
 t0 = time.perf_counter()
 if mode == "sequential":
@@ -92,6 +97,7 @@ else:
     out["cached"] = sum(ts.cached.values())
     cpu = ts.info["load_cpu_s"].dropna()
     out["worker_cpu"] = float(cpu.mean()) if len(cpu) else None
+    out["workers_cpu_total"] = float(cpu.sum())
     if mode == "reopen":
         t1 = time.perf_counter()
         rows = ts.sql(query)
@@ -101,7 +107,9 @@ else:
         steps = step_times(ts)
         out["step_times"] = time.perf_counter() - t1
         out["steps"] = len(steps)
-out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+own = resource.getrusage(resource.RUSAGE_SELF)
+out["peak_rss"] = own.ru_maxrss * 1024
+out["own_cpu"] = own.ru_utime + own.ru_stime
 print(json.dumps(out))
 """
 
@@ -129,20 +137,44 @@ def load_average() -> str:
     return f"load {os.getloadavg()[0]:4.2f}"
 
 
-def measure(mode: str, run: Path, cache: Path) -> dict[str, float]:
+def cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, in clock ticks (Linux /proc/stat)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def contention(before: tuple[int, int], after: tuple[int, int], ours: float) -> str:
+    """How much CPU other processes took while a phase ran (ours: the phase's own CPU seconds)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    busy, total = (after[0] - before[0]) / tick, (after[1] - before[1]) / tick
+    if total <= 0:
+        return "others: unknown"
+    return f"others used {max(0.0, busy - ours):.1f} of {total:.1f} CPU-s"
+
+
+def measure(mode: str, run: Path, cache: Path, codec: str = "") -> dict[str, Any]:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path}
-    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(run), str(cache), QUERY],
+    before = cpu_jiffies()
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(run), str(cache), QUERY, codec],
                           capture_output=True, text=True, env=env, check=False)
+    after = cpu_jiffies()
     if proc.returncode != 0:
         raise SystemExit(f"{mode} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["others"] = contention(before, after, out["own_cpu"] + out.get("workers_cpu_total", 0.0))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--events", type=int, default=1_000_000, help="X events per rank")
+    parser.add_argument("--codec", default="", help="Parquet codec of the cache (default: the package's)")
     parser.add_argument("--hta", metavar="PYTHON", help="also time HTA's TraceAnalysis with this interpreter")
     args = parser.parse_args(argv)
     run = rank_files(args.ranks, args.events)
@@ -156,18 +188,19 @@ def main(argv: list[str] | None = None) -> int:
         mb = 1e6
         load = load_average()
         seq = measure("sequential", run, cache)
-        print(f"sequential load   {seq['wall']:7.2f} s   peak RSS {seq['peak_rss'] / mb:7.0f} MB   [{load}]",
-              flush=True)
+        print(f"sequential load   {seq['wall']:7.2f} s   peak RSS {seq['peak_rss'] / mb:7.0f} MB   "
+              f"[{load}; {seq['others']}]", flush=True)
         load = load_average()
-        first = measure("load_many", run, cache)
+        first = measure("load_many", run, cache, args.codec)
         print(f"load_many         {first['wall']:7.2f} s   peak RSS {first['peak_rss'] / mb:7.0f} MB "
-              f"(parent)   [{load}]; worker CPU {first['worker_cpu']:.2f} s per rank "
-              f"(sequential: {seq['wall'] / len(files):.2f} s wall per rank)", flush=True)
+              f"(parent)   [{load}; {first['others']}]", flush=True)
+        print(f"  per rank: a worker spent {first['worker_cpu']:.2f} CPU-s (parse + Parquet); sequential "
+              f"{seq['wall'] / len(files):.2f} s wall, {seq['own_cpu'] / len(files):.2f} CPU-s", flush=True)
         load = load_average()
         again = measure("reopen", run, cache)
         assert again["cached"] == len(files), again
         print(f"reopen (cache)    {again['wall']:7.2f} s   peak RSS {again['peak_rss'] / mb:7.0f} MB   "
-              f"[{load}]")
+              f"[{load}; {again['others']}]")
         print(f"sql over ranks    {again['sql']:7.2f} s   ({again['sql_rows']} rows: {QUERY})")
         print(f"step_times        {again['step_times']:7.2f} s   ({again['steps']} rank-steps)")
         if args.hta:

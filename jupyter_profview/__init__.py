@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import formats as _formats_registry  # noqa: F401  (bound first: `formats` below is the function)
 from .errors import NativeUnavailableWarning, ProfviewError
 
 if TYPE_CHECKING:

@@ -27,3 +27,22 @@ def fuzz_check(fmt: Any, data: bytes) -> Trace | None:
         return load_with(fmt, data, name="fuzz")
     except ProfviewError:
         return None
+
+
+def mutate(data: Any, blob: bytes, max_insert: int = 8) -> bytes:
+    """One to four random flips, cuts or insertions drawn by hypothesis (``st.data()``)."""
+    from hypothesis import strategies as st
+
+    out = bytearray(blob)
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not out:
+            break
+        at = data.draw(st.integers(0, len(out) - 1))
+        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if op == "flip":
+            out[at] = data.draw(st.integers(0, 255))
+        elif op == "cut":
+            del out[at:]
+        else:
+            out[at:at] = data.draw(st.binary(min_size=1, max_size=max_insert))
+    return bytes(out)

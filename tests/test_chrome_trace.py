@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import jupyter_profview as profview
-from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import detect
 from jupyter_profview.formats.chrome.trace import FORMAT, sniff
@@ -31,14 +30,6 @@ HAND = ["chrome_begin_end.json", "chrome_counters_async.json", "chrome_flows_v1.
 ALL = TORCH + HAND + ["tf_timeline_real.json"]
 PLACED = set("XBEiIRCstfbenSF")  # ph values whose records land in a time-indexed table
 
-
-@pytest.fixture(params=["python", "native"])
-def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "python":
-        monkeypatch.setenv("PROFVIEW_NATIVE", "0")
-    elif not _native.available():
-        pytest.skip("native library not built")
-    return str(request.param)
 
 
 def raw_bytes(name: str) -> bytes:

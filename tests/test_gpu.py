@@ -21,7 +21,6 @@ import pandas as pd
 import pytest
 
 import jupyter_profview as profview
-from jupyter_profview import _native
 from jupyter_profview.model import LAUNCH_COLUMNS, empty_launches
 
 HTA = Path(__file__).parent / "data" / "hta"
@@ -29,14 +28,6 @@ FILES = sorted(p.name for p in HTA.glob("*.json.gz"))
 DEVICE = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset", "mtia_ccp_events"}
 RUNTIME = {"cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime"}
 
-
-@pytest.fixture(params=["python", "native"])
-def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "python":
-        monkeypatch.setenv("PROFVIEW_NATIVE", "0")
-    elif not _native.available():
-        pytest.skip("native library not built")
-    return str(request.param)
 
 
 def raw(name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

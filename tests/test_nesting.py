@@ -80,14 +80,6 @@ def build(rows: list[tuple[str, int, int]], thread: str = "t") -> pd.DataFrame:
     return out.set_index("row").sort_index()
 
 
-@pytest.fixture(params=["native", "python"])
-def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "python":
-        monkeypatch.setenv("PROFVIEW_NATIVE", "0")
-    elif not _native.available():
-        pytest.skip("native library not built")
-    return str(request.param)
-
 
 # -- the real PyTorch trace ------------------------------------------------------------------------
 

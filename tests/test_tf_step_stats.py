@@ -27,6 +27,7 @@ from jupyter_profview.formats import chainer_graph, tf_node_order, tf_node_shape
 from jupyter_profview.formats.step_stats_proto import message_class
 from jupyter_profview.loader import load as profview_load
 from jupyter_profview.sources import Source
+from tests.format_helpers import mutate
 
 EXAMPLES = Path(jupyter_profview.__file__).parent / "examples"
 SEED = EXAMPLES / "002_6b18107121892edf.txt"
@@ -303,19 +304,7 @@ def _check(data: bytes) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzz_binary_mutations(data):
-    blob = bytearray(SMALL_PB)
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(blob) - 1))
-        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
-        if op == "flip":
-            blob[at] = data.draw(st.integers(0, 255))
-        elif op == "cut":
-            del blob[at:]
-        else:
-            blob[at:at] = data.draw(st.binary(min_size=1, max_size=8))
-        if not blob:
-            break
-    _check(bytes(blob))
+    _check(mutate(data, SMALL_PB))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -30,7 +30,7 @@ from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import detect, torch_memory, torch_snapshot
 from jupyter_profview.sources import Source
 from jupyter_profview.widget.codec import decode_frame
-from tests.format_helpers import fuzz_check, load_with
+from tests.format_helpers import fuzz_check, load_with, mutate
 
 DIR = Path(__file__).parent / "data" / "torch_memory"
 SERIES = DIR / "mlp_adam.memory.json"
@@ -272,16 +272,6 @@ def test_truncated_snapshot() -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzz_snapshots(data: st.DataObject) -> None:
-    blob = bytearray(CUDA_SNAPSHOT.read_bytes())
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(blob) - 1))
-        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
-        if op == "flip":
-            blob[at] = data.draw(st.integers(0, 255))
-        elif op == "cut":
-            del blob[at:]
-        else:
-            blob[at:at] = data.draw(st.binary(min_size=1, max_size=6))
-        if not blob:
-            return
-    fuzz_check(torch_snapshot, bytes(blob))
+    blob = mutate(data, CUDA_SNAPSHOT.read_bytes(), max_insert=6)
+    if blob:
+        fuzz_check(torch_snapshot, blob)

@@ -174,7 +174,10 @@ def test_align_step_lines_ranks_up_on_their_first_common_step(ts: TraceSet, docs
     ev = w.trace.events
     starts = ev[ev["name"].astype(str) == f"ProfilerStep#{first}"].groupby("rank")["start"].min()
     assert sorted(starts.index) == sorted(docs) and starts.nunique() == 1
-    assert int(starts.iloc[0]) == w._info["align"]["at"]
+    assert int(starts.iloc[0]) == w._info["align"]["at"] == 0  # the step starts at 0 ...
+    # ... what came before it is at negative times, and the widget's axis starts there
+    assert w._info["start"] == float(ev["start"].min()) < 0
+    assert w._view["start"] == w._info["start"]
     # the next step keeps each rank's own step length (only whole ranks move)
     nxt = ev[ev["name"].astype(str) == f"ProfilerStep#{first + 1}"].groupby("rank")["start"].min()
     for r, doc in docs.items():

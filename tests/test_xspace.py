@@ -27,7 +27,7 @@ from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import detect, tf_step_stats, xspace, xspace_proto
 from jupyter_profview.sources import Source
 from jupyter_profview.widget.codec import decode_frame
-from tests.format_helpers import fuzz_check, load_with
+from tests.format_helpers import fuzz_check, load_with, mutate
 
 DATA = Path(__file__).parent / "data"
 TF_LOGDIR = DATA / "xspace" / "tf_keras"
@@ -380,18 +380,9 @@ SMALL = _synthetic()
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzz_mutations(data: st.DataObject) -> None:
-    blob = bytearray(data.draw(st.sampled_from([SMALL, TF_FILE.read_bytes()[:3000]])))
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(blob) - 1))
-        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
-        if op == "flip":
-            blob[at] = data.draw(st.integers(0, 255))
-        elif op == "cut":
-            del blob[at:]
-        else:
-            blob[at:at] = data.draw(st.binary(min_size=1, max_size=8))
-        if not blob:
-            return
+    blob = mutate(data, data.draw(st.sampled_from([SMALL, TF_FILE.read_bytes()[:3000]])))
+    if not blob:
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fuzz_check(xspace, bytes(blob))

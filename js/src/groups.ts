@@ -35,10 +35,15 @@ export class GroupControls {
     }
   }
 
+  /** Into the traits, where the model has them (the `profview serve` page's model does not). */
   private save(): void {
-    this.model.set("collapsed_groups", Array.from(this.collapsed));
-    this.model.set("shown_ranks", this.shown ? Array.from(this.shown).sort((a, b) => a - b) : []);
-    this.model.save_changes();
+    const values: Record<string, unknown> = {
+      collapsed_groups: Array.from(this.collapsed),
+      shown_ranks: this.shown ? Array.from(this.shown).sort((a, b) => a - b) : [],
+    };
+    const names = Object.keys(values).filter((k) => this.model.get(k) !== undefined);
+    for (const k of names) this.model.set(k, values[k]);
+    if (names.length) this.model.save_changes();
     this.changed();
   }
 

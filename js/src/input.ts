@@ -150,7 +150,11 @@ export function attachInput(v: ProfView): void {
     }
     canvas.style.cursor = h && h.kind === "group" ? "pointer" : box >= 0 ? "pointer" : "default";
     if (box < 0) {
-      v.tooltip.hide();
+      if (h && h.kind === "group" && v.layout.groups[h.group]?.collapsed) {
+        // a collapsed group's busy lane: what the group is and its totals
+        const [gx, gy] = local(e, v.root);
+        v.tooltip.show(gx, gy, groupLines(v, v.layout.groups[h.group]));
+      } else v.tooltip.hide();
       return;
     }
     const s = v.drawn;

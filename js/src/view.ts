@@ -24,6 +24,8 @@ import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } f
 
 export interface Info {
   format?: string; source?: string; time_unit?: string; duration?: number; base_time_ns?: number;
+  /** The first event's start when negative (ranks aligned on a step), else 0. */
+  start?: number;
   event_count?: number; color_by?: string; legend?: unknown; has_memory?: boolean;
   has_allocations?: boolean; has_flows?: boolean; static?: boolean; message?: string;
   /** Several ranks (a TraceSet): each rank's clock offset; the step they are aligned on. */
@@ -232,7 +234,8 @@ export class ProfView {
     this.unit = this.info.time_unit === "step" ? "step" : "ns";
     this.table.unit = this.unit;
     this.legend = parseLegend(this.info.legend);
-    this.bounds = boundsFor(Number(this.info.duration) || this.source.overviewEnd || 1, this.unit);
+    this.bounds = boundsFor(Number(this.info.duration) || this.source.overviewEnd || 1, this.unit,
+      Number(this.info.start ?? 0));
     this.view = clampView(this.view, this.bounds);
     this.colorBy.value = String(this.model.get("color_by") ?? this.info.color_by ?? "category");
     if (this.info.static) this.rpc.dispose();

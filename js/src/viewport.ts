@@ -10,10 +10,15 @@ export interface Bounds {
   minSpan: number;
 }
 
-export function boundsFor(duration: number, unit: "ns" | "step"): Bounds {
-  const max = duration > 0 ? duration : 1;
+/**
+ * The trace's time range: 0 (or `start` when negative: ranks aligned on a step start at 0 there,
+ * with what came before it at negative times) to `duration` (the last event's end).
+ */
+export function boundsFor(duration: number, unit: "ns" | "step", start = 0): Bounds {
+  const min = Number.isFinite(start) && start < 0 ? start : 0;
+  const max = duration > min ? duration : min + 1;
   // Narrowest window: 1 ns, or 2 steps for clock-less graph traces (one step and its context).
-  return { min: 0, max, minSpan: Math.min(max, unit === "step" ? 2 : 1) };
+  return { min, max, minSpan: Math.min(max - min, unit === "step" ? 2 : 1) };
 }
 
 export const span = (v: View): number => v.end - v.start;

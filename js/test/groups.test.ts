@@ -48,8 +48,17 @@ describe("group controls", () => {
     expect(relayouts()).toBe(3);
   });
 
+  it("a model without the traits (the serve page) is left alone, the layout still follows", () => {
+    const { g, values, saved, relayouts } = setup({ _info: {} });
+    g.toggle("rank 1");
+    expect(Array.from(g.collapsed)).toEqual(["rank 1"]);
+    expect(values).toEqual({ _info: {} });
+    expect(saved).toHaveLength(0);
+    expect(relayouts()).toBe(1);
+  });
+
   it("the rank selector sets shown_ranks; bad text is flagged and changes nothing", () => {
-    const { g, values, ranks, classes } = setup({});
+    const { g, values, ranks, classes } = setup({ collapsed_groups: [], shown_ranks: [] });
     ranks.value = "2, 0";
     g.applyRanks();
     expect(values.shown_ranks).toEqual([0, 2]);

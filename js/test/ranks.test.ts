@@ -184,3 +184,14 @@ describe("drawing rank sections", () => {
     expect(f.rects.filter((x) => x.style === theme.accent && x.y >= AXIS_H && x.y < header1)).toEqual([]);
   });
 });
+
+describe("ranks aligned on a step", () => {
+  it("the time range starts at the first event's negative time; 0 otherwise", async () => {
+    const { boundsFor, clampView } = await import("../src/viewport");
+    const b = boundsFor(1000, "ns", -200);
+    expect(b).toMatchObject({ min: -200, max: 1000 });
+    expect(clampView({ start: -500, end: 100 }, b)).toEqual({ start: -200, end: 400 });
+    expect(boundsFor(1000, "ns", 50)).toMatchObject({ min: 0, max: 1000 }); // a positive start changes nothing
+    expect(boundsFor(1000, "ns")).toMatchObject({ min: 0, max: 1000, minSpan: 1 });
+  });
+});

@@ -12,10 +12,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import ProfviewError
-from ..model import Trace
-from ..sources import Source
+
+if TYPE_CHECKING:  # not at run time: the registry itself stays cheap to import
+    from ..model import Trace
+    from ..sources import Source
 
 _MODULES = (
     "megengine_json",

@@ -20,16 +20,12 @@ undecodable data breaks, which the protobuf runtime does not report.
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
-_F = descriptor_pb2.FieldDescriptorProto
-_SCALARS = {
-    "int64": _F.TYPE_INT64, "uint64": _F.TYPE_UINT64, "int32": _F.TYPE_INT32,
-    "uint32": _F.TYPE_UINT32, "string": _F.TYPE_STRING, "bool": _F.TYPE_BOOL,
-}
+from .proto_runtime import RuntimeSchema, add_messages
+
 PACKAGE = "jupyter_profview.tfproto"
 
 # DataType (types.proto): name, number, element size in bytes (None: not fixed).
@@ -100,30 +96,16 @@ def _file_proto() -> descriptor_pb2.FileDescriptorProto:
         enum.value.add(name=name, number=number)
     for name, number, _size in DATA_TYPES[1:]:  # the *_REF variants (number + 100)
         enum.value.add(name=f"{name}_REF", number=number + 100)
-    for message, fields in _MESSAGES.items():
-        desc = proto.message_type.add(name=message)
-        for field, number, type_name, repeated in fields:
-            entry = desc.field.add(name=field, number=number, json_name=field)
-            entry.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
-            if type_name in _SCALARS:
-                entry.type = _SCALARS[type_name]  # type: ignore[assignment]
-            else:
-                entry.type = _F.TYPE_ENUM if type_name == "DataType" else _F.TYPE_MESSAGE  # type: ignore[assignment]
-                entry.type_name = f".{PACKAGE}.{type_name}"
+    add_messages(proto, _MESSAGES, enums=frozenset({"DataType"}))
     return proto
 
 
-@cache
-def _pool() -> descriptor_pool.DescriptorPool:
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(_file_proto())
-    return pool
+_SCHEMA = RuntimeSchema(_file_proto)
 
 
 def message_class(name: str) -> Any:
     """The generated message class ``name`` (``"RunMetadata"``, ``"StepStats"``, ...)."""
-    descriptor = _pool().FindMessageTypeByName(f"{PACKAGE}.{name}")
-    return message_factory.GetMessageClass(descriptor)
+    return _SCHEMA.message_class(name)
 
 
 def dtype_name(number: int) -> str:

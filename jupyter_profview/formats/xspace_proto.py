@@ -18,16 +18,12 @@ held twice (once as bytes and once parsed) as a whole.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from functools import cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
-_F = descriptor_pb2.FieldDescriptorProto
-_SCALARS = {
-    "int64": _F.TYPE_INT64, "uint64": _F.TYPE_UINT64, "string": _F.TYPE_STRING,
-    "bytes": _F.TYPE_BYTES, "double": _F.TYPE_DOUBLE,
-}
+from .proto_runtime import RuntimeSchema, add_messages
+
 PACKAGE = "jupyter_profview.xplane"
 
 # message -> (field, number, type, repeated, oneof name or None)
@@ -76,35 +72,16 @@ def _file_proto() -> descriptor_pb2.FileDescriptorProto:
     proto = descriptor_pb2.FileDescriptorProto(
         name="jupyter_profview/xplane.proto", package=PACKAGE, syntax="proto3"
     )
-    for message, fields in _MESSAGES.items():
-        desc = proto.message_type.add(name=message)
-        oneofs: list[str] = []
-        for field, number, type_name, repeated, oneof in fields:
-            entry = desc.field.add(name=field, number=number, json_name=field)
-            entry.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
-            if type_name in _SCALARS:
-                entry.type = _SCALARS[type_name]  # type: ignore[assignment]
-            else:
-                entry.type = _F.TYPE_MESSAGE  # type: ignore[assignment]
-                entry.type_name = f".{PACKAGE}.{type_name}"
-            if oneof is not None:
-                if oneof not in oneofs:
-                    oneofs.append(oneof)
-                    desc.oneof_decl.add(name=oneof)
-                entry.oneof_index = oneofs.index(oneof)
+    add_messages(proto, _MESSAGES)
     return proto
 
 
-@cache
-def _pool() -> descriptor_pool.DescriptorPool:
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(_file_proto())
-    return pool
+_SCHEMA = RuntimeSchema(_file_proto)
 
 
 def message_class(name: str) -> Any:
     """The generated message class ``name`` (``"XSpace"``, ``"XPlane"``, ...)."""
-    return message_factory.GetMessageClass(_pool().FindMessageTypeByName(f"{PACKAGE}.{name}"))
+    return _SCHEMA.message_class(name)
 
 
 BIG_FIELD = 1 << 20  # fields longer than this are assembled in a buffer of their own

@@ -41,7 +41,7 @@ TABLES = ("events", "memory", "allocations", "nodes", "flows", "counters", "laun
 TIME_COLUMNS = ("start", "end", "time", "alloc_time", "free_time")
 #: Parquet codec of the cache: the entry is written on every first load, so
 #: write time counts more than size (LZ4 ~ Snappy in size at half zstd's cost)
-CODEC = "lz4"
+CODEC = "none"
 
 
 def time_columns(columns: list[str]) -> list[str]:
@@ -95,8 +95,9 @@ def read_manifest(entry: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def write_entry(trace: Trace, entry: Path, tables: dict[str, pd.DataFrame], extra: dict[str, Any],
-                timing: Callable[[], dict[str, float]] | None = None) -> dict[str, Any]:
+def write_entry(trace: Trace, entry: Path, tables: dict[str, pd.DataFrame], extra: dict[str, Any], *,
+                codec: str | None = None, timing: Callable[[], dict[str, float]] | None = None
+                ) -> dict[str, Any]:
     """Write the tables of one rank (atomically) and return its manifest
     (with ``timing()``, called once the tables are written, as ``load_time``)."""
     from ..export import json_safe, trace_meta, write_frame
@@ -107,7 +108,7 @@ def write_entry(trace: Trace, entry: Path, tables: dict[str, pd.DataFrame], extr
         rows = {}
         for name, frame in tables.items():
             stats = [*time_columns([str(c) for c in frame.columns]), "id", "rank"]
-            write_frame(frame, tmp / f"{name}.parquet", {"table": name}, compression=CODEC,
+            write_frame(frame, tmp / f"{name}.parquet", {"table": name}, compression=codec or CODEC,
                         statistics=stats, lean=True)
             rows[name] = len(frame)
         manifest = {**meta, **json_safe(extra), "rows": rows, "tables": sorted(tables)}

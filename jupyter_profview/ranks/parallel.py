@@ -52,6 +52,7 @@ class Task:
     path: str
     rank: int
     entry: str
+    codec: str = "lz4"  # Parquet compression of the cache entry (:data:`.cache.CODEC` when planned)
 
 
 def load_rank(task: Task) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def load_rank(task: Task) -> dict[str, Any]:
         parsed = time.process_time() - cpu
         extra = {"source": task.path, "rank": task.rank,
                  "base_time_ns": int(trace.metadata.get("base_time_ns", 0))}
-        manifest = write_entry(trace, entry, tables, extra, timing=lambda: {
+        manifest = write_entry(trace, entry, tables, extra, codec=task.codec, timing=lambda: {
             "wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3),
             "parse_cpu_s": round(parsed, 3)})
     except ProfviewError as exc:
@@ -104,7 +105,10 @@ def plan_workers(files: list[RankFile], requested: int | None = None) -> int:
 
 
 def tasks_for(files: list[RankFile], root: Path) -> list[Task]:
-    return [Task(str(f.path), f.rank, str(entry_dir(root, f.path, f.size, f.mtime_ns))) for f in files]
+    from . import cache  # the codec as set now in this process (workers import their own copy)
+
+    return [Task(str(f.path), f.rank, str(entry_dir(root, f.path, f.size, f.mtime_ns)), cache.CODEC)
+            for f in files]
 
 
 def run(tasks: list[Task], *, workers: int, client: Any = None,

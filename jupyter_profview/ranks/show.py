@@ -8,6 +8,9 @@ look at a few ranks of a big run).  Events keep the rank's own event id as
 rank each selected event is from; ``metadata["offsets"]`` holds each rank's
 clock offset.  Flows and launches are carried over with their event ids
 renumbered; allocations and nodes are left out.
+
+:func:`show_ranks` is ``profview.show(ts)``: the widget with every rank's
+section (``rank N``) collapsed to a busy lane, optionally aligned on a step.
 """
 
 from __future__ import annotations
@@ -157,8 +160,9 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
     """The widget of :func:`jupyter_profview.show` for a TraceSet: rank sections
     (``rank N``) collapsed to one busy lane each (``collapsed=False``: expanded);
     ``align="step"`` (or a step number) shifts each rank so that the first
-    ``ProfilerStep`` every rank has starts at the same time (``ts.aligned``);
-    ``metadata["align"]`` records the step and where it starts."""
+    ``ProfilerStep`` every rank has starts at the same time (``ts.aligned``), and
+    makes that time 0: what came before it has negative times (the widget's axis
+    starts there); ``metadata["align"]`` records the step and ``at`` = 0."""
     from ..widget import TraceWidget
 
     chosen = list(ts.ranks if ranks is None else ranks)
@@ -175,10 +179,23 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
     if step is not None:
         ev = trace.events
         hit = ev[(ev["name"].astype(str) == f"ProfilerStep#{step}") & (ev["kind"].astype(str) == "slice")]
-        trace.metadata["align"] = {"step": step, "at": int(hit["start"].min())}
+        rebase(trace, int(hit["start"].min()))
+        trace.metadata["align"] = {"step": step, "at": 0}
     sections = [f"rank {r}" for r in chosen] if collapsed else []
     options.setdefault("collapsed_groups", sections)
     return TraceWidget(trace, **options)
+
+
+def rebase(trace: Trace, zero: int) -> None:
+    """Make time ``zero`` of a combined trace its new 0 (in place): every time column and the
+    metadata's ``base_time_ns`` and ``offsets`` move with it."""
+    _shift(trace.events, ["start"], -zero)
+    _shift(trace.memory, ["time"], -zero)
+    _shift(trace.flows, ["start", "end"], -zero)
+    _shift(trace.launches, LAUNCH_TIMES, -zero)
+    meta = trace.metadata
+    meta["base_time_ns"] = int(meta.get("base_time_ns", 0)) + zero
+    meta["offsets"] = {r: int(o) - zero for r, o in (meta.get("offsets") or {}).items()}
 
 
 def _add_quality(total: Quality, q: Quality) -> None:

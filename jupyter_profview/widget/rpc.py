@@ -159,6 +159,7 @@ class WidgetData:
             "source": str(trace.metadata.get("source", "")),
             "time_unit": trace.time_unit,
             "duration": float(trace.duration),
+            "start": min(0.0, float(self.timeline.extent()[0])) if self.n else 0.0,
             "base_time_ns": float(trace.metadata.get("base_time_ns", 0) or 0),
             "event_count": self.n,
             "color_by": self.legend.color_by,

@@ -225,3 +225,14 @@ def canvas_digest(page: Any, selector: str) -> str:
 def copy_into(lab: LabServer, path: Path) -> str:
     shutil.copy(path, lab.root / path.name)
     return path.name
+
+
+def pixel(page: Any, x: float, y: float) -> list[int]:
+    """RGBA of the timeline canvas at page coordinates (x, y)."""
+    return list(page.evaluate("""([x, y]) => {
+      const c = document.querySelector('.pv-timeline canvas');
+      const r = c.getBoundingClientRect();
+      const sx = c.width / r.width, sy = c.height / r.height;
+      return Array.from(c.getContext('2d').getImageData(Math.round((x - r.left) * sx),
+        Math.round((y - r.top) * sy), 1, 1).data);
+    }""", [x, y]))

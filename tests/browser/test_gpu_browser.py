@@ -7,21 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import jupyter_profview as profview
-from tests.browser.lab import LabNotebook, LabServer, canvas_digest, canvas_ink, wait_until
+from tests.browser.lab import LabNotebook, LabServer, canvas_digest, canvas_ink, pixel, wait_until
 
 TIMELINE = ".pv-timeline canvas"
 COUNTERS = ".pv-memory canvas"
-
-
-def pixel(page: Any, x: float, y: float) -> list[int]:
-    """RGBA of the timeline canvas at page coordinates (x, y)."""
-    return list(page.evaluate("""([x, y]) => {
-      const c = document.querySelector('.pv-timeline canvas');
-      const r = c.getBoundingClientRect();
-      const sx = c.width / r.width, sy = c.height / r.height;
-      return Array.from(c.getContext('2d').getImageData(Math.round((x - r.left) * sx),
-        Math.round((y - r.top) * sy), 1, 1).data);
-    }""", [x, y]))
 
 
 def test_kernel_arrow_and_counters_panel(lab: LabServer, page: Any) -> None:

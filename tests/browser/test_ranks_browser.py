@@ -11,7 +11,7 @@ from typing import Any
 
 import jupyter_profview as profview
 from jupyter_profview.widget.numbers import format_duration
-from tests.browser.lab import LabNotebook, LabServer, canvas_ink, wait_until
+from tests.browser.lab import LabNotebook, LabServer, canvas_ink, pixel, wait_until
 
 TIMELINE = ".pv-timeline canvas"
 DDP = Path(profview.__file__).parent / "examples" / "ddp"
@@ -30,17 +30,6 @@ def canvas_row(page: Any, y: float) -> list[list[int]]:
       for (let i = 0; i < d.length; i += 4) out.push([d[i], d[i + 1], d[i + 2]]);
       return out;
     }""", [y, GUTTER_W]))
-
-
-def pixel(page: Any, x: float, y: float) -> list[int]:
-    """RGBA of the timeline canvas at page coordinates (x, y)."""
-    return list(page.evaluate("""([x, y]) => {
-      const c = document.querySelector('.pv-timeline canvas');
-      const r = c.getBoundingClientRect();
-      const sx = c.width / r.width, sy = c.height / r.height;
-      return Array.from(c.getContext('2d').getImageData(Math.round((x - r.left) * sx),
-        Math.round((y - r.top) * sy), 1, 1).data);
-    }""", [x, y]))
 
 
 def shoot(page: Any, where: Path, name: str) -> Path:
@@ -114,6 +103,19 @@ def test_ranks_collapse_expand_and_select_across_ranks(lab: LabServer, page: Any
     assert got == [1, 2], got
     assert nb.value(f"int(w.selection.index.isin([{steps['1']}, {steps['2']}]).sum())") == 2
     shoot(page, tmp_path, "ranks_selected.png")
+
+    # aligned on the first common step: that step starts at 0 on every rank, earlier events are
+    # at negative times and the view (the axis) starts there
+    start = nb.value("float(profview.show(ts, align='step').trace.events['start'].min())")
+    assert start < 0
+    # (the widget lives in the step cell's output: no other step until the checks are done)
+    nb.step("from IPython.display import display\ndisplay(profview.show(ts, align='step'))")
+    aligned = page.locator(".pv-root[data-pv-state='ready']").nth(1)
+    aligned.wait_for(timeout=60_000)
+    assert wait_until(lambda: float(aligned.get_attribute("data-view-start") or "nan") == start)
+    aligned.scroll_into_view_if_needed()
+    aligned.screenshot(path=str(tmp_path / "ranks_aligned.png"))
+    print(f"screenshot: {tmp_path / 'ranks_aligned.png'}")
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
