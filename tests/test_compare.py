@@ -1,7 +1,7 @@
 """``profview.compare``: expectations counted from the fixture files themselves.
 
 Fixtures: ``tests/data/compare/`` (one MLP recorded twice with torch.profiler, ReLU in
-the base run, GELU in the test run; ``make_compare_traces.py``), ``tests/data/hta_compare/``
+the base run, GELU in the test run; ``make_compare_traces.py``), ``tests/data/hta/``
 (HolisticTraceAnalysis' trace-diff pair, with CUDA kernels), and modified copies of the
 TF StepStats and MegEngine seeds written by the tests themselves.
 """
@@ -28,8 +28,8 @@ from jupyter_profview.analysis.compare import DEVICE_CATEGORIES
 
 DATA = Path(__file__).parent / "data"
 BASE, TEST = DATA / "compare" / "base.pt.trace.json.gz", DATA / "compare" / "test.pt.trace.json.gz"
-HTA_BASE = DATA / "hta_compare" / "trace_compare_base_base.json.gz"
-HTA_TEST = DATA / "hta_compare" / "trace_compare_test_test.json.gz"
+HTA_BASE = DATA / "hta" / "trace_compare_base_base.json.gz"
+HTA_TEST = DATA / "hta" / "trace_compare_test_test.json.gz"
 STEP = re.compile(r"^ProfilerStep#\d+$")
 
 

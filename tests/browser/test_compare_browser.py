@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from typing import Any
 
 from tests.browser.lab import REPO, LabNotebook, LabServer, wait_until
@@ -54,12 +53,11 @@ def test_compare_view_syncs_zoom_and_highlights_rows(lab: LabServer, page: Any) 
     # wheel-zoom A's timeline: B's front end follows, and so does B's visible in the kernel
     canvas = root_a.locator(".pv-timeline canvas").first
     canvas.scroll_into_view_if_needed()
-    time.sleep(0.3)
     box = canvas.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.3)
     for _ in range(4):
         page.mouse.wheel(0, -300)
-        time.sleep(0.1)
+        page.wait_for_timeout(100)  # paced like a hand on a wheel
 
     def synced() -> bool:
         a, b = view_of(root_a), view_of(root_b)
@@ -68,11 +66,12 @@ def test_compare_view_syncs_zoom_and_highlights_rows(lab: LabServer, page: Any) 
             and abs(b[1] - (a[1] + offset)) < 1e-3 * span
 
     assert wait_until(synced, timeout=20), (view_of(root_a), view_of(root_b))
-    time.sleep(0.6)  # the front ends debounce _view by ~150 ms
-    kernel = nb.value("[list(view.a.visible), list(view.b.visible)]")
-    (a0, a1), (b0, b1) = kernel
-    assert a1 - a0 < (full_a[1] - full_a[0]) * 0.8, kernel
-    assert abs(b0 - (a0 + offset)) < 1e-3 * (a1 - a0) and abs(b1 - (a1 + offset)) < 1e-3 * (a1 - a0), kernel
+    def kernel_synced() -> bool:  # the front ends send _view debounced (~150 ms)
+        (a0, a1), (b0, b1) = nb.value("[list(view.a.visible), list(view.b.visible)]")
+        return a1 - a0 < (full_a[1] - full_a[0]) * 0.8 \
+            and abs(b0 - (a0 + offset)) < 1e-3 * (a1 - a0) and abs(b1 - (a1 + offset)) < 1e-3 * (a1 - a0)
+
+    assert wait_until(kernel_synced, timeout=20), nb.value("[list(view.a.visible), list(view.b.visible)]")
 
     # click the aten::mm row of the ops table: both timelines highlight its events
     before = digest(root_a), digest(root_b)

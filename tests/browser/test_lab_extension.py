@@ -14,7 +14,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -129,7 +128,7 @@ def test_double_click_draws_and_zoom_fetches_detail(lab_page: Any, lab_ext: LabS
     original = (lab_ext.root / TRACE).read_bytes()
     page.click("li.lm-MenuBar-item:has-text('File')")
     page.click("li.lm-Menu-item[data-command='docmanager:save']")
-    time.sleep(1.5)
+    page.wait_for_timeout(1500)  # nothing to wait for: the file must stay as it is
     page.keyboard.press("Escape")
     assert (lab_ext.root / TRACE).read_bytes() == original
     # wheel zoom on the timeline: a window-detail request goes to the server
@@ -138,7 +137,7 @@ def test_double_click_draws_and_zoom_fetches_detail(lab_page: Any, lab_ext: LabS
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 30)
     for _ in range(4):
         page.mouse.wheel(0, -400)
-        time.sleep(0.15)
+        page.wait_for_timeout(150)  # paced like a hand on a wheel
     assert wait_until(lambda: sum("/call/_detail" in u for u in page.profview_calls) > before, timeout=20)
     root = page.locator(".jp-ProfviewPanel .pv-root").first
     assert wait_until(lambda: root.get_attribute("data-source") == "detail", timeout=20)
