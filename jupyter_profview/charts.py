@@ -31,7 +31,7 @@ from .analysis import phases as phases_table
 from .analysis import summary as summary_table
 from .model import PHASES, Trace
 from .palette import PHASE_COLORS
-from .widget.lod import _downsample
+from .widget.memory_lod import downsample
 
 ALTAIR_MAX_ROWS = 5000
 
@@ -124,7 +124,7 @@ def downsample_memory(memory: pd.DataFrame, max_points: int = 4000) -> pd.DataFr
 
     Each device gets an equal share of the budget.  Its time range is cut into
     columns and each column keeps its first, lowest, highest and last sample
-    (the widget's own rule, :func:`jupyter_profview.widget.lod._downsample`), so
+    (the widget's own rule, :func:`jupyter_profview.widget.memory_lod.downsample`), so
     every device's peak and its first and last samples are kept; a device with
     few enough samples is kept whole.  Rows stay in (device, time) order.
     """
@@ -144,7 +144,7 @@ def downsample_memory(memory: pd.DataFrame, max_points: int = 4000) -> pd.DataFr
         time = memory["time"].to_numpy(np.float64)[rows]
         columns = budget // 4  # at most 4 samples per column
         px = (time[-1] - time[0] + 1) / columns
-        keep.append(rows[_downsample(time, memory["bytes"].to_numpy(np.float64)[rows], time[0], px)])
+        keep.append(rows[downsample(time, memory["bytes"].to_numpy(np.float64)[rows], time[0], px)])
     return memory.iloc[np.concatenate(keep)].reset_index(drop=True)
 
 

@@ -16,12 +16,12 @@ from jupyter_profview.widget.codec import decode_frame
 from jupyter_profview.widget.lod import (
     LEGEND_TOP,
     OVERVIEW_BUDGET,
-    MemoryIndex,
     TimelineIndex,
     build_legend,
     merge_sorted,
     track_table,
 )
+from jupyter_profview.widget.memory_lod import MemoryIndex
 from tests.widget_helpers import flat_trace, trace_from_rows
 
 

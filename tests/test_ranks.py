@@ -376,6 +376,31 @@ def test_cache_false_uses_a_temporary_directory(tmp_path: Path) -> None:
     assert not entry.exists()
 
 
+def test_cache_false_removes_what_ended_processes_left(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True)
+    dead, alive = int(ended.stdout), os.getpid()
+    old = time.time() - 3600
+    left = {}
+    for name, pid in (("dead", dead), ("alive", alive)):
+        left[name] = tmp_path / f"profview-ranks-{pid}-x{name}"
+        (left[name] / "entry").mkdir(parents=True)
+        os.utime(left[name], (old, old))
+    fresh = tmp_path / f"profview-ranks-{dead}-fresh"  # just made: may be a process starting up
+    fresh.mkdir()
+    got = load_many(DDP, cache=False, progress=False, workers=1)
+    assert got.entry(0).parent.name.startswith(f"profview-ranks-{alive}-")
+    assert not left["dead"].exists() and left["alive"].exists() and fresh.exists()
+
+
 # -- the widget ------------------------------------------------------------------------------
 
 def test_show_puts_every_rank_in_one_widget(ts: TraceSet, docs: dict[int, Any]) -> None:

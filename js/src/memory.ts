@@ -6,8 +6,9 @@
 
 import { formatBytes, formatTime, type TimeUnit } from "./axis";
 import { timeColumn, type Frame } from "./codec";
+import { renderLive, type LiveReply } from "./live";
 import type { Theme } from "./theme";
-import { GUTTER_W, plotWidth } from "./timeline";
+import { GUTTER_W, plotWidth } from "./scene";
 import type { View } from "./viewport";
 
 export interface SeriesInfo {
@@ -16,12 +17,13 @@ export interface SeriesInfo {
   max: number;
 }
 interface Curve { time: Float64Array; bytes: Float64Array }
-
-export interface LiveRow {
-  device?: string; address?: number | string | null; bytes?: number;
-  alloc_time?: number | null; free_time?: number | null; owner?: string;
+/** Geometry of one draw: x of a time, y of a value on a series' scale (its top value). */
+interface Plot {
+  view: View; th: Theme; h: number; top: number;
+  xOf: (t: number) => number;
+  yOf: (b: number, scale: number) => number;
 }
-export interface LiveReply { time: number; total?: number; rows?: LiveRow[] }
+
 
 const PALETTE = ["#1a73e8", "#e8710a", "#188038", "#d01884", "#9334e6", "#12a4af", "#c5221f"];
 export const MEMORY_H = 110;
@@ -196,8 +198,7 @@ export class MemoryPanel {
 
   /** Tooltip lines: bytes in use per series at time t (step curve: last sample at or before t). */
   linesAt(view: View, t: number, unit: TimeUnit): string[] {
-    const useDetail = this.detail && this.detail.t0 <= view.start && this.detail.t1 >= view.end;
-    const curves = useDetail && this.detail ? this.detail.curves : this.overview;
+    const curves = this.curvesFor(view);
     const lines = [`at ${formatTime(t, unit)}`];
     this.series.forEach((s, i) => {
       const c = curves[i];
@@ -214,6 +215,12 @@ export class MemoryPanel {
     return view.start + ((x - GUTTER_W) / plotWidth(this.w)) * (view.end - view.start);
   }
 
+  /** The detail curves when they cover the view, else the overview's. */
+  private curvesFor(view: View): Curve[] {
+    const useDetail = this.detail && this.detail.t0 <= view.start && this.detail.t1 >= view.end;
+    return useDetail && this.detail ? this.detail.curves : this.overview;
+  }
+
   draw(view: View, th: Theme, range: [number, number] | null): void {
     if (!this.hasData) return;
     this.last = [view, th, range];
@@ -222,9 +229,36 @@ export class MemoryPanel {
     const pw = plotWidth(w);
     const k = pw / (view.end - view.start);
     const top = 8;
-    let scale = this.maxBytes;
-    const yOf = (b: number): number => h - 4 - (b / scale) * (h - 4 - top);
-    const xOf = (t: number): number => GUTTER_W + (t - view.start) * k;
+    const p: Plot = {
+      view, th, h, top,
+      xOf: (t) => GUTTER_W + (t - view.start) * k,
+      yOf: (b, scale) => h - 4 - (b / scale) * (h - 4 - top),
+    };
+    this.drawBackground(p);
+    const curves = this.curvesFor(view);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(GUTTER_W, 0, pw, h);
+    ctx.clip();
+    if (range) this.drawRange(p, range);
+    this.series.forEach((s, si) => {
+      const c = curves[si];
+      if (!c || c.time.length === 0 || this.hidden.has(si)) return;
+      const scale = scaleTop(s, this.maxBytes);
+      const color = PALETTE[si % PALETTE.length];
+      this.drawCurve(p, s, c, color, scale);
+      this.drawPeak(p, s, color, scale);
+    });
+    ctx.lineWidth = 1;
+    this.drawCursors(p);
+    ctx.restore();
+    this.drawGutter(p);
+  }
+
+  /** Background, the panel's top edge, the gutter's edge and the line of the memory scale's top. */
+  private drawBackground(p: Plot): void {
+    const { ctx, w } = this;
+    const { th, h } = p;
     ctx.fillStyle = th.bg;
     ctx.fillRect(0, 0, w, h);
     ctx.font = `11px ${th.font}`;
@@ -235,86 +269,94 @@ export class MemoryPanel {
     ctx.lineTo(w, 0.5);
     ctx.moveTo(GUTTER_W - 0.5, 0);
     ctx.lineTo(GUTTER_W - 0.5, h);
-    ctx.moveTo(GUTTER_W, yOf(this.maxBytes) + 0.5);
-    ctx.lineTo(w, yOf(this.maxBytes) + 0.5);
+    ctx.moveTo(GUTTER_W, p.yOf(this.maxBytes, this.maxBytes) + 0.5);
+    ctx.lineTo(w, p.yOf(this.maxBytes, this.maxBytes) + 0.5);
     ctx.stroke();
-    const useDetail = this.detail && this.detail.t0 <= view.start && this.detail.t1 >= view.end;
-    const curves = useDetail && this.detail ? this.detail.curves : this.overview;
-    ctx.save();
+  }
+
+  /** The selected time range, shaded across the panel. */
+  private drawRange(p: Plot, range: [number, number]): void {
+    const { ctx } = this;
+    const a = p.xOf(Math.min(...range));
+    const b = p.xOf(Math.max(...range));
+    ctx.fillStyle = p.th.accent;
+    ctx.globalAlpha = 0.14;
+    ctx.fillRect(a, 0, Math.max(1, b - a), p.h);
+    ctx.globalAlpha = 1;
+  }
+
+  /** One series as a step curve (dashed when simulated) over a light fill. */
+  private drawCurve(p: Plot, s: SeriesInfo, c: Curve, color: string, scale: number): void {
+    const { ctx, w } = this;
+    const { view, h } = p;
+    const yOf = (b: number): number => p.yOf(b, scale);
+    let i = floorIndex(c.time, view.start);
     ctx.beginPath();
-    ctx.rect(GUTTER_W, 0, pw, h);
-    ctx.clip();
-    if (range) {
-      const a = xOf(Math.min(...range));
-      const b = xOf(Math.max(...range));
-      ctx.fillStyle = th.accent;
-      ctx.globalAlpha = 0.14;
-      ctx.fillRect(a, 0, Math.max(1, b - a), h);
-      ctx.globalAlpha = 1;
+    let y = yOf(c.time[i] <= view.start ? c.bytes[i] : 0);
+    ctx.moveTo(Math.max(GUTTER_W - 1, p.xOf(c.time[i])), y);
+    for (i = i + 1; i < c.time.length; i++) {
+      const x = p.xOf(c.time[i]);
+      ctx.lineTo(x, y);
+      y = yOf(c.bytes[i]);
+      ctx.lineTo(x, y);
+      if (c.time[i] > view.end) break;
     }
-    this.series.forEach((s, si) => {
-      const c = curves[si];
-      if (!c || c.time.length === 0 || this.hidden.has(si)) return;
-      scale = scaleTop(s, this.maxBytes);
-      const color = PALETTE[si % PALETTE.length];
-      let i = floorIndex(c.time, view.start);
-      ctx.beginPath();
-      let y = yOf(c.time[i] <= view.start ? c.bytes[i] : 0);
-      ctx.moveTo(Math.max(GUTTER_W - 1, xOf(c.time[i])), y);
-      for (i = i + 1; i < c.time.length; i++) {
-        const x = xOf(c.time[i]);
-        ctx.lineTo(x, y);
-        y = yOf(c.bytes[i]);
-        ctx.lineTo(x, y);
-        if (c.time[i] > view.end) break;
-      }
-      ctx.lineTo(w + 1, y);
-      ctx.strokeStyle = color;
-      ctx.lineWidth = 1.5;
-      ctx.setLineDash(s.kind === "simulated" ? [4, 3] : []);
-      ctx.stroke();
-      ctx.setLineDash([]);
-      ctx.lineTo(w + 1, h);
-      ctx.lineTo(GUTTER_W - 1, h);
-      ctx.closePath();
-      ctx.fillStyle = color;
-      ctx.globalAlpha = s.unit === "bytes" ? 0.1 : 0.04;
-      ctx.fill();
-      ctx.globalAlpha = 1;
-      if (Number.isFinite(s.peak_time) && Number.isFinite(s.peak_bytes)) {
-        const px = xOf(s.peak_time);
-        const py = yOf(s.peak_bytes);
-        if (px >= GUTTER_W - 2 && px <= w + 2) {
-          ctx.fillStyle = color;
-          ctx.beginPath();
-          ctx.moveTo(px, py - 1);
-          ctx.lineTo(px - 4, py - 8);
-          ctx.lineTo(px + 4, py - 8);
-          ctx.closePath();
-          ctx.fill();
-          const text = `peak ${formatBytes(s.peak_bytes)}`;
-          const tw = ctx.measureText(text).width;
-          const lx = px + 6 + tw > w ? px - 6 - tw : px + 6;
-          ctx.fillStyle = th.fg;
-          ctx.fillText(text, lx, Math.max(top, py - 4));
-        }
-      }
-    });
-    ctx.lineWidth = 1;
-    scale = this.maxBytes;
+    ctx.lineTo(w + 1, y);
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 1.5;
+    ctx.setLineDash(s.kind === "simulated" ? [4, 3] : []);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.lineTo(w + 1, h);
+    ctx.lineTo(GUTTER_W - 1, h);
+    ctx.closePath();
+    ctx.fillStyle = color;
+    ctx.globalAlpha = s.unit === "bytes" ? 0.1 : 0.04;
+    ctx.fill();
+    ctx.globalAlpha = 1;
+  }
+
+  /** A series' peak: a marker and a `peak …` label (when the peak is in view). */
+  private drawPeak(p: Plot, s: SeriesInfo, color: string, scale: number): void {
+    if (!Number.isFinite(s.peak_time) || !Number.isFinite(s.peak_bytes)) return;
+    const { ctx, w } = this;
+    const px = p.xOf(s.peak_time);
+    const py = p.yOf(s.peak_bytes, scale);
+    if (px < GUTTER_W - 2 || px > w + 2) return;
+    ctx.fillStyle = color;
+    ctx.beginPath();
+    ctx.moveTo(px, py - 1);
+    ctx.lineTo(px - 4, py - 8);
+    ctx.lineTo(px + 4, py - 8);
+    ctx.closePath();
+    ctx.fill();
+    const text = `peak ${formatBytes(s.peak_bytes)}`;
+    const tw = ctx.measureText(text).width;
+    const lx = px + 6 + tw > w ? px - 6 - tw : px + 6;
+    ctx.fillStyle = p.th.fg;
+    ctx.fillText(text, lx, Math.max(p.top, py - 4));
+  }
+
+  /** Vertical lines at the hovered time and at the time whose live allocations are listed. */
+  private drawCursors(p: Plot): void {
+    const { ctx } = this;
     if (this.hoverTime !== null) {
-      ctx.fillStyle = th.fgDim;
-      ctx.fillRect(Math.round(xOf(this.hoverTime)), 0, 1, h);
+      ctx.fillStyle = p.th.fgDim;
+      ctx.fillRect(Math.round(p.xOf(this.hoverTime)), 0, 1, p.h);
     }
     if (this.liveTime !== null) {
-      ctx.fillStyle = th.fg;
-      ctx.fillRect(Math.round(xOf(this.liveTime)), 0, 1, h);
+      ctx.fillStyle = p.th.fg;
+      ctx.fillRect(Math.round(p.xOf(this.liveTime)), 0, 1, p.h);
     }
-    ctx.restore();
-    // Gutter: scale and legend.
+  }
+
+  /** Gutter: the scale's top and zero, and a legend of the first four series drawn. */
+  private drawGutter(p: Plot): void {
+    const { ctx } = this;
+    const { th, h } = p;
     ctx.fillStyle = th.fgDim;
     const bytesShown = this.series.some((s, si) => s.unit === "bytes" && !this.hidden.has(si));
-    ctx.fillText(bytesShown ? formatBytes(this.maxBytes) : "max", 6, yOf(this.maxBytes) + 6);
+    ctx.fillText(bytesShown ? formatBytes(this.maxBytes) : "max", 6, p.yOf(this.maxBytes, this.maxBytes) + 6);
     ctx.fillText("0", 6, h - 8);
     this.series.map((s, si) => [s, si] as const).filter(([, si]) => !this.hidden.has(si)).slice(0, 4)
       .forEach(([s, si], row) => {
@@ -329,32 +371,6 @@ export class MemoryPanel {
 
   /** Fill the list under the panel from a `_live` reply (text only). */
   showLive(reply: LiveReply | null, unit: TimeUnit, message?: string): void {
-    const box = this.live;
-    box.replaceChildren();
-    if (!reply) {
-      if (message) {
-        const d = document.createElement("div");
-        d.className = "pv-live-head";
-        d.textContent = message;
-        box.appendChild(d);
-      }
-      return;
-    }
-    const rows = Array.isArray(reply.rows) ? reply.rows : [];
-    const head = document.createElement("div");
-    head.className = "pv-live-head";
-    const total = typeof reply.total === "number" ? reply.total : NaN;
-    head.textContent = `Live at ${formatTime(reply.time, unit)}: ${rows.length}${rows.length >= 200 ? "+" : ""} ` +
-      `allocation${rows.length === 1 ? "" : "s"}` + (Number.isFinite(total) ? `, ${formatBytes(total)} in use` : "") +
-      (rows.length ? " (largest first)" : "");
-    box.appendChild(head);
-    for (const r of rows) {
-      const d = document.createElement("div");
-      d.className = "pv-live-row";
-      const span = [r.alloc_time, r.free_time].map((t) => (typeof t === "number" ? formatTime(t, unit) : "?")).join(" → ");
-      const addr = r.address === null || r.address === undefined ? "" : `  @${String(r.address)}`;
-      d.textContent = `${formatBytes(Number(r.bytes ?? 0)).padStart(10)}  ${r.device ?? ""}${addr}  ${r.owner ?? ""}  [${span}]`;
-      box.appendChild(d);
-    }
+    renderLive(this.live, reply, unit, message);
   }
 }

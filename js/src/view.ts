@@ -1,60 +1,47 @@
-// One rendered view of the widget: DOM, state, trait handlers, kernel requests and drawing.
-// Input handling (mouse, wheel, keys) lives in input.ts.
+// One rendered view of the widget: state, trait handlers, selection and drawing. Input handling
+// (mouse, wheel, keys) lives in input.ts, the `_detail` requests in detail.ts, reading the traits
+// in traits.ts and the text around the canvases in header.ts.
 
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
-import { decodeFrame, emptyFrame, type Frame } from "./codec";
-import { el, renderLegend, skeleton } from "./dom";
-import { boxCenter, buildBoxIndex, hitTest, type BoxIndex, type Hit } from "./hittest";
+import type { Frame } from "./codec";
+import { DetailLoader, type DetailHost } from "./detail";
+import { skeleton } from "./dom";
 import { GroupControls } from "./groups";
+import { ViewHeader } from "./header";
+import { boxCenter, buildBoxIndex, hitTest, type BoxIndex, type Hit } from "./hittest";
 import { ROW_H, computeLayout, parseTracks, type Layout, type TrackInfo } from "./layout";
 import { allocSlices, slicesFromFrame, type Slices } from "./lod";
-import { MemoryPanel, type LiveReply } from "./memory";
-import { renderNodes } from "./nodes";
+import type { LiveReply } from "./live";
+import { MemoryPanel } from "./memory";
 import { FrameProbe } from "./probe";
-import { LatestWins, Rpc, debounce } from "./rpc";
-import { selectionValue } from "./selection";
-import { SliceSource, detailCovers, detailRequest, type DetailRequest } from "./source";
+import { Rpc, debounce } from "./rpc";
+import { AXIS_H, GUTTER_W, plotWidth } from "./scene";
+import { ViewSelection } from "./selection";
+import { SliceSource } from "./source";
 import { parseRanksInfo, sectionNotes, summaryFromFrame, type SummaryLane } from "./summary";
-import { TablePanel, type TableRow } from "./table";
+import { TablePanel } from "./table";
 import { parseLegend, readTheme, type LegendEntry, type Theme } from "./theme";
-import { AXIS_H, GUTTER_W, TimelineRenderer, plotWidth, type Flow, type SelectedBox } from "./timeline";
+import { TimelineRenderer } from "./timeline";
 import { EventCache, Tooltip, type EventInfo } from "./tooltip";
-import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
-
-export interface Info {
-  format?: string; source?: string; time_unit?: string; duration?: number; base_time_ns?: number;
-  /** The first event's start when negative (ranks aligned on a step), else 0. */
-  start?: number;
-  event_count?: number; color_by?: string; legend?: unknown; has_memory?: boolean;
-  has_allocations?: boolean; has_flows?: boolean; static?: boolean; message?: string;
-  /** Several ranks (a TraceSet): each rank's clock offset; the step they are aligned on. */
-  ranks?: unknown; align?: { step?: number; at?: number } | null;
-}
+import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
+import { boundsFor, clampView, sameView, type Bounds, type View } from "./viewport";
 
 const MAX_TL_H = 460;
 
-interface DetailJob extends DetailRequest { queued: number }
-interface DetailReply { t0?: number; t1?: number; width?: number; kernel_ms?: number; kernel_at?: number }
-
-export class ProfView {
+export class ProfView implements DetailHost {
   readonly root: HTMLDivElement;
   readonly tlScroll: HTMLDivElement;
   readonly timeline: TimelineRenderer;
   readonly memory: MemoryPanel;
   readonly table: TablePanel;
   readonly tooltip: Tooltip;
-  private statusEl: HTMLDivElement;
-  private legendEl: HTMLDivElement;
+  private header: ViewHeader;
   private tlSpacer: HTMLDivElement;
-  private tlEl: HTMLDivElement;
-  private messageEl: HTMLDivElement;
-  private nodesEl: HTMLDivElement;
-  private colorBy: HTMLSelectElement;
-  private resetEl: HTMLButtonElement;
   readonly rpc: Rpc;
   readonly events: EventCache;
-  private probe: FrameProbe;
+  readonly probe: FrameProbe;
+  private detail: DetailLoader;
   private cleanups: Array<() => void> = [];
 
   info: Info = {};
@@ -68,53 +55,47 @@ export class ProfView {
   theme: Theme;
   bounds: Bounds = boundsFor(1, "ns");
   view: View = { start: 0, end: 1 };
-  private source = new SliceSource();
+  readonly source = new SliceSource();
   drawn: Slices = allocSlices(0);
   private drawnKey = "";
   private boxIndex: BoxIndex | null = null;
   private highlight: Set<number> | null = null;
   private zoomToken: unknown = undefined;
 
-  selected: SelectedBox | null = null;
-  range: [number, number] | null = null;
-  /** Tracks of a shift-drag rectangle (null: all tracks). */
-  rangeTracks: number[] | null = null;
-  flows: Flow[] = [];
+  /** The selected slice or range, its flows; the table follows it. */
+  readonly sel: ViewSelection = new ViewSelection(this);
   hoverBox = -1;
   scrollY = 0;
   private raf = 0;
   private dataDirty = true;
 
-  constructor(private model: AnyModel, parent: HTMLElement, experimental: Experimental | undefined) {
+  constructor(readonly model: AnyModel, parent: HTMLElement, experimental: Experimental | undefined) {
     const dom = skeleton();
     this.root = dom.root;
-    this.colorBy = dom.colorBy;
-    this.resetEl = dom.reset;
+    this.header = new ViewHeader(this.root, dom);
     this.groups = new GroupControls(model, dom.expand, dom.ranks, () => this.tracks, () => this.relayout());
-    this.statusEl = dom.status;
-    this.legendEl = dom.legend;
-    this.messageEl = dom.message;
-    this.tlEl = dom.timeline;
     this.tlScroll = dom.tlScroll;
     this.tlSpacer = dom.tlSpacer;
     this.timeline = new TimelineRenderer(dom.canvas);
     this.memory = new MemoryPanel(this.root);
     this.rpc = new Rpc(experimental as { invoke?: never } | undefined, false, (t, k) => this.status(t, k), 30000,
       { onKernel: () => this.showKernel() });
-    this.table = new TablePanel(this.root, this.rpc, (row) => this.onTableRow(row));
-    this.nodesEl = el("div", "pv-nodes", this.root);
+    this.table = new TablePanel(this.root, this.rpc, (row) => this.sel.onTableRow(row));
+    this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
     this.events = new EventCache(async (id) => {
       const r = await this.rpc.call<EventInfo>("_event", { id });
       return r ? r.msg : null;
     });
     this.probe = new FrameProbe(this.root, (id) => this.locate(id), () => ({ ...this.view }));
+    this.detail = new DetailLoader(this);
     parent.appendChild(this.root);
     this.theme = readTheme(this.root);
 
     this.listen(dom.reset, "click", () => this.setView({ start: this.bounds.min, end: this.bounds.max }));
-    this.listen(this.colorBy, "change", () => {
-      this.model.set("color_by", this.colorBy.value);
+    const colorBy = this.header.colorBy;
+    this.listen(colorBy, "change", () => {
+      this.model.set("color_by", colorBy.value);
       this.model.save_changes();
     });
     this.groups.attach((target, type, fn) => this.listen(target, type, fn));
@@ -122,8 +103,7 @@ export class ProfView {
       this.scrollY = this.tlScroll.scrollTop;
       this.requestDraw();
     });
-    for (const name of ["_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request", "color_by",
-      "_summary", "collapsed_groups", "shown_ranks"]) {
+    for (const name of VIEW_TRAITS) {
       const cb = (): void => this.onTrait(name);
       model.on(`change:${name}`, cb);
       this.cleanups.push(() => model.off(`change:${name}`, cb));
@@ -152,11 +132,8 @@ export class ProfView {
   dispose(): void {
     cancelAnimationFrame(this.raf);
     this.syncView.cancel();
-    this.syncSelection.cancel();
-    this.disposed = true;
-    this.fetchDetail.cancel();
-    this.detailQueue.dispose();
-    this.refreshWindowTable.cancel();
+    this.sel.dispose();
+    this.detail.dispose();
     for (const c of this.cleanups.splice(0)) c();
     this.table.dispose();
     this.rpc.dispose();
@@ -166,8 +143,7 @@ export class ProfView {
   }
 
   status(text: string, kind: "info" | "error" = "info"): void {
-    this.statusEl.textContent = text;
-    this.statusEl.classList.toggle("pv-error", kind === "error");
+    this.header.status(text, kind);
   }
 
   refreshTheme(): void {
@@ -186,28 +162,19 @@ export class ProfView {
     this.loadMemory();
     this.loadHighlight();
     this.loadNodes();
-    const v = this.model.get("_view") as Partial<View> | undefined;
-    const z = this.model.get("_zoom_request") as { start?: number; end?: number; token?: unknown } | undefined;
-    this.zoomToken = z?.token;
-    const full = { start: this.bounds.min, end: this.bounds.max };
-    const saved = v && Number(v.end) > Number(v.start) ? clampView({ start: Number(v.start), end: Number(v.end) }, this.bounds) : null;
-    // A zoom request made before the view was shown wins over a whole-trace _view.
-    if (z && Number(z.end) > Number(z.start) && (!saved || sameView(saved, full))) {
-      this.view = zoomToRange(Number(z.start), Number(z.end), this.bounds, 0);
-    } else this.view = saved ?? full;
+    const start = initialView(this.model, this.bounds);
+    this.view = start.view;
+    this.zoomToken = start.zoomToken;
     this.resize();
     this.afterViewChange(false);
   }
 
-  private onTrait(name: string): void {
+  private onTrait(name: ViewTrait): void {
     if (name === "_info") this.loadInfo();
     else if (name === "_tracks") this.loadTracks();
     else if (name === "_overview") {
       this.loadOverview();
-      // e.g. recoloured: the old detail is gone, ask again for this view
-      this.detailSent = null;
-      this.detailForce = true;
-      this.fetchDetail();
+      this.detail.refetch(); // e.g. recoloured: the old detail is gone
     }
     else if (name === "_memory") this.loadMemory();
     else if (name === "_highlight") this.loadHighlight();
@@ -217,12 +184,12 @@ export class ProfView {
       this.groups.load();
       this.relayout();
     }
-    else if (name === "color_by") this.colorBy.value = String(this.model.get("color_by") ?? "category");
+    else if (name === "color_by") this.header.colorBy.value = String(this.model.get("color_by") ?? "category");
     else if (name === "_zoom_request") {
-      const z = this.model.get("_zoom_request") as { start?: number; end?: number; token?: unknown } | undefined;
-      if (z && z.token !== this.zoomToken && Number(z.end) > Number(z.start)) {
+      const z = zoomRequest(this.model, this.zoomToken, this.bounds);
+      if (z) {
         this.zoomToken = z.token;
-        this.setView(zoomToRange(Number(z.start), Number(z.end), this.bounds, 0));
+        this.setView(z.view);
       }
     }
     this.dataDirty = true;
@@ -230,25 +197,18 @@ export class ProfView {
   }
 
   private loadInfo(): void {
-    this.info = (this.model.get("_info") as Info | undefined) ?? {};
+    this.info = readInfo(this.model);
     this.unit = this.info.time_unit === "step" ? "step" : "ns";
     this.table.unit = this.unit;
     this.legend = parseLegend(this.info.legend);
     this.bounds = boundsFor(Number(this.info.duration) || this.source.overviewEnd || 1, this.unit,
       Number(this.info.start ?? 0));
     this.view = clampView(this.view, this.bounds);
-    this.colorBy.value = String(this.model.get("color_by") ?? this.info.color_by ?? "category");
+    this.header.colorBy.value = String(this.model.get("color_by") ?? this.info.color_by ?? "category");
     if (this.info.static) this.rpc.dispose();
     this.showKernel();
-    const message = typeof this.info.message === "string" ? this.info.message : "";
-    this.messageEl.textContent = message;
-    this.messageEl.style.display = message ? "" : "none";
-    const noEvents = this.info.event_count === 0;
-    this.tlEl.style.display = noEvents ? "none" : "";
-    this.legendEl.style.display = noEvents ? "none" : "";
-    this.resetEl.style.display = noEvents ? "none" : "";
-    if (noEvents) this.probe.painted();
-    renderLegend(this.legendEl, this.legend);
+    if (this.info.event_count === 0) this.probe.painted();
+    this.header.showInfo(this.info, this.legend);
     this.notes = sectionNotes(parseRanksInfo(this.info.ranks), this.info.align, this.unit);
   }
 
@@ -262,16 +222,12 @@ export class ProfView {
    */
   private showKernel(): void {
     const noKernel = Boolean(this.info.static) || this.rpc.kernel === "none";
-    this.root.dataset.static = noKernel ? "1" : "0";
     const hasColorBy = typeof this.model.get("color_by") === "string" && !noKernel && this.info.event_count !== 0;
-    this.colorBy.style.display = hasColorBy ? "" : "none";
+    this.header.showKernel(noKernel, hasColorBy);
   }
 
   private loadNodes(): void {
-    const n = this.info.event_count === 0 ? renderNodes(this.nodesEl, this.frame("_nodes")) : 0;
-    if (n === 0) this.nodesEl.replaceChildren();
-    this.nodesEl.style.display = n ? "" : "none";
-    this.table.el.style.display = this.info.event_count === 0 ? "none" : "";
+    this.header.showNodes(this.info.event_count === 0, () => this.frame("_nodes"), this.table.el);
   }
 
   private loadTracks(): void {
@@ -288,12 +244,7 @@ export class ProfView {
   }
 
   private frame(name: string): Frame {
-    try {
-      return decodeFrame(this.model.get(name) as DataView | undefined);
-    } catch (err) {
-      this.status(`${name}: ${String(err)}`, "error");
-      return emptyFrame();
-    }
+    return readFrame(this.model, name, (text) => this.status(text, "error"));
   }
 
   private loadOverview(): void {
@@ -310,9 +261,7 @@ export class ProfView {
   }
 
   private loadHighlight(): void {
-    const f = this.frame("_highlight");
-    const ids = f.columns.id;
-    this.highlight = ids && ids.length ? new Set(Array.from(ids)) : null;
+    this.highlight = highlightIds(this.frame("_highlight"));
     this.root.dataset.highlight = String(this.highlight?.size ?? 0);
     this.dataDirty = true;
   }
@@ -335,79 +284,15 @@ export class ProfView {
     this.root.dataset.viewEnd = String(this.view.end);
     this.dataDirty = true;
     this.requestDraw();
-    this.fetchDetail();
+    this.detail.fetch();
     if (sync) this.syncView();
-    if (!this.hasSelection()) this.refreshWindowTable();
+    if (!this.sel.has()) this.sel.refreshWindowTable();
   }
 
   private syncView = debounce(() => {
     this.model.set("_view", { start: this.view.start, end: this.view.end });
     this.model.save_changes();
   }, 150);
-
-  private keepTable = false;
-  private syncSelection = debounce(() => {
-    this.model.set("_selection", selectionValue(this.selected?.id ?? null, this.range, this.rangeTracks));
-    this.model.save_changes();
-    // After the selection reached the kernel (same channel, in order).
-    if (!this.keepTable) this.updateTable(true);
-  }, 150);
-
-  private refreshWindowTable = debounce(() => this.updateTable(false), 300);
-
-  hasSelection(): boolean {
-    return this.selected !== null || this.range !== null;
-  }
-
-  private updateTable(force: boolean): void {
-    const q = this.hasSelection()
-      ? { mode: "selection" as const, t0: this.view.start, t1: this.view.end,
-          selection: selectionValue(this.selected?.id ?? null, this.range, this.rangeTracks) }
-      : { mode: "window" as const, t0: this.view.start, t1: this.view.end };
-    this.table.selectedId = this.selected?.id ?? -1;
-    this.table.setQuery(q, force);
-  }
-
-  /**
-   * Select one slice, a time range (optionally on some tracks) or nothing. The table follows
-   * the selection, except when the click came from the table itself (`keepTable`).
-   */
-  select(box: SelectedBox | null, range: [number, number] | null = null, tracks: number[] | null = null,
-    keepTable = false): void {
-    this.selected = box;
-    this.range = range;
-    this.rangeTracks = range ? tracks : null;
-    this.keepTable = keepTable;
-    this.flows = [];
-    this.root.dataset.selected = box ? String(box.id) : range ? "range" : "";
-    this.syncSelection();
-    this.requestDraw();
-    if (box) {
-      void this.events.get(box.id).then((info) => {
-        if (!info || this.selected?.id !== box.id) return;
-        this.flows = Array.isArray(info.flows) ? info.flows : [];
-        if (typeof info.depth === "number" && typeof info.track === "number") {
-          this.selected = { id: box.id, track: info.track, depth: info.depth,
-            start: Number(info.start ?? box.start), dur: Number(info.dur ?? box.dur) };
-        }
-        this.requestDraw();
-      });
-    }
-  }
-
-  zoomToSelection(): void {
-    if (this.selected) this.setView(zoomToRange(this.selected.start, this.selected.start + this.selected.dur, this.bounds));
-    else if (this.range) this.setView(zoomToRange(this.range[0], this.range[1], this.bounds, 0.02));
-  }
-
-  /** A table row: select and zoom to its event, keeping the list as it is (no new table query). */
-  private onTableRow(row: TableRow): void {
-    this.refreshWindowTable.cancel(); // a pending window refresh would replace the list
-    this.select({ id: row.id, track: row.track, depth: 0, start: row.start, dur: row.dur }, null, null, true);
-    this.setView(zoomToRange(row.start, row.start + row.dur, this.bounds));
-    this.table.selectedId = row.id;
-    this.table.renderRows();
-  }
 
   toggleGroup(g: number): void {
     const group = this.layout.groups[g];
@@ -417,72 +302,9 @@ export class ProfView {
 
   // ---- kernel: detail and live memory ------------------------------------------------
 
-  /** The last `_detail` window sent (in flight or answered); null after a failure or a new overview. */
-  private detailSent: DetailRequest | null = null;
-  private detailForce = false;
-  private disposed = false;
-  /** One `_detail` in flight at a time; a newer view replaces the one waiting (latest wins). */
-  private detailQueue = new LatestWins<DetailJob>((job) => this.sendDetail(job));
-  private fetchDetail = debounce(() => this.queueDetail(), 60);
-
-  private queueDetail(): void {
-    if (!this.rpc.available || this.disposed) return;
-    const pw = this.plotWidth;
-    const force = this.detailForce;
-    this.detailForce = false;
-    if (!force && this.detailSent && detailCovers(this.detailSent, this.view, this.bounds.min, this.bounds.max, pw)) {
-      this.detailQueue.clear(); // what is in flight (or drawn) serves this view: nothing to wait for
-      return;
-    }
-    const req = detailRequest(this.view, this.bounds.min, this.bounds.max, pw);
-    this.detailQueue.request({ ...req, queued: performance.now() });
-  }
-
-  /** One round trip: the slices frame and (when the trace has memory data) the memory frame. */
-  private async sendDetail(job: DetailJob): Promise<void> {
-    if (!this.rpc.available || this.disposed) return;
-    const { t0, t1, width } = job;
-    const memory = this.memory.hasData;
-    const req = { t0, t1, width };
-    this.detailSent = req;
-    const sent = performance.now();
-    const r = await this.rpc.call<DetailReply>("_detail", { t0, t1, width, memory }, "detail");
-    const arrived = performance.now();
-    if (this.disposed) return;
-    if (!r) {
-      if (this.detailSent === req) this.detailSent = null;
-      this.probe.detail(arrived - sent); // failures count too (error reply or timeout)
-      return;
-    }
-    const [slicesBuf, memBuf] = r.buffers;
-    if (slicesBuf) {
-      try {
-        const d = slicesFromFrame(decodeFrame(slicesBuf));
-        d.t0 = Number(r.msg.t0 ?? t0);
-        d.t1 = Number(r.msg.t1 ?? t1);
-        this.source.setDetail(d);
-        this.dataDirty = true;
-        this.status("");
-      } catch (err) {
-        this.status(`_detail: ${String(err)}`, "error");
-      }
-    }
-    if (memory && memBuf) {
-      try {
-        this.memory.setDetail(decodeFrame(memBuf));
-      } catch (err) {
-        this.status(`_detail (memory): ${String(err)}`, "error");
-      }
-    }
-    const done = performance.now();
-    this.probe.detail(done - sent);
-    this.probe.log({
-      sent: performance.timeOrigin + sent, waited: sent - job.queued, arrived: arrived - sent, done: done - sent,
-      bytes: slicesBuf?.byteLength ?? 0, memBytes: memBuf?.byteLength ?? 0,
-      kernelMs: Number(r.msg.kernel_ms ?? NaN), kernelAt: Number(r.msg.kernel_at ?? NaN),
-      stale: t0 <= this.view.start && t1 >= this.view.end ? 0 : 1,
-    });
-    this.requestDraw();
+  /** New `_detail` boxes: prepare the drawn boxes again (DetailHost). */
+  detailArrived(): void {
+    this.dataDirty = true;
   }
 
   async showLive(time: number): Promise<void> {
@@ -560,11 +382,11 @@ export class ProfView {
     }
     this.timeline.draw({
       view: this.view, unit: this.unit, tracks: this.tracks, layout: this.layout, legend: this.legend,
-      theme: this.theme, scrollY: this.scrollY, selected: this.selected, hoverBox: this.hoverBox,
-      range: this.range, rangeTracks: this.rangeTracks, flows: this.flows,
+      theme: this.theme, scrollY: this.scrollY, selected: this.sel.selected, hoverBox: this.hoverBox,
+      range: this.sel.range, rangeTracks: this.sel.rangeTracks, flows: this.sel.flows,
       summary: this.summary, notes: this.notes,
     });
-    this.memory.draw(this.view, this.theme, this.range);
+    this.memory.draw(this.view, this.theme, this.sel.range);
     this.root.dataset.boxes = String(this.timeline.boxesDrawn);
     this.root.dataset.axisOrigin = this.timeline.axisOrigin;
     this.root.dataset.drawMs = this.timeline.timings.map((x) => x.toFixed(1)).join(",");

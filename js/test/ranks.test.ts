@@ -8,7 +8,8 @@ import {
   type TrackInfo,
 } from "../src/layout";
 import { laneRuns, parseRanksInfo, sectionNotes, summaryFromFrame } from "../src/summary";
-import { AXIS_H, COMM_COLOR, GUTTER_W, TimelineRenderer, type TimelineScene } from "../src/timeline";
+import { AXIS_H, COMM_COLOR, GUTTER_W, type TimelineScene } from "../src/scene";
+import { TimelineRenderer } from "../src/timeline";
 import { allocSlices } from "../src/lod";
 import type { Theme } from "../src/theme";
 

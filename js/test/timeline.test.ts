@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { computeLayout, ROW_H, type TrackInfo } from "../src/layout";
 import { allocSlices, type Slices } from "../src/lod";
-import { AXIS_H, GUTTER_W, TimelineRenderer, type TimelineScene } from "../src/timeline";
+import { AXIS_H, GUTTER_W, type TimelineScene } from "../src/scene";
+import { TimelineRenderer } from "../src/timeline";
 import type { Theme } from "../src/theme";
 
 /** A 2D context that records fillRect calls (with the fill style and alpha at the time). */

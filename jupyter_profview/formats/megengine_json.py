@@ -45,7 +45,7 @@ reading a var in it (its producer's end if none).  On the seed no two buffers
 live at once overlap in address, which supports the model.  Extra columns of
 ``allocations``: ``storage`` (static / dynamic), ``vars`` (var ids sharing the
 buffer).  :func:`jupyter_profview.analysis.live_at` lists what is live at
-``peak_time(trace)``.
+``peak_time(trace)``.  The memory model is implemented in :mod:`.megengine_memory`.
 """
 
 from __future__ import annotations
@@ -61,17 +61,16 @@ import pandas as pd
 
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
-from ..model import Quality, Trace, memory_frame
+from ..model import Quality, Trace
 from ..sources import Source
 from . import TraceFormat
+from .megengine_memory import Table, buffers, memory_tables, parse_vars, step_spans
 
 __all__ = ["FORMAT"]
 
-PERSISTENT_FLAGS = {"PERSISTENT_DEVICE_VALUE", "NO_MEM_RECLAIM"}
 OTHER_TYPES = {"InputCallback", "OutputCallback", "ImmutableTensor", "SharedDeviceTensor", "Host2DeviceCopy",
                "Copy", "VolatileSharedDeviceTensor", "GetVarShape", "MultipleDeviceTensorHolder"}
 COMM_TYPES = {"CollectiveComm", "RemoteSend", "RemoteRecv"}
-Table = dict[str, dict[str, Any]]  # id -> record
 
 
 class _Check:
@@ -118,13 +117,14 @@ class _Check:
             self.fail(path, x, "a non-negative integer" + (" or null" if nullable else ""))
         return int(round(x))
 
+    @staticmethod
+    def q(key: str) -> str:
+        """``key`` as a JSON-path subscript: ``["key"]``."""
+        return '["' + key.replace('"', '\\"') + '"]'
+
     def shape(self, x: Any, path: str) -> tuple[int, ...]:
         return tuple(self.count(d, f"{path}[{i}]", nullable=False) or 0
                      for i, d in enumerate(self.lst(x, path)))
-
-
-def _q(key: str) -> str:
-    return '["' + key.replace('"', '\\"') + '"]'
 
 
 def _phase(op_type: str, name: str) -> str:
@@ -155,7 +155,7 @@ def _decode(source: Source) -> dict[str, Any]:
 def _operators(c: _Check, graph: dict[str, Any]) -> tuple[Table, list[str], dict[str, int]]:
     ops: Table = {}
     for oid, raw in c.obj(c.key(graph, "operator", "graph_exec"), "graph_exec.operator").items():
-        p = f"graph_exec.operator{_q(oid)}"
+        p = f"graph_exec.operator{c.q(oid)}"
         r = c.obj(raw, p)
         ops[oid] = {"name": c.text(c.key(r, "name", p), f"{p}.name"),
                     "type": c.text(c.key(r, "type", p), f"{p}.type"),
@@ -174,7 +174,7 @@ def _operators(c: _Check, graph: dict[str, Any]) -> tuple[Table, list[str], dict
 def _footprints(c: _Check, prof: dict[str, Any]) -> Table:
     foot: Table = {}
     for oid, raw in c.obj(prof.get("opr_footprint", {}), "profiler.opr_footprint").items():
-        p = f"profiler.opr_footprint{_q(oid)}"
+        p = f"profiler.opr_footprint{c.q(oid)}"
         r = c.obj(raw, p)
         shapes = {k: [c.shape(s, f"{p}.{k}[{i}]") for i, s in enumerate(c.lst(r.get(k, []), f"{p}.{k}"))]
                   for k in ("in_shapes", "out_shapes")}
@@ -193,9 +193,9 @@ def _timings(c: _Check, prof: dict[str, Any], ops: Table, step: dict[str, int], 
     spans: dict[str, dict[str, list[int]]] = {"device": {}, "host": {}}
     for side in ("device", "host"):
         for oid, lanes in c.obj(prof.get(side, {}), f"profiler.{side}").items():
-            p = f"profiler.{side}{_q(oid)}"
+            p = f"profiler.{side}{c.q(oid)}"
             for lane, raw in c.obj(lanes, p).items():
-                lp = p + _q(lane)
+                lp = p + c.q(lane)
                 r = c.obj(raw, lp)
                 t0, t1 = (round(c.num(c.key(r, k, lp), f"{lp}.{k}") * 1e9) for k in ("start", "end"))
                 kern = None if r.get("kern") is None else c.num(r["kern"], f"{lp}.kern")
@@ -250,15 +250,10 @@ def load(source: Source) -> Trace:
         "in_shapes": cols["in_shapes"], "out_shapes": cols["out_shapes"],
         "param": pd.array(cols["param"], dtype="string"),
     }, quality, base=base)
-    variables = _vars(c, graph)
-    bufs = _buffers(c, graph, variables, ops, seq, step, quality)
-    t_start, t_end, prev = [], [], base
-    for oid in seq:  # an operator's device span (host if untimed there; else the previous end)
-        s, e = spans["device"].get(oid) or spans["host"].get(oid) or [prev, prev]
-        t_start.append(s)
-        t_end.append(e)
-        prev = e
-    allocations, memory = _memory_tables(list(bufs.values()), t_start, t_end, base)
+    variables = parse_vars(c, graph)
+    bufs = buffers(c, graph, variables, ops, seq, step, quality)
+    t_start, t_end = step_spans(seq, spans, base)
+    allocations, memory = memory_tables(list(bufs.values()), t_start, t_end, base)
     quality.records_read += len(ops)
     quality.placed["nodes"] += len(ops)
 
@@ -272,92 +267,6 @@ def load(source: Source) -> Trace:
                                   "(see jupyter_profview.formats.megengine_json)",
                   "n_operators": len(ops), "n_executed": len(seq)},
     )
-
-
-def _buffers(c: _Check, graph: dict[str, Any], variables: Table, ops: Table, seq: list[str],
-             step: dict[str, int], quality: Quality) -> Table:
-    """Buffers with ``alloc``/``free`` comp_seq steps (None = whole trace), per the module docstring."""
-    producer = {v: oid for oid, op in ops.items() for v in op["output"]}
-    last_read = {v: step[oid] for oid in seq for v in ops[oid]["input"]}
-    bufs: Table = {}
-    for cid, raw in c.obj(graph.get("mem_chunk", {}), "graph_exec.mem_chunk").items():
-        p = f"graph_exec.mem_chunk{_q(cid)}"
-        r = c.obj(raw, p)
-        owner = c.ident(c.key(r, "owner_var", p), f"{p}.owner_var")
-        ov = variables.get(owner, {})
-        whole = bool(PERSISTENT_FLAGS & set(ov.get("flag", ()))) or producer.get(owner) not in step
-        size = c.count(c.key(r, "size", p), f"{p}.size", nullable=False)
-        bufs[cid] = {"device": ov.get("comp_node") or "device", "bytes": size,
-                     "address": c.count(r.get("dev_ptr"), f"{p}.dev_ptr"), "owner": ov.get("name") or owner,
-                     "storage": "static", "vars": [], "alloc": None if whole else step[producer[owner]],
-                     "free": None if whole else step[producer[owner]]}
-        quality.records_read += 1
-        quality.placed["allocations"] += 1
-
-    def resolve(vid: str) -> tuple[str | None, str]:
-        seen = {vid}
-        while True:
-            v = variables[vid]
-            if producer.get(vid) not in step:
-                return None, "var of an operator not in comp_seq"
-            if v["chunk"] is not None:
-                return (v["chunk"], "") if v["chunk"] in bufs else (None, "var in an unknown mem_chunk")
-            src = v["fwd_src"]
-            if src is None or src not in variables or src in seen:
-                break
-            vid = src  # shares its source's memory
-            seen.add(vid)
-        lo, hi = v["ptr"], v["ptr_end"]
-        if not lo or hi is None or hi <= lo:
-            return None, "var without a device address range"
-        if f"var:{vid}" not in bufs:
-            s = step[producer[vid]]
-            bufs[f"var:{vid}"] = {"device": v["comp_node"] or "device", "address": lo, "bytes": hi - lo,
-                                  "owner": v["name"], "storage": "dynamic", "vars": [], "alloc": s, "free": s}
-        return f"var:{vid}", ""
-
-    for vid in variables:
-        quality.records_read += 1
-        key, reason = resolve(vid)
-        if key is None:
-            quality.skipped[reason] += 1
-            continue
-        quality.placed["allocations"] += 1
-        b = bufs[key]
-        b["vars"].append(vid)
-        if b["free"] is not None:
-            b["free"] = max(b["free"], last_read.get(vid, -1), step[producer[vid]])
-            b["alloc"] = min(b["alloc"], step[producer[vid]])
-    return bufs
-
-
-def _memory_tables(rows: list[dict[str, Any]], t_start: list[int], t_end: list[int],
-                   base: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    alloc_t = [base if b["alloc"] is None else t_start[b["alloc"]] for b in rows]
-    allocations = pd.DataFrame({
-        "device": pd.Categorical([b["device"] for b in rows]),
-        "address": pd.array([b["address"] for b in rows], dtype="Int64"),
-        "bytes": np.array([b["bytes"] for b in rows], dtype=np.int64),
-        "alloc_time": pd.array(alloc_t, dtype="Int64"),
-        "free_time": pd.array([None if b["free"] is None else t_end[b["free"]] for b in rows], dtype="Int64"),
-        "owner": pd.array([b["owner"] for b in rows], dtype="string"),
-        "storage": pd.Categorical([b["storage"] for b in rows], categories=["static", "dynamic"]),
-        "vars": pd.Series([list(b["vars"]) for b in rows], dtype=object),
-    })
-    # (device, time, step, 0 alloc / 1 free, delta): frees of one operator precede the next one's allocs
-    deltas = [(b["device"], t, -1 if b["alloc"] is None else b["alloc"], 0, b["bytes"])
-              for b, t in zip(rows, alloc_t, strict=True)]
-    deltas += [(b["device"], t_end[b["free"]], b["free"], 1, -b["bytes"])
-               for b in rows if b["free"] is not None]
-    deltas.sort(key=lambda d: d[:4])
-    points: list[tuple[str, int, int]] = []
-    level: dict[str, int] = defaultdict(int)
-    for i, (dev, t, s, kind, nbytes) in enumerate(deltas):
-        level[dev] += nbytes
-        if i + 1 == len(deltas) or deltas[i + 1][:4] != (dev, t, s, kind):  # one row per group
-            points.append((dev, t, level[dev]))
-    memory = memory_frame([p[1] for p in points], [p[0] for p in points], [p[2] for p in points], "simulated")
-    return allocations, memory
 
 
 def _nodes(ops: Table, seq: list[str], step: dict[str, int],
@@ -390,36 +299,6 @@ def _nodes(ops: Table, seq: list[str], step: dict[str, int],
                                         if variables.get(v, {}).get("comp_node")), None) for o in order]),
         "order": pd.array([step.get(o) for o in order], dtype="Int64"),
     })
-
-
-def _vars(c: _Check, graph: dict[str, Any]) -> Table:
-    out: Table = {}
-    for vid, raw in c.obj(graph.get("var", {}), "graph_exec.var").items():
-        p = f"graph_exec.var{_q(vid)}"
-        r = c.obj(raw, p)
-        plan = r.get("mem_plan")
-        chunk = None
-        if plan is not None:
-            chunk_id = c.obj(plan, f"{p}.mem_plan").get("mem_chunk_id")
-            chunk = None if chunk_id is None else c.ident(chunk_id, f"{p}.mem_plan.mem_chunk_id")
-        src = r.get("mem_readonly_fwd_src") or r.get("force_update_src")
-        shape = r.get("static_infer_tags")
-        for k in ("SHAPE", "inferred_result"):
-            shape = shape.get(k) if isinstance(shape, dict) else None
-        cn = r.get("comp_node")
-        out[vid] = {
-            "name": c.text(r.get("name", vid), f"{p}.name"),
-            "comp_node": None if cn is None else c.text(cn, f"{p}.comp_node"),
-            "flag": [c.text(f, f"{p}.flag[{i}]")
-                     for i, f in enumerate(c.lst(r.get("flag", []), f"{p}.flag"))],
-            "ptr": c.count(r.get("prev_dev_ptr"), f"{p}.prev_dev_ptr"),
-            "ptr_end": c.count(r.get("prev_dev_ptr_end"), f"{p}.prev_dev_ptr_end"),
-            "chunk": chunk,
-            "fwd_src": None if src is None else c.ident(src, f"{p}.mem_readonly_fwd_src"),
-            "shape": None if shape is None
-            else c.shape(shape, f"{p}.static_infer_tags.SHAPE.inferred_result"),
-        }
-    return out
 
 
 _HEAD = re.compile(rb'^\s*\{\s*"(profiler|graph_exec)"\s*:\s*\{')

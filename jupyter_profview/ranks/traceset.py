@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 import warnings
 import weakref
 from collections import OrderedDict
@@ -16,7 +15,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Quality, Trace
-from .cache import cache_root, quality_from, read_table, read_trace, time_columns
+from .cache import cache_root, quality_from, read_table, read_trace, temporary_root, time_columns
 from .discover import RankFile, discover, ranges
 from .parallel import error_of, plan_workers, run, tasks_for
 
@@ -275,7 +274,7 @@ def load_many(source: Any, *, client: Any = None, cache: bool | str | Path = Tru
         tasks = [t for d, root in roots.items()
                  for t in tasks_for([f for f in files if f.path.parent == d], root)]
     else:
-        root = Path(tempfile.mkdtemp(prefix="profview-ranks-")) if cache is False else Path(cache)
+        root = temporary_root() if cache is False else Path(cache)
         root.mkdir(parents=True, exist_ok=True)
         tmp = str(root) if cache is False else None
         tasks = tasks_for(files, root)

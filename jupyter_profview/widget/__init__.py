@@ -1,5 +1,7 @@
 """The notebook widget's kernel side: the anywidget class (:mod:`.widget`), its command
-handlers (:mod:`.rpc`), level of detail (:mod:`.lod`), the binary wire codec (:mod:`.codec`),
+handlers (:mod:`.rpc`, on the per-trace state of :mod:`.state`, requests validated by
+:mod:`.requests`), level of detail (:mod:`.lod` for the timeline, :mod:`.memory_lod` for the
+memory panel), the binary wire codec (:mod:`.codec`),
 the number formatting shared with the front end (:mod:`.numbers`) and the self-contained HTML
 export (:mod:`.static_html`).
 

@@ -10,7 +10,7 @@ Besides memory in use (bytes) the panel draws, each toggleable in the front end:
   yet started (:func:`jupyter_profview.analysis.queue_length_series`);
 * the trace's own ``ph: "C"`` counters that are not memory (unit ``value``).
 
-Each is a :class:`~.lod.MemorySeries` with its ``unit``; step series are
+Each is a :class:`~.memory_lod.MemorySeries` with its ``unit``; step series are
 downsampled per pixel column like memory, utilisation is evaluated per column.
 """
 

@@ -1,4 +1,4 @@
-"""Level of detail for the widget: slices and memory frames for any window.
+"""Level of detail for the widget: the timeline's slices frames for any window.
 
 A :class:`TimelineIndex` is built once per Trace (vectorised numpy): it fixes
 the track order, sorts the events by row ``(track, depth)`` then start, and
@@ -7,13 +7,13 @@ window are found with two ``searchsorted`` per row.  :meth:`TimelineIndex.slices
 applies the protocol's merge rule (:func:`merge_sorted`, ``docs/widget-protocol.md``):
 an event at least one pixel wide is its own box; consecutive sub-pixel events of a
 row whose starts fall in the same pixel column merge into one box with ``count``,
-``busy`` and the colour of its longest event.  Colours: :mod:`.legend`.
+``busy`` and the colour of its longest event.  Colours: :mod:`.legend`; the memory panel:
+:mod:`.memory_lod`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,12 +21,11 @@ import pandas as pd
 
 from ..model import OVERLAP_TAG, Trace
 from .codec import encode_frame
-from .counters import counter_series
 from .legend import LEGEND_TOP, Legend, build_legend
 
 __all__ = [
-    "LEGEND_TOP", "OVERVIEW_BUDGET", "OVERVIEW_WIDTH", "Legend", "MemoryIndex", "MemorySeries",
-    "TimelineIndex", "build_legend", "group_name", "lane_name", "merge_sorted", "track_table",
+    "LEGEND_TOP", "OVERVIEW_BUDGET", "OVERVIEW_WIDTH", "Legend", "TimelineIndex", "build_legend",
+    "compact_times", "group_name", "lane_name", "merge_sorted", "natural_key", "track_table",
 ]
 
 OVERVIEW_WIDTH = 4096
@@ -34,7 +33,7 @@ OVERVIEW_BUDGET = 4 * 1024 * 1024
 _OVERLAP = re.compile(re.escape(OVERLAP_TAG).replace(r"\{\}", r"(\d+)") + "$")
 
 
-def _natural(text: str) -> list[Any]:
+def natural_key(text: str) -> list[Any]:
     """Sort key that puts ``GPU 2`` before ``GPU 10``."""
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
 
@@ -94,8 +93,8 @@ def track_table(trace: Trace) -> pd.DataFrame:
         })
     order = [str(t) for t in trace.metadata.get("track_order") or []]
     rank = {label: i for i, label in enumerate(order)}
-    rows.sort(key=lambda r: (rank.get(r["label"], len(rank)), _natural(r["process"]),
-                             _natural(r["thread"]), r["lane"], r["label"]))
+    rows.sort(key=lambda r: (rank.get(r["label"], len(rank)), natural_key(r["process"]),
+                             natural_key(r["thread"]), r["lane"], r["label"]))
     return pd.DataFrame(rows)
 
 
@@ -296,118 +295,3 @@ def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.nd
         "count": np.add.reduceat(count, first), "busy": np.add.reduceat(busy, first).astype(np.float64),
         "pick": np.minimum.reduceat(pos, first), "longest": gmax.astype(np.float64),
     }
-
-
-# ---------------------------------------------------------------------------
-# Memory
-# ---------------------------------------------------------------------------
-
-@dataclass
-class MemorySeries:
-    device: str
-    kind: str
-    time: np.ndarray   # float64, sorted
-    bytes: np.ndarray  # float64
-    peak_bytes: float
-    peak_time: float
-    unit: str = "bytes"  # counters (see .counters): "fraction", "count", "value"
-    busy: Any = None     # GPU utilisation: busy fraction per column, computed per frame
-
-
-class MemoryIndex:
-    """Memory-in-use series, one per (device, kind), downsampled per pixel column,
-    then the counter series of :mod:`.counters` (GPU utilisation, queue length,
-    the trace's own counters)."""
-
-    def __init__(self, trace: Trace) -> None:
-        mem = trace.memory
-        self.series: list[MemorySeries] = []
-        for c in counter_series(trace):
-            values = c["values"]
-            at = int(np.argmax(values)) if len(values) else 0
-            self.series.append(MemorySeries(c["device"], c["kind"], c["time"], values,
-                                            float(values[at]) if len(values) else 0.0,
-                                            float(c["time"][at]) if len(values) else 0.0,
-                                            c["unit"], c.get("busy")))
-        if len(mem) == 0:
-            return
-        frame = pd.DataFrame({
-            "device": mem["device"].astype(str).to_numpy(), "kind": mem["kind"].astype(str).to_numpy(),
-            "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
-        })
-        for (device, kind), part in frame.groupby(["device", "kind"], sort=False):
-            part = part.sort_values("time", kind="stable")
-            t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
-            at = int(np.argmax(b))
-            self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at])))
-        self.series.sort(key=lambda s: (s.unit != "bytes", _natural(s.device), s.kind))  # memory first
-
-    def meta_series(self) -> list[dict[str, Any]]:
-        return [{"device": s.device, "kind": s.kind, "unit": s.unit,
-                 "peak_bytes": s.peak_bytes if s.unit == "bytes" else None,
-                 "peak_time": s.peak_time if s.unit == "bytes" else None,
-                 "max": 1.0 if s.busy is not None else s.peak_bytes}
-                for s in self.series]
-
-    def extent(self) -> tuple[float, float]:
-        if not self.series:
-            return 0.0, 1.0
-        t0 = min(float(s.time[0]) for s in self.series)
-        t1 = max(float(s.time[-1]) for s in self.series)
-        return t0, t1 if t1 > t0 else t0 + 1.0
-
-    def frame(self, t0: float, t1: float, width: int, *, compact: bool = False) -> bytes:
-        """Points of every series in ``[t0, t1]`` keeping first/min/max/last per pixel column,
-        plus the last point before ``t0`` (the value in effect at the left edge).
-
-        ``compact`` (the ``_detail`` replies): ``time`` as float32 relative to ``meta.origin = t0``.
-        """
-        px = (t1 - t0) / width
-        series_col, times, values = [], [], []
-        for k, s in enumerate(self.series):
-            if s.busy is not None:  # utilisation: one point per pixel column
-                edges = np.linspace(t0, t1, width + 1)
-                series_col.append(np.full(width, k, np.uint16))
-                times.append(edges[:-1])
-                values.append(s.busy(edges))
-                continue
-            lo = max(int(np.searchsorted(s.time, t0, "left")) - 1, 0)
-            hi = int(np.searchsorted(s.time, t1, "right"))
-            if hi <= lo:
-                continue
-            t, b = s.time[lo:hi], s.bytes[lo:hi]
-            keep = _downsample(t, b, t0, px)
-            series_col.append(np.full(len(keep), k, np.uint16))
-            times.append(t[keep])
-            values.append(b[keep])
-        meta: dict[str, Any] = {"series": self.meta_series(), "t0": t0, "t1": t1, "width": width}
-        columns: dict[str, np.ndarray]
-        if not series_col:
-            columns = {"series": np.zeros(0, np.uint16), "time": np.zeros(0), "bytes": np.zeros(0)}
-        else:
-            columns = {"series": np.concatenate(series_col), "time": np.concatenate(times),
-                       "bytes": np.concatenate(values)}
-        if compact:
-            columns = compact_times(columns, meta, t0, ("time",), ())
-        return encode_frame(columns, meta)
-
-    def overview(self, width: int = OVERVIEW_WIDTH) -> bytes:
-        t0, t1 = self.extent()
-        return self.frame(t0, t1, width)
-
-
-def _downsample(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
-    """Indices of the first, min, max and last point of each pixel column (sorted, unique)."""
-    m = len(t)
-    col = np.floor((t - t0) / px)
-    brk = np.ones(m, bool)
-    brk[1:] = col[1:] != col[:-1]
-    first = np.flatnonzero(brk)
-    last = np.append(first[1:] - 1, m - 1)
-    group = np.cumsum(brk) - 1
-    idx = np.arange(m)
-    gmin = np.minimum.reduceat(b, first)
-    gmax = np.maximum.reduceat(b, first)
-    at_min = np.minimum.reduceat(np.where(b == gmin[group], idx, m), first)
-    at_max = np.minimum.reduceat(np.where(b == gmax[group], idx, m), first)
-    return np.unique(np.concatenate((first, last, at_min, at_max)))

@@ -15,7 +15,7 @@ from tests.browser.lab import LabNotebook, LabServer, canvas_ink, pixel, wait_un
 
 TIMELINE = ".pv-timeline canvas"
 DDP = Path(profview.__file__).parent / "examples" / "ddp"
-AXIS_H, GROUP_H, GUTTER_W = 22, 20, 150  # js/src/timeline.ts, layout.ts
+AXIS_H, GROUP_H, GUTTER_W = 22, 20, 150  # js/src/scene.ts, layout.ts
 
 
 def canvas_row(page: Any, y: float) -> list[list[int]]:

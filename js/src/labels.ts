@@ -1,0 +1,108 @@
+// Text layers of the timeline: process group headers (with a collapsed group's busy lane), lane
+// names in the label column, and event names clipped inside boxes wide enough for them.
+
+import type { Slices } from "./lod";
+import { GROUP_H, ROW_H } from "./layout";
+import { AXIS_H, COMM_COLOR, GUTTER_W, type Surface, type TimelineScene } from "./scene";
+import { laneRuns, type SummaryLane } from "./summary";
+import { textOn } from "./theme";
+
+/** Indent (CSS px) of a process group's label inside a rank section. */
+const INDENT = 10;
+
+/**
+ * `text` cut with an ellipsis to fit `widthPx` at `charW` px per character; `middle` keeps both
+ * ends (track names differ at both ends: "/job:localhost/.../device:GPU:0 stream 7").
+ */
+export function fitText(text: string, widthPx: number, charW: number, middle = false): string {
+  const max = Math.floor(widthPx / charW);
+  if (max <= 0) return "";
+  if (text.length <= max) return text;
+  if (max <= 1) return "…";
+  if (!middle) return `${text.slice(0, max - 1)}…`;
+  const tail = Math.ceil((max - 1) * 0.6);
+  return `${text.slice(0, max - 1 - tail)}…${text.slice(text.length - tail)}`;
+}
+
+/** Group header rows (name, rank note, track count) and the names of the lanes under them. */
+export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
+  const { ctx, h, w } = surf;
+  const th = sc.theme;
+  for (const g of sc.layout.groups) {
+    const y = oy + g.y;
+    const indent = 6 + g.level * INDENT;
+    if (y + GROUP_H >= AXIS_H && y <= h) {
+      ctx.fillStyle = th.header;
+      ctx.fillRect(0, y, w, GROUP_H - 1);
+      if (g.kind === "section") ctx.fillRect(0, y, w, GROUP_H - 1); // a darker band for a rank
+      const lane = g.collapsed ? sc.summary?.get(g.key) : undefined;
+      ctx.fillStyle = th.fg;
+      ctx.font = `bold 11px ${th.font}`;
+      const name = g.name || g.process || "(no process)";
+      const note = sc.notes?.get(g.key);
+      const count = `(${g.tracks.length} track${g.tracks.length === 1 ? "" : "s"})`;
+      // with a busy lane the label has the gutter only: the short note ("+4.033 ms"), no count
+      const label = lane
+        ? `▸ ${name}${note ? ` ${note.slice(note.indexOf(" ") + 1)}` : ""}`
+        : `${g.collapsed ? "▸" : "▾"} ${name}${note ? `  ${note}` : ""}  ${count}`;
+      ctx.fillText(fitText(label, (lane ? GUTTER_W : w) - indent - 4, surf.charW), indent, y + GROUP_H / 2);
+      ctx.font = `11px ${th.font}`;
+      if (lane) drawLane(surf, sc, lane, y);
+    }
+    if (g.collapsed || g.kind === "section") continue;
+    ctx.fillStyle = th.fgDim;
+    for (const t of g.tracks) {
+      const ty = oy + sc.layout.trackY[t];
+      if (ty + ROW_H < AXIS_H || ty > h) continue;
+      ctx.fillText(fitText(sc.tracks[t]?.name ?? "", GUTTER_W - 14 - indent, surf.charW, true), 8 + indent,
+        ty + ROW_H / 2);
+    }
+  }
+}
+
+/** A collapsed group's summary lane in its header row: work, and communication below it. */
+function drawLane(surf: Surface, sc: TimelineScene, lane: SummaryLane, y: number): void {
+  const { ctx } = surf;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(GUTTER_W, y, surf.w - GUTTER_W, GROUP_H);
+  ctx.clip();
+  const bands: Array<[number, string, number, number]> = [
+    [0, sc.theme.accent, y + 3, GROUP_H - 7], [1, COMM_COLOR, y + GROUP_H / 2, GROUP_H / 2 - 4],
+  ];
+  for (const [kind, color, top, height] of bands) {
+    const runs = laneRuns(lane.start[kind], lane.dur[kind], sc.view, GUTTER_W, surf.w);
+    ctx.fillStyle = color;
+    ctx.globalAlpha = kind === 0 ? 0.55 : 0.9;
+    for (let i = 0; i < runs.length; i += 2) ctx.fillRect(runs[i], top, runs[i + 1] - runs[i], height);
+  }
+  ctx.globalAlpha = 1;
+  ctx.restore();
+}
+
+/** Event names inside the boxes at least three characters wide (dimmed when not highlighted). */
+export function drawLabels(surf: Surface, sc: TimelineScene, s: Slices | null,
+  highlight: ReadonlySet<number> | null, k: number, oy: number): void {
+  if (!s) return;
+  const { ctx, h } = surf;
+  const { trackY, trackDepths } = sc.layout;
+  const minW = surf.charW * 3 + 6;
+  const textColors = sc.legend.map((e) => textOn(e.color));
+  for (let i = 0; i < s.n; i++) {
+    if (s.label[i] < 0 || s.dur[i] * k < minW) continue;
+    const ty = trackY[s.track[i]];
+    if (ty < 0 || s.depth[i] >= trackDepths[s.track[i]]) continue;
+    const y = oy + ty + s.depth[i] * ROW_H;
+    if (y + ROW_H < AXIS_H || y > h) continue;
+    const x0 = Math.max(GUTTER_W, GUTTER_W + (s.start[i] - sc.view.start) * k);
+    const x1 = Math.min(surf.w, GUTTER_W + (s.start[i] + s.dur[i] - sc.view.start) * k);
+    if (x1 - x0 < minW) continue;
+    const text = fitText(s.labels[s.label[i]] ?? "", x1 - x0 - 6, surf.charW);
+    if (!text) continue;
+    const lit = !highlight || highlight.has(s.id[i]);
+    ctx.globalAlpha = lit ? 1 : 0.35;
+    ctx.fillStyle = textColors[s.color[i]] ?? "#111";
+    ctx.fillText(text, x0 + 3, y + ROW_H / 2);
+  }
+  ctx.globalAlpha = 1;
+}

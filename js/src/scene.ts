@@ -1,0 +1,62 @@
+// What the timeline draws (TimelineScene) and the geometry shared by the timeline, its label and
+// overlay layers, the memory panel and the input handlers.
+
+import type { TimeUnit } from "./axis";
+import type { Layout, TrackInfo } from "./layout";
+import type { SummaryLane } from "./summary";
+import type { LegendEntry, Theme } from "./theme";
+import type { View } from "./viewport";
+
+export const AXIS_H = 22;
+/**
+ * Width (CSS px) of the lane-label column; the user widens it by dragging its edge (input.ts).
+ * A live binding: every importer sees the new value (one width for the views on a page).
+ */
+export let GUTTER_W = 150;
+export const GUTTER_MIN = 60;
+
+/** Set the label column's width, keeping at least 120 px of plot in a `totalW` wide canvas. */
+export function setGutterWidth(w: number, totalW: number): number {
+  GUTTER_W = Math.round(Math.max(GUTTER_MIN, Math.min(w, Math.max(GUTTER_MIN, totalW - 120))));
+  return GUTTER_W;
+}
+/** Colour of communication in summary lanes (work takes the accent colour). */
+export const COMM_COLOR = "#f28e2b";
+
+export interface Flow {
+  source: number; target: number;
+  source_track: number; target_track: number;
+  source_time: number; target_time: number;
+}
+
+export interface SelectedBox { id: number; track: number; depth: number; start: number; dur: number }
+
+export interface TimelineScene {
+  view: View;
+  unit: TimeUnit;
+  tracks: TrackInfo[];
+  layout: Layout;
+  legend: LegendEntry[];
+  theme: Theme;
+  scrollY: number;
+  selected: SelectedBox | null;
+  hoverBox: number;
+  range: [number, number] | null;
+  rangeTracks: number[] | null;
+  flows: Flow[];
+  /** Busy lanes of collapsed groups, by group key (`_summary`). */
+  summary?: Map<string, SummaryLane>;
+  /** Text after a group's name in its header, by group key (a rank's clock offset). */
+  notes?: Map<string, string>;
+}
+
+/** Geometry shared by the timeline and memory panels. */
+export const plotWidth = (cssWidth: number): number => Math.max(1, cssWidth - GUTTER_W);
+
+/** The canvas a layer draws on: its 2D context, CSS size and mean character width (px). */
+export interface Surface {
+  ctx: CanvasRenderingContext2D;
+  w: number;
+  h: number;
+  charW: number;
+}

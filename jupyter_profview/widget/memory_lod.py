@@ -1,0 +1,127 @@
+"""Level of detail for the memory and counter panel: a :class:`MemoryIndex` holds one
+:class:`MemorySeries` per (device, kind) and per counter of :mod:`.counters`, and
+downsamples them to first/min/max/last per pixel column for any window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import Trace
+from .codec import encode_frame
+from .counters import counter_series
+from .lod import OVERVIEW_WIDTH, compact_times, natural_key
+
+
+@dataclass
+class MemorySeries:
+    device: str
+    kind: str
+    time: np.ndarray   # float64, sorted
+    bytes: np.ndarray  # float64
+    peak_bytes: float
+    peak_time: float
+    unit: str = "bytes"  # counters (see .counters): "fraction", "count", "value"
+    busy: Any = None     # GPU utilisation: busy fraction per column, computed per frame
+
+
+class MemoryIndex:
+    """Memory-in-use series, one per (device, kind), downsampled per pixel column,
+    then the counter series of :mod:`.counters` (GPU utilisation, queue length,
+    the trace's own counters)."""
+
+    def __init__(self, trace: Trace) -> None:
+        mem = trace.memory
+        self.series: list[MemorySeries] = []
+        for c in counter_series(trace):
+            values = c["values"]
+            at = int(np.argmax(values)) if len(values) else 0
+            self.series.append(MemorySeries(c["device"], c["kind"], c["time"], values,
+                                            float(values[at]) if len(values) else 0.0,
+                                            float(c["time"][at]) if len(values) else 0.0,
+                                            c["unit"], c.get("busy")))
+        if len(mem) == 0:
+            return
+        frame = pd.DataFrame({
+            "device": mem["device"].astype(str).to_numpy(), "kind": mem["kind"].astype(str).to_numpy(),
+            "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
+        })
+        for (device, kind), part in frame.groupby(["device", "kind"], sort=False):
+            part = part.sort_values("time", kind="stable")
+            t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
+            at = int(np.argmax(b))
+            self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at])))
+        self.series.sort(key=lambda s: (s.unit != "bytes", natural_key(s.device), s.kind))  # memory first
+
+    def meta_series(self) -> list[dict[str, Any]]:
+        return [{"device": s.device, "kind": s.kind, "unit": s.unit,
+                 "peak_bytes": s.peak_bytes if s.unit == "bytes" else None,
+                 "peak_time": s.peak_time if s.unit == "bytes" else None,
+                 "max": 1.0 if s.busy is not None else s.peak_bytes}
+                for s in self.series]
+
+    def extent(self) -> tuple[float, float]:
+        if not self.series:
+            return 0.0, 1.0
+        t0 = min(float(s.time[0]) for s in self.series)
+        t1 = max(float(s.time[-1]) for s in self.series)
+        return t0, t1 if t1 > t0 else t0 + 1.0
+
+    def frame(self, t0: float, t1: float, width: int, *, compact: bool = False) -> bytes:
+        """Points of every series in ``[t0, t1]`` keeping first/min/max/last per pixel column,
+        plus the last point before ``t0`` (the value in effect at the left edge).
+
+        ``compact`` (the ``_detail`` replies): ``time`` as float32 relative to ``meta.origin = t0``.
+        """
+        px = (t1 - t0) / width
+        series_col, times, values = [], [], []
+        for k, s in enumerate(self.series):
+            if s.busy is not None:  # utilisation: one point per pixel column
+                edges = np.linspace(t0, t1, width + 1)
+                series_col.append(np.full(width, k, np.uint16))
+                times.append(edges[:-1])
+                values.append(s.busy(edges))
+                continue
+            lo = max(int(np.searchsorted(s.time, t0, "left")) - 1, 0)
+            hi = int(np.searchsorted(s.time, t1, "right"))
+            if hi <= lo:
+                continue
+            t, b = s.time[lo:hi], s.bytes[lo:hi]
+            keep = downsample(t, b, t0, px)
+            series_col.append(np.full(len(keep), k, np.uint16))
+            times.append(t[keep])
+            values.append(b[keep])
+        meta: dict[str, Any] = {"series": self.meta_series(), "t0": t0, "t1": t1, "width": width}
+        columns: dict[str, np.ndarray]
+        if not series_col:
+            columns = {"series": np.zeros(0, np.uint16), "time": np.zeros(0), "bytes": np.zeros(0)}
+        else:
+            columns = {"series": np.concatenate(series_col), "time": np.concatenate(times),
+                       "bytes": np.concatenate(values)}
+        if compact:
+            columns = compact_times(columns, meta, t0, ("time",), ())
+        return encode_frame(columns, meta)
+
+    def overview(self, width: int = OVERVIEW_WIDTH) -> bytes:
+        t0, t1 = self.extent()
+        return self.frame(t0, t1, width)
+
+
+def downsample(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
+    """Indices of the first, min, max and last point of each pixel column (sorted, unique)."""
+    m = len(t)
+    col = np.floor((t - t0) / px)
+    brk = np.ones(m, bool)
+    brk[1:] = col[1:] != col[:-1]
+    first = np.flatnonzero(brk)
+    last = np.append(first[1:] - 1, m - 1)
+    group = np.cumsum(brk) - 1
+    idx = np.arange(m)
+    gmin = np.minimum.reduceat(b, first)
+    gmax = np.maximum.reduceat(b, first)
+    at_min = np.minimum.reduceat(np.where(b == gmin[group], idx, m), first)
+    at_max = np.minimum.reduceat(np.where(b == gmax[group], idx, m), first)
+    return np.unique(np.concatenate((first, last, at_min, at_max)))
