@@ -46,3 +46,21 @@ def mutate(data: Any, blob: bytes, max_insert: int = 8) -> bytes:
         else:
             out[at:at] = data.draw(st.binary(min_size=1, max_size=max_insert))
     return bytes(out)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A trace file (``.gz`` too) parsed with the stdlib, floats kept as exact Decimals."""
+    import gzip
+    import json
+    from decimal import Decimal
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return json.loads(f.read(), parse_float=Decimal)
+
+
+def ns(us: Any) -> int:
+    """Chrome-trace microseconds (a Decimal, int or text) as exact integer nanoseconds."""
+    from decimal import Decimal
+
+    return int(Decimal(us) * 1000)

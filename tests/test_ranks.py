@@ -27,22 +27,13 @@ import jupyter_profview as profview
 from jupyter_profview import ProfviewError, TraceSet, load_many
 from jupyter_profview.analysis import collective_skew, step_times, stragglers
 from jupyter_profview.ranks import parallel
+from tests.format_helpers import ns, read_json
 
 DATA = Path(__file__).parent / "data"
 DDP = DATA / "ddp"
 HTA_RANKS = str(DATA / "hta" / "trace_filter_sampled_rank-*.json.gz")  # shared with the GPU tests
 SLOW_RANK, SLEEP_NS = 2, 30_000_000  # make_ddp_traces.py defaults, as the fixture README says
 INSTANT = {"i", "I", "R"}
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        return json.loads(f.read(), parse_float=Decimal)
-
-
-def ns(us: Any) -> int:
-    return int(Decimal(us) * 1000)
 
 
 def events_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -444,14 +435,6 @@ def test_gloo_threads_of_the_ddp_fixture_are_named_runloop(docs: dict[int, Any])
         trace = profview.load(DDP / f"rank-{rank}.pt.trace.json.gz")
         threads = trace.events[trace.events["name"].astype(str).str.startswith("gloo:")]["thread"]
         assert threads.astype(str).str.endswith("(pt_gloo_runloop)").all()
-
-
-def test_the_bundled_example_run_is_the_test_fixture() -> None:
-    bundled = profview.EXAMPLES / "ddp"
-    names = sorted(p.name for p in DDP.glob("*.json.gz"))
-    assert names == sorted(p.name for p in bundled.glob("*.json.gz")) and len(names) == 4
-    for name in names:
-        assert (bundled / name).read_bytes() == (DDP / name).read_bytes()
 
 
 def test_workers_are_bounded_by_cores_files_and_memory() -> None:

@@ -8,10 +8,8 @@ from hand-built traces, never from the code under test.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +20,13 @@ import jupyter_profview as profview
 from jupyter_profview import TraceSet, load_many
 from jupyter_profview.widget.codec import decode_frame
 from jupyter_profview.widget.numbers import format_duration
+from tests.format_helpers import ns, read_json
 
 pytest.importorskip("anywidget")
 pytest.importorskip("pyarrow")
 
 DDP = Path(__file__).parent / "data" / "ddp"
 STEP = re.compile(r"ProfilerStep#(\d+)$")
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        return json.loads(f.read(), parse_float=Decimal)
-
-
-def ns(us: Any) -> int:
-    return int(Decimal(us) * 1000)
 
 
 @pytest.fixture(scope="module")

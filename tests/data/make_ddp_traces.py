@@ -2,7 +2,7 @@
 
 Run from the repository root with torch installed (CPU wheel is enough)::
 
-    python tests/data/make_ddp_traces.py [--out tests/data/ddp] [--slow-rank 2] [--sleep-ms 30]
+    python tests/data/make_ddp_traces.py [--out jupyter_profview/examples/ddp] [--slow-rank 2] [--sleep-ms 30]
 
 Starts ``--world-size`` (4) processes with ``torch.multiprocessing``; each
 trains a small MLP wrapped in ``DistributedDataParallel`` (backend ``gloo``)
@@ -37,6 +37,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 HERE = Path(__file__).parent
+EXAMPLES_DDP = HERE.parent.parent / "jupyter_profview" / "examples" / "ddp"  # tests/data/ddp links here
 WAIT, WARMUP, ACTIVE = 1, 1, 3
 
 
@@ -71,7 +72,7 @@ def _worker(rank: int, world: int, port: int, out: str, slow_rank: int, sleep_ms
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE / "ddp")
+    parser.add_argument("--out", type=Path, default=EXAMPLES_DDP)
     parser.add_argument("--world-size", type=int, default=4)
     parser.add_argument("--slow-rank", type=int, default=2)
     parser.add_argument("--sleep-ms", type=float, default=30.0)
