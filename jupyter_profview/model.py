@@ -99,7 +99,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -168,6 +168,28 @@ class Quality:
             "unpaired_flows": self.unpaired_flows,
             "unaccounted": self.unaccounted,
         }
+
+    @classmethod
+    def _counts(cls) -> list[str]:
+        """The plain int counters (every field but the record accounting)."""
+        return [f.name for f in fields(cls) if f.name not in ("records_read", "placed", "skipped")]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Quality:
+        """The inverse of :meth:`as_dict` (``unaccounted`` is derived, not read)."""
+        q = cls(records_read=int(data.get("records_read", 0)),
+                placed=Counter(data.get("placed", {})), skipped=Counter(data.get("skipped", {})))
+        for key in cls._counts():
+            setattr(q, key, int(data.get(key, 0)))
+        return q
+
+    def add(self, other: Quality) -> None:
+        """In place: add ``other``'s counts (e.g. several ranks shown as one trace)."""
+        self.records_read += other.records_read
+        self.placed.update(other.placed)
+        self.skipped.update(other.skipped)
+        for key in self._counts():
+            setattr(self, key, getattr(self, key) + getattr(other, key))
 
     def __repr__(self) -> str:
         parts = [f"{k}={v}" for k, v in self.as_dict().items() if v]

@@ -606,3 +606,20 @@ def test_cache_files_are_lean_but_complete(ts: TraceSet) -> None:
     assert columns["dur"].statistics is None or not columns["dur"].statistics.has_min_max
     rows = sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
     assert rows == len(ts[ts.ranks[0]].events)
+
+
+def test_quality_survives_the_cache_manifest_and_adds_up() -> None:
+    from dataclasses import fields
+
+    from jupyter_profview.model import Quality
+
+    q = Quality(records_read=10, placed=Counter({"events": 7}), skipped=Counter({"metadata": 3}))
+    counters = [f.name for f in fields(Quality) if f.name not in ("records_read", "placed", "skipped")]
+    for k, name in enumerate(counters, start=1):  # every counter nonzero, each a different value
+        setattr(q, name, k)
+    assert Quality.from_dict(q.as_dict()).as_dict() == q.as_dict()
+    total = Quality()
+    total.add(q)
+    total.add(q)
+    assert total.records_read == 20 and total.placed == Counter({"events": 14})
+    assert all(getattr(total, name) == 2 * getattr(q, name) for name in counters)

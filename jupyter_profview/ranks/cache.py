@@ -28,7 +28,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -191,15 +190,6 @@ def read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
     return _restore(table.to_pandas(), dtypes)
 
 
-def quality_from(data: dict[str, Any]) -> Quality:
-    q = Quality(records_read=int(data.get("records_read", 0)),
-                placed=Counter(data.get("placed", {})), skipped=Counter(data.get("skipped", {})))
-    for key in ("overlaps", "unmatched_begin", "unmatched_end", "clipped", "negative_durations",
-                "unknown_phases"):
-        setattr(q, key, int(data.get(key, 0)))
-    return q
-
-
 def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
     """A rank's Trace from its cache entry (no args: ``trace.args(id)`` is ``{}``;
     load the file itself for them)."""
@@ -211,7 +201,7 @@ def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
     trace = Trace(
         format=manifest["format"], time_unit=manifest["time_unit"], events=events,
         memory=tables["memory"], allocations=tables["allocations"], nodes=tables["nodes"],
-        flows=tables["flows"], quality=quality_from(manifest.get("quality") or {}), metadata=metadata,
+        flows=tables["flows"], quality=Quality.from_dict(manifest.get("quality") or {}), metadata=metadata,
         counters=tables.get("counters"),
     )
     if "launches" in tables and hasattr(trace, "launches"):

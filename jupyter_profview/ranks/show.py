@@ -106,7 +106,7 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
                 la[col] = _remap(la[col], new_id)
         _shift(la, LAUNCH_TIMES, offset)
         launches.append(la)
-        _add_quality(quality, trace.quality)
+        quality.add(trace.quality)
 
     all_events = concat(events)
     all_events.index = np.concatenate([f.index.to_numpy() for f in events])
@@ -196,12 +196,3 @@ def rebase(trace: Trace, zero: int) -> None:
     meta = trace.metadata
     meta["base_time_ns"] = int(meta.get("base_time_ns", 0)) + zero
     meta["offsets"] = {r: int(o) - zero for r, o in (meta.get("offsets") or {}).items()}
-
-
-def _add_quality(total: Quality, q: Quality) -> None:
-    total.records_read += q.records_read
-    total.placed.update(q.placed)
-    total.skipped.update(q.skipped)
-    for key in ("overlaps", "unmatched_begin", "unmatched_end", "clipped", "negative_durations",
-                "unknown_phases"):
-        setattr(total, key, getattr(total, key) + getattr(q, key))

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Quality, Trace
-from .cache import cache_root, quality_from, read_table, read_trace, temporary_root, time_columns
+from .cache import cache_root, read_table, read_trace, temporary_root, time_columns
 from .discover import RankFile, discover, ranges
 from .parallel import error_of, plan_workers, run, tasks_for
 
@@ -101,7 +101,7 @@ class TraceSet:
 
     @property
     def quality(self) -> dict[int, Quality]:
-        return {r: quality_from(self._manifests[r].get("quality") or {}) for r in self.ranks}
+        return {r: Quality.from_dict(self._manifests[r].get("quality") or {}) for r in self.ranks}
 
     @property
     def info(self) -> pd.DataFrame:
