@@ -188,3 +188,30 @@ export function formatBytes(b: number): string {
     return `${b < 0 && out !== "0" ? "-" : ""}${out} ${BYTE_UNITS[i]}`;
   }
 }
+
+const SI_PREFIXES = ["", " k", " M", " G", " T", " P", " E"];
+
+/**
+ * A plain number (a counter's value): the durations' rule with decimal prefixes — 4 significant
+ * digits, half away from zero, zeros after the point dropped, k/M/G/T/P/E from 1000 on (a value
+ * that rounds to 1000 moves to the next prefix); NaN and infinities → "–".
+ */
+export function formatNumber(v: number): string {
+  if (!Number.isFinite(v)) return NO_VALUE;
+  let x = Math.abs(v);
+  let i = 0;
+  while (x >= 1000 && i < SI_PREFIXES.length - 1) {
+    x /= 1000;
+    i++;
+  }
+  for (;;) {
+    const text = toFixedHalfUp(x, decimals4(x));
+    if (i < SI_PREFIXES.length - 1 && Number(text) >= 1000) {
+      x /= 1000;
+      i++;
+      continue;
+    }
+    const out = stripZeros(text);
+    return `${v < 0 && out !== "0" ? "-" : ""}${out}${SI_PREFIXES[i]}`;
+  }
+}

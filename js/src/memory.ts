@@ -4,7 +4,7 @@
 // own scale (0 to their max). A row of checkboxes shows or hides each series. A click lists what
 // is live at that time (`_live`).
 
-import { formatBytes, formatTime, type TimeUnit } from "./axis";
+import { formatBytes, formatNumber, formatTime, type TimeUnit } from "./axis";
 import { timeColumn, type Frame } from "./codec";
 import { renderLive, type LiveReply } from "./live";
 import type { Theme } from "./theme";
@@ -78,9 +78,8 @@ export function scaleTop(s: SeriesInfo, maxBytes: number): number {
 /** A series value as text in its unit. */
 export function formatValue(s: SeriesInfo, v: number): string {
   if (s.unit === "bytes") return formatBytes(v);
-  if (s.unit === "fraction") return `${(v * 100).toFixed(0)} %`;
-  if (s.unit === "count") return String(Math.round(v));
-  return String(Number(v.toPrecision(4)));
+  if (s.unit === "fraction") return Number.isFinite(v) ? `${formatNumber(v * 100)} %` : formatNumber(v);
+  return formatNumber(v);
 }
 
 function seriesName(s: SeriesInfo): string {

@@ -27,8 +27,20 @@ describe("counters panel series", () => {
   });
 
   it("formats values in their unit", () => {
-    expect(formatValue(info("fraction", 1), 0.456)).toBe("46 %");
+    expect(formatValue(info("fraction", 1), 0.456)).toBe("45.6 %");
+    expect(formatValue(info("fraction", 1), 1)).toBe("100 %");
+    expect(formatValue(info("fraction", 1), NaN)).toBe("–");
     expect(formatValue(info("count", 9), 3)).toBe("3");
     expect(formatValue(info("value", 9), 59.94123)).toBe("59.94");
+  });
+
+  // the edge values, for a counter's plain numbers (decimal prefixes, 4 significant digits)
+  it.each([
+    [0, "0"], [1, "1"], [9.995, "9.995"], [9.9995, "10"], [10, "10"], [100, "100"], [400.4, "400.4"],
+    [999.95, "1 k"], [1000, "1 k"], [999_999, "1 M"], [123_456, "123.5 k"], [1e9, "1 G"], [1e21, "1000 E"],
+    [-400.4, "-400.4"], [-0.00001, "0"], [NaN, "–"], [Infinity, "–"], [-Infinity, "–"],
+  ])("counter value %s → %s", (v, want) => {
+    expect(formatValue(info("value", 9), v)).toBe(want);
+    expect(formatValue(info("count", 9), v)).toBe(want);
   });
 });

@@ -10,6 +10,7 @@ cell in place to run code in the kernel and read its output.
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
+def _get_json(url: str, attempts: int = 1) -> Any:
+    """GET ``url`` as JSON; a 5xx answer is asked again up to ``attempts`` times (jupyter-server
+    answers 500 while a kernel it is listing is still being shut down)."""
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            if e.code < 500 or attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
 class LabServer:
@@ -86,14 +97,27 @@ class LabServer:
         NotebookNotary(data_dir=str(self.notary_dir)).sign(nb)
 
     def kernels(self) -> list[dict[str, Any]]:
-        return list(_get_json(f"{self.base}/api/kernels"))
+        return list(_get_json(f"{self.base}/api/kernels", attempts=20))
 
     def shutdown_kernels(self) -> None:
-        """Stop this server's kernels (the machine has 2 cores; idle widgets still cost)."""
-        for k in self.kernels():
-            req = urllib.request.Request(f"{self.base}/api/kernels/{k['id']}", method="DELETE")
+        """Stop this server's kernels (the machine has 2 cores; idle widgets still cost) and wait
+        until the server lists none, so that the next test starts from a quiet server."""
+        kernels = self.kernels()
+        if not kernels:
+            return
+        # jupyter-server checks XSRF on a DELETE even without a token: send its cookie back
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        opener.open(f"{self.base}/lab", timeout=30).close()
+        xsrf = next((c.value for c in jar if c.name == "_xsrf"), "")
+        for k in kernels:
+            req = urllib.request.Request(f"{self.base}/api/kernels/{k['id']}", method="DELETE",
+                                         headers={"X-XSRFToken": xsrf})
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(req, timeout=10).close()
+                opener.open(req, timeout=30).close()
+        left = wait_until(lambda: not self.kernels(), timeout=60)
+        if not left and self.kernels():
+            raise RuntimeError(f"kernels still running after shutdown: {self.kernels()}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
