@@ -3,6 +3,7 @@ launches and flows at load time, on the generated multi-stream GPU trace.
 
     python benchmarks/bench_gpu.py                      # 1M timeline events (generated once)
     python benchmarks/bench_gpu.py --events 300000 --repeat 3
+    python benchmarks/bench_gpu.py --events 20000 --repeat 1 --data /tmp/x   # smoke run (tests)
 
 The trace is ``make_pytorch_trace.py --gpu`` (three streams, NCCL, memcpy /
 memset, flow ``f`` before ``s``).  In one process, alternating, ``--repeat``
@@ -47,13 +48,18 @@ ANALYSIS_TARGET = 2.0
 LOAD_RATIO_TARGET = 1.10
 
 
-def ensure_file(events: int) -> Path:
+def ensure_file(events: int, data: Path | None = None) -> Path:
+    """The generated trace of ``events`` X events (made once), in ``data`` if given, else in
+    the generator's default place."""
     sys.path.insert(0, str(HERE))
     from make_pytorch_trace import default_path
 
     path = default_path(events, gpu=True)
+    if data is not None:
+        path = data / path.name
     if not path.exists():
-        cmd = [sys.executable, str(HERE / "make_pytorch_trace.py"), "--events", str(events), "--gpu"]
+        cmd = [sys.executable, str(HERE / "make_pytorch_trace.py"), "--events", str(events), "--gpu",
+               "--out", str(path)]
         subprocess.run(cmd, check=True)
     return path
 
@@ -96,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=None,
+                        help="directory of the generated trace (default: the generator's)")
     args = parser.parse_args(argv)
-    path = ensure_file(args.events)
+    path = ensure_file(args.events, args.data)
     print(f"{path.name}: {path.stat().st_size / 1e6:.0f} MB")
     linked_t: list[float] = []
     flows_t: list[float] = []

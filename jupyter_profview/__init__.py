@@ -19,7 +19,7 @@ from .errors import NativeUnavailableWarning, ProfviewError
 if TYPE_CHECKING:
     from .analysis.compare import Comparison, compare
     from .analysis.summary import phases, summary, top
-    from .loader import load
+    from .loader import load_any as load
     from .model import Quality, Trace
     from .ranks import TraceSet, load_many
     from .widget import TraceWidget
@@ -31,13 +31,16 @@ _LAZY = {
     "load_many": "ranks", "Comparison": "analysis", "compare": "analysis", "phases": "analysis",
     "summary": "analysis", "top": "analysis",
 }
+# ``profview.load`` is ``loader.load_any``: one Trace, or a TraceSet for a multi-host XSpace run
+# directory (``loader.load``, which the package itself uses, always gives one Trace).
+_ALIASES = {"load": "load_any"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), _ALIASES.get(name, name))
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -71,23 +74,25 @@ def example(name: str = "tf_step_stats") -> Path:
 
 
 def show(source: Any, *, ranks: Any = None, align: Any = None, **options: Any) -> TraceWidget:
-    """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet: its
+    """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
+    ``profview.load`` gives for a multi-host XSpace run directory: its
     ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
     groups, each collapsed to one busy lane until clicked; ``align="step"``
     lines the ranks up on their first common ProfilerStep) in the widget."""
-    from .loader import load
+    from .loader import load_any
     from .model import Trace
     from .ranks import TraceSet
     from .widget import TraceWidget
 
+    if not isinstance(source, (Trace, TraceSet)):
+        source = load_any(source)  # a TraceSet too: a multi-host XSpace run directory
     if isinstance(source, TraceSet):
         from .ranks.show import show_ranks
 
         return show_ranks(source, ranks, align=align, **options)  # type: ignore[no-any-return]
     if align is not None:
         raise ValueError("align= needs a TraceSet (profview.load_many)")
-    trace = source if isinstance(source, Trace) else load(source)
-    return TraceWidget(trace, **options)
+    return TraceWidget(source, **options)
 
 
 def sql(trace: Trace | TraceSet, query: str) -> Any:

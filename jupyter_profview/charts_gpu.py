@@ -5,6 +5,11 @@ analysis and returns an ``alt.Chart``; with :func:`jupyter_profview.charts.enabl
 they render as SVG made in the kernel.  Charts with one mark per launch are
 pre-aggregated in pandas (histogram bins, per-bucket maxima) so that they stay
 under Altair's 5000-row limit on big traces.
+
+On a trace without what a chart needs (no kernel / memcpy / memset at all, no
+kernel linked to its launch call, no communication kernel) the helper returns a
+chart with the chart's title and one line saying what is missing, instead of
+empty axes (or ``NaN`` in the SVG).
 """
 
 from __future__ import annotations
@@ -20,6 +25,15 @@ TYPE_COLORS = {"computation": "#4c78a8", "communication": "#f58518", "memory": "
 TEMPORAL_COLORS = {"compute": "#4c78a8", "non_compute": "#f58518", "idle": "#bab0ac"}
 IDLE_COLORS = {"host_wait": "#e45756", "kernel_wait": "#72b7b2", "other": "#bab0ac"}
 MS = 1e6
+NO_GPU = "no GPU activity in this trace (no kernel, memcpy or memset)"
+NO_LAUNCHES = "no kernel in this trace is linked to its launch call (no matching correlation ids)"
+NO_COMM = "no communication kernel (NCCL / RCCL / gloo) in this trace"
+
+
+def empty_chart(title: str, reason: str) -> alt.Chart:
+    """A chart titled ``title`` showing only the line ``reason``: the empty state of the helpers."""
+    return alt.Chart(pd.DataFrame({"reason": [reason]}), title=title).mark_text(
+        fontSize=13, color="#666666").encode(text="reason:N").properties(width=480, height=40)
 
 
 def _color(mapping: dict[str, str], title: str) -> alt.Color:
@@ -31,9 +45,11 @@ def kernel_breakdown_chart(trace: Trace, by: str = "type", *, n: int = 15) -> al
     """Bars of device time (ms) per type group, or of the ``n`` kernels with the
     most time coloured by group (``by="name"``)."""
     table = gpu.kernel_breakdown(trace, by=by)
+    label = "type" if by == "type" else "name"
+    if not len(table):
+        return empty_chart(f"device time by {label}", NO_GPU)
     table = (table.head(n) if by == "name" else table).copy()
     table["ms"] = table["total"] / MS
-    label = "type" if by == "type" else "name"
     if by == "name":
         table["name"] = table["name"].str.slice(0, 60)
     return alt.Chart(table, title=f"device time by {label}").mark_bar().encode(
@@ -47,11 +63,14 @@ def kernel_breakdown_chart(trace: Trace, by: str = "type", *, n: int = 15) -> al
 def temporal_breakdown_chart(trace: Trace) -> alt.Chart:
     """Stacked bars per GPU: % of its span computing, in other activity, idle."""
     table = gpu.temporal_breakdown(trace)
+    title = "GPU time: compute / non-compute / idle"
+    if not len(table):
+        return empty_chart(title, NO_GPU)
     long = table.melt(id_vars="gpu", value_vars=["compute_pct", "non_compute_pct", "idle_pct"],
                       var_name="time", value_name="pct")
     long["time"] = long["time"].str.removesuffix("_pct")
     long["order"] = long["time"].map(list(TEMPORAL_COLORS).index)
-    return alt.Chart(long, title="GPU time: compute / non-compute / idle").mark_bar().encode(
+    return alt.Chart(long, title=title).mark_bar().encode(
         x=alt.X("pct:Q", stack="zero", title="% of the GPU's span", scale=alt.Scale(domain=[0, 100])),
         y=alt.Y("gpu:N", title=None), color=_color(TEMPORAL_COLORS, "time"), order=alt.Order("order:Q"),
         tooltip=["gpu", "time", alt.Tooltip("pct:Q", format=".1f")],
@@ -59,9 +78,15 @@ def temporal_breakdown_chart(trace: Trace) -> alt.Chart:
 
 
 def comm_comp_overlap_chart(trace: Trace) -> alt.Chart:
-    """Bars per GPU: % of communication time overlapped by computation."""
-    table = gpu.comm_comp_overlap(trace).fillna({"overlap_pct": 0.0})
-    return alt.Chart(table, title="communication overlapped by computation").mark_bar().encode(
+    """Bars per GPU with communication: % of its communication time overlapped by computation."""
+    table = gpu.comm_comp_overlap(trace)
+    title = "communication overlapped by computation"
+    if not len(table):
+        return empty_chart(title, NO_GPU)
+    table = table[table["communication"] > 0]
+    if not len(table):
+        return empty_chart(title, NO_COMM)
+    return alt.Chart(table, title=title).mark_bar().encode(
         x=alt.X("overlap_pct:Q", title="% of communication time", scale=alt.Scale(domain=[0, 100])),
         y=alt.Y("gpu:N", title=None),
         tooltip=["gpu", alt.Tooltip("overlap_pct:Q", format=".1f"), "communication", "overlap"],
@@ -71,6 +96,8 @@ def comm_comp_overlap_chart(trace: Trace) -> alt.Chart:
 def idle_time_chart(trace: Trace, *, kernel_wait: int = 30_000) -> alt.Chart:
     """Stacked bars per GPU stream: idle time (ms) by cause."""
     table = gpu.idle_time(trace, kernel_wait=kernel_wait)
+    if not len(table):
+        return empty_chart("idle time per stream", NO_GPU)
     table["lane"] = table["gpu"] + " / stream " + table["stream"].astype(str)
     long = table.melt(id_vars="lane", value_vars=list(IDLE_COLORS), var_name="cause", value_name="ns")
     long["ms"] = long["ns"] / MS
@@ -84,6 +111,9 @@ def idle_time_chart(trace: Trace, *, kernel_wait: int = 30_000) -> alt.Chart:
 
 def launch_delay_chart(trace: Trace, *, bins: int = 40) -> alt.Chart:
     """Histogram of launch delays (µs, log-spaced bins) of the linked launches."""
+    missing = _no_linked_launches(trace)
+    if missing:
+        return empty_chart("launch delay", missing)
     delay = trace.launches["delay"].dropna().to_numpy(np.int64) / 1e3
     positive = delay[delay > 0]
     hi = float(positive.max()) if len(positive) else 1.0
@@ -103,6 +133,9 @@ def launch_delay_chart(trace: Trace, *, bins: int = 40) -> alt.Chart:
 def queue_length_chart(trace: Trace, *, max_points: int = 4000) -> alt.Chart:
     """Outstanding launches per stream over time (ms); downsampled to the
     maximum per time bucket when there are more than ``max_points`` changes."""
+    missing = _no_linked_launches(trace)
+    if missing:
+        return empty_chart("queue length per stream", missing)
     series = gpu.queue_length_series(trace)
     series["lane"] = series["gpu"] + " / stream " + series["stream"].astype(str)
     if len(series) > max_points:
@@ -119,3 +152,10 @@ def queue_length_chart(trace: Trace, *, max_points: int = 4000) -> alt.Chart:
         color=alt.Color("lane:N", title=None),
         tooltip=["lane", alt.Tooltip("ms:Q", format=",.3f"), "queue_length"],
     )
+
+
+def _no_linked_launches(trace: Trace) -> str:
+    """Why the launch charts have nothing to draw, or ``""``."""
+    if not len(trace.launches):
+        return NO_GPU
+    return "" if trace.launches["launch"].notna().any() else NO_LAUNCHES

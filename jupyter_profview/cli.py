@@ -21,7 +21,7 @@ from .analysis import summary
 from .errors import ProfviewError
 from .export import write_chrome, write_parquet
 from .model import Trace
-from .widget.numbers import format_duration
+from .numbers import format_duration
 
 # ---------------------------------------------------------------------------
 # Commands
@@ -57,7 +57,7 @@ def cmd_summary(args: argparse.Namespace) -> None:
             raise ProfviewError(f"no process {args.process!r} in the trace", expected=f"one of {known}")
         events = trace.events[trace.events["process"] == args.process]
     table = summary(trace, by=args.by, events=events)
-    span = format_duration(trace.duration, trace.time_unit)  # the widget's rule (widget/numbers.py)
+    span = format_duration(trace.duration, trace.time_unit)  # the widget's rule (numbers.py)
     print(f"{args.trace}: {trace.format}, {len(trace.events)} events, span {span}")
     if args.top is not None:
         table = table.head(args.top)

@@ -1,16 +1,23 @@
-"""``profview.load``: from any source to a Trace."""
+"""``profview.load``: from any source to a Trace (or, for a multi-host XSpace run, a TraceSet)."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from . import _native
 from .errors import ProfviewError
 from .formats import by_name, detect
 from .model import Trace
 from .sources import Source
+
+if TYPE_CHECKING:
+    from .ranks import TraceSet
 
 EXAMPLE_FILES = {
     "tf_node_order": "000_5bf2854c930b1b8f.txt",
@@ -26,30 +33,88 @@ EXAMPLE_FILES = {
     "xspace_tf_logs": "xspace/tf_keras_logs",  # a TensorBoard logdir: Keras fit + profiler callback
     "torch_memory_trace": "torch_memory/mlp_adam.trace.json.gz",  # the run behind the next one
     "torch_memory_timeline": "torch_memory/mlp_adam.memory.raw.json.gz",  # export_memory_timeline
+    "torch_memory_series": "torch_memory/mlp_adam.memory.json",  # the same run, .json: per category
     "torch_cuda_snapshot": "torch_memory/cuda_snapshot_synthetic.pickle",  # hand-built: no GPU here
 }
+RANKS_EXTRA = "pip install 'jupyter_profview[ranks]'"
 
 
-def load(source: Any, format: str | None = None, *, name: str | None = None, memory: Any = None) -> Trace:
-    """Load a trace.
+def load_any(source: Any, format: str | None = None, *, name: str | None = None,
+             memory: Any = None) -> Trace | TraceSet:
+    """Load a trace: ``profview.load``.
 
     ``source`` is a path (str or Path), bytes, or a binary file object; gzip
     is decompressed transparently.  The format is detected from the content
     unless ``format=`` names one (see :func:`jupyter_profview.formats`).
+    ``memory=`` adds a PyTorch memory timeline / snapshot on the trace's time
+    axis (see :func:`with_memory`).
+
     A directory is searched for an XSpace profile (``*.xplane.pb``, e.g. a
-    TensorBoard ``logs/`` or ``plugins/profile/<run>/``).  ``memory=`` adds a
-    PyTorch memory timeline / snapshot on the trace's time axis (see
-    :func:`jupyter_profview.formats.torch_memory.with_memory`).
+    TensorBoard ``logs/`` or ``plugins/profile/<run>/``; the latest run is
+    taken, see :func:`jupyter_profview.formats.xspace.find_in_directory`).  A
+    run with one host's file gives that host's Trace; a run with several
+    hosts' files gives a :class:`~jupyter_profview.ranks.TraceSet` with one
+    "rank" per host (:func:`jupyter_profview.ranks.load_many` on the run's
+    files: rank ``r`` is the ``r``-th file by name; ``ts.files[r]`` and
+    ``ts[r].metadata["host"]`` say which host it is).  That needs the
+    ``ranks`` extra: without pyarrow it raises a :class:`ProfviewError` saying
+    so (and how to load the hosts one by one).
+
     Raises :class:`ProfviewError` for anything wrong with the input, also
     when memory runs out (naming how far the reading got; see
     ``sources.py`` for the limits that keep hostile input bounded).  Warns
     once per process (``NativeUnavailableWarning``) when the native scanner
     is missing or refused.
     """
-    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
-        from .formats.xspace import find_in_directory
+    hosts = _host_files(source)
+    if hosts is None or len(hosts) == 1:
+        return load(hosts[0] if hosts else source, format, name=name, memory=memory)
+    if memory is not None or (format is not None and format != "xspace"):
+        raise ProfviewError(f"{source} holds {len(hosts)} hosts' XSpace profiles, loaded as a TraceSet",
+                            source=str(source), expected="no format= or memory= for a multi-host run "
+                            "(load one host's file for that)")
+    missing = [m for m in ("pyarrow",) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ProfviewError(
+            f"{source} holds {len(hosts)} hosts' XSpace profiles ({_names(hosts)}); loading them as one "
+            f"TraceSet (a rank per host) needs the ranks extra, and {', '.join(missing)} is not installed",
+            source=str(source),
+            expected=f"{RANKS_EXTRA}, then profview.load(run_dir) or profview.load_many(files); "
+                     "or load one host at a time: profview.load(path_of_one_host_file)")
+    from .ranks import load_many
 
-        source = find_in_directory(Path(source))
+    return load_many(hosts)
+
+
+def _host_files(source: Any) -> list[Path] | None:
+    """The latest run's XSpace files when ``source`` is a directory, else None."""
+    if not (isinstance(source, (str, os.PathLike)) and Path(source).is_dir()):
+        return None
+    from .formats.xspace import find_in_directory
+
+    return find_in_directory(Path(source))
+
+
+def _names(files: list[Path]) -> str:
+    return ", ".join(f.name for f in files)
+
+
+def load(source: Any, format: str | None = None, *, name: str | None = None, memory: Any = None) -> Trace:
+    """Load one trace (see :func:`load_any`, which is ``profview.load``).
+
+    The same as :func:`load_any` except for a directory holding several
+    hosts' XSpace profiles: this loads one Trace only, so it raises a
+    :class:`ProfviewError` naming the host files (``profview.load(run_dir)``
+    gives them all as a TraceSet).
+    """
+    hosts = _host_files(source)
+    if hosts is not None:
+        if len(hosts) > 1:
+            raise ProfviewError(
+                f"{source} holds {len(hosts)} hosts' XSpace profiles ({_names(hosts)}), not one trace",
+                source=str(source), expected="one host's file, or profview.load(run_dir) for a TraceSet "
+                                             "of all hosts")
+        source = hosts[0]
     src = Source(source, name=name)
     fmt = by_name(format) if format else detect(src)
     _native.warn_if_unavailable()
@@ -70,7 +135,34 @@ def load(source: Any, format: str | None = None, *, name: str | None = None, mem
     if trace.format != fmt.name:
         raise ProfviewError(f"loader returned format {trace.format!r}", source=src.name)
     if memory is not None:
-        from .formats.torch_memory import with_memory
-
         trace = with_memory(trace, memory)
     return trace
+
+
+def with_memory(trace: Trace, memory: Any) -> Trace:
+    """``trace`` with the memory curves (and allocations) of ``memory`` added on
+    its time axis: a path / bytes of a PyTorch memory timeline or CUDA memory
+    snapshot, or an already loaded Trace.  Both must have an absolute clock
+    (``metadata["base_time_ns"]``, epoch ns): rows are shifted by the
+    difference of the two origins.  The trace's own memory rows are kept."""
+    extra = memory if isinstance(memory, Trace) else load(memory)
+    if trace.time_unit != "ns" or extra.time_unit != "ns":
+        raise ProfviewError("cannot put a memory file on a trace without a clock",
+                            source=str(extra.metadata.get("source", "")),
+                            expected="both with time_unit 'ns'")
+    shift = int(extra.metadata.get("base_time_ns", 0)) - int(trace.metadata.get("base_time_ns", 0))
+    mem = extra.memory.copy()
+    mem["time"] = mem["time"] + shift
+    alloc = extra.allocations.copy()
+    for col in ("alloc_time", "free_time"):
+        alloc[col] = alloc[col] + shift
+    memory_table = pd.concat([trace.memory, mem], ignore_index=True)
+    memory_table["device"] = memory_table["device"].astype(str).astype("category")
+    memory_table = memory_table.sort_values(["device", "time"], kind="stable").reset_index(drop=True)
+    allocations = trace.allocations
+    if len(alloc):
+        allocations = pd.concat([trace.allocations, alloc], ignore_index=True)
+        allocations["device"] = allocations["device"].astype(str).astype("category")
+    metadata = {**trace.metadata, "memory_sources": [*trace.metadata.get("memory_sources", []),
+                                                     str(extra.metadata.get("source", extra.format))]}
+    return dataclasses.replace(trace, memory=memory_table, allocations=allocations, metadata=metadata)

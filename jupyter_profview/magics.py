@@ -32,7 +32,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from .analysis import summary
+from .analysis.summary import summary
 from .errors import ProfviewError
 from .loader import load
 from .model import Trace

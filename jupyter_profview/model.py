@@ -229,6 +229,16 @@ class Trace:
             return 0
         return int((self.events["start"] + self.events["dur"]).max())
 
+    def sql(self, query: str) -> pd.DataFrame:
+        """A DuckDB query over this trace's tables, as views of the same names: ``events``
+        (its ``id`` index as a column), ``memory``, ``allocations``, ``flows``, ``nodes``,
+        ``launches`` and ``counters`` where present (times as in the tables: this trace's
+        clock).  Needs duckdb, imported when a query runs
+        (:func:`jupyter_profview.ranks.sql.trace_sql`)."""
+        from .ranks.sql import trace_sql
+
+        return trace_sql(self, query)
+
     def __repr__(self) -> str:
         return (
             f"<Trace format={self.format!r} unit={self.time_unit!r} "

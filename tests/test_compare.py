@@ -93,6 +93,46 @@ def self_times(events: list[dict[str, Any]], group: str) -> dict[str, int]:
     return dict(out)
 
 
+def union(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of [start, end) intervals."""
+    total, cur = 0, None
+    for start, end in sorted(intervals):
+        if cur is None or start > cur[1]:
+            total += 0 if cur is None else cur[1] - cur[0]
+            cur = [start, end]
+        else:
+            cur[1] = max(cur[1], end)
+    return total + (0 if cur is None else cur[1] - cur[0])
+
+
+def children(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Direct children (by id() of the parent) of X events: containment per (pid, tid)."""
+    per_thread: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            per_thread[(e["pid"], e["tid"])].append(e)
+    kids: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for evs in per_thread.values():
+        evs.sort(key=lambda e: (ns(e["ts"]), -ns(e["dur"])))
+        stack: list[dict[str, Any]] = []
+        for e in evs:
+            end = ns(e["ts"]) + ns(e["dur"])
+            while stack and ns(stack[-1]["ts"]) + ns(stack[-1]["dur"]) < end:
+                stack.pop()
+            if stack:
+                kids[id(stack[-1])].append(e)
+            stack.append(e)
+    return kids
+
+
+def span(e: dict[str, Any]) -> tuple[int, int]:
+    return ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+
+
+def x_count(path: Path, name: str) -> int:
+    return sum(1 for e in kineto(path) if e.get("ph") == "X" and e["name"] == name)
+
+
 @pytest.fixture(scope="module")
 def torch_pair() -> profview.Comparison:
     return profview.compare(BASE, TEST)
@@ -113,8 +153,8 @@ def test_counts_and_totals_are_the_files(pair: str, group: str, request: pytest.
     a, b = count_total(slices(kineto(base), group)), count_total(slices(kineto(test), group))
     table = getattr(c, group)
     assert set(table.index) == set(a) | set(b)
-    if pair == "hta" and group == "kernels":
-        assert len(table) == 6  # memcpy, memset and kernels of the HTA pair
+    if pair == "hta":  # the HTA pair has kernels, copies and sets: the table cannot be empty
+        assert len(table) == len(set(a) | set(b)) > 0
     for name, row in table.iterrows():
         assert (row["count_a"], row["total_a"]) == a.get(name, (0, 0)), name
         assert (row["count_b"], row["total_b"]) == b.get(name, (0, 0)), name
@@ -207,12 +247,71 @@ def test_ops_by_shape_counts_input_dims(torch_pair: profview.Comparison) -> None
     assert table.loc[("aten::gelu", "[[128, 384], []]"), "status"] == "added"
 
 
-def test_kernels_by_type(hta_pair: profview.Comparison) -> None:
-    for side, path in (("a", HTA_BASE), ("b", HTA_TEST)):
-        expected = count_total(slices(kineto(path), "kernels"), key="cat")
-        table = hta_pair.kernels_by_type
-        got = {k: (int(r[f"count_{side}"]), int(r[f"total_{side}"])) for k, r in table.iterrows()}
+COMM_KERNEL = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
+
+
+def kernel_group(e: dict[str, Any]) -> str:
+    """The documented split, from a Kineto event: copies and sets are memory (by category or a
+    Memcpy / Memset name), NCCL / RCCL / gloo kernels communication, other kernels computation."""
+    cat = str(e["cat"]).lower().removeprefix("gpu_")
+    if cat in ("memcpy", "memset") or e["name"].startswith(("Memcpy", "Memset")):
+        return "memory"
+    return "communication" if COMM_KERNEL.search(e["name"]) else "computation"
+
+
+def group_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    acc: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for e in slices(kineto(path), "kernels"):
+        key = (kernel_group(e), str(e["cat"]))
+        acc[key][0] += 1
+        acc[key][1] += ns(e["dur"])
+    return {k: (v[0], v[1]) for k, v in acc.items()}
+
+
+NCCL = DATA / "hta" / "nccl_parser_config_nccl_data.json.gz"
+
+
+@pytest.fixture(scope="module")
+def nccl_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[profview.Comparison, Path]:
+    """The HTA NCCL trace against a copy without every other NCCL kernel."""
+    data = json.loads(gzip.decompress(NCCL.read_bytes()))
+    seen = 0
+    kept = []
+    for e in data["traceEvents"]:
+        if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel" and COMM_KERNEL.search(e["name"]):
+            seen += 1
+            if seen % 2 == 0:
+                continue
+        kept.append(e)
+    data["traceEvents"] = kept
+    fewer = tmp_path_factory.mktemp("nccl") / "fewer_nccl.json.gz"
+    fewer.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return profview.compare(NCCL, fewer), fewer
+
+
+@pytest.mark.parametrize("pair", ["hta", "nccl"])
+def test_kernels_by_type(pair: str, request: pytest.FixtureRequest) -> None:
+    if pair == "hta":
+        c, paths = request.getfixturevalue("hta_pair"), (HTA_BASE, HTA_TEST)
+    else:
+        c, fewer = request.getfixturevalue("nccl_pair")
+        paths = (NCCL, fewer)
+    table = c.kernels_by_type
+    assert table.index.names == ["group", "category"]
+    for side, path in zip("ab", paths, strict=True):
+        expected = group_counts(path)
+        got = {k: (int(r[f"count_{side}"]), int(r[f"total_{side}"])) for k, r in table.iterrows()
+               if r[f"count_{side}"] > 0}
         assert got == expected
+    groups = {g for g, _ in table.index}
+    if pair == "nccl":  # all three groups, and the NCCL kernels dropped from B are what changed
+        assert groups == {"computation", "communication", "memory"}
+        comm = table.xs("communication", level="group")
+        a, b = group_counts(NCCL), group_counts(paths[1])
+        assert comm.loc["kernel", "count_b"] == b[("communication", "kernel")][0] \
+            < a[("communication", "kernel")][0] == comm.loc["kernel", "count_a"]
+        assert comm.loc["kernel", "status"] == "changed"
+        assert table.loc[("computation", "kernel"), "status"] == "same"
 
 
 # -- verdict, phases, memory, chart ---------------------------------------------------------
@@ -232,14 +331,60 @@ def test_summary_verdict(torch_pair: profview.Comparison, hta_pair: profview.Com
     assert f"{len(set(hb) - set(ha))} ops new in B" in hta_pair.summary()
 
 
+def phases_from_file(path: Path) -> dict[str, int]:
+    """Phase times of a single-threaded PyTorch CPU trace, recounted from the JSON with
+    PyTorch's own conventions (not the package's rules): busy = union of all X slices per
+    process (pid); optimizer = union of the ``Optimizer.*`` annotations; backward = union of
+    the autograd engine's ``autograd::engine::evaluate_function`` ops; forward = union of the
+    direct children of each ``ProfilerStep#N`` that start before its first backward op (other
+    than the optimizer's); other = the rest of busy (one thread per process here, so the
+    phases partition busy); no communication in a single-process run."""
+    events = kineto(path)
+    xs = [e for e in events if e.get("ph") == "X"]
+    assert len({(e["pid"], e["tid"]) for e in xs}) == len({e["pid"] for e in xs})  # one thread each
+
+    def per_process(pick: Any) -> int:
+        by_pid: dict[Any, list[tuple[int, int]]] = defaultdict(list)
+        for e in xs:
+            if pick(e):
+                by_pid[e["pid"]].append(span(e))
+        return sum(union(v) for v in by_pid.values())
+
+    kids = children(events)
+    forward: list[tuple[int, int]] = []
+    for step in (e for e in xs if STEP.match(e["name"])):
+        mine = kids[id(step)]
+        first_bwd = min((ns(k["ts"]) for k in mine if k["name"].startswith("autograd::engine")), default=None)
+        forward += [span(k) for k in mine if not k["name"].startswith(("Optimizer.", "autograd::engine"))
+                    and (first_bwd is None or ns(k["ts"]) < first_bwd)]
+    out = {"busy": per_process(lambda e: True),
+           "optimizer": per_process(lambda e: e["name"].startswith("Optimizer.")),
+           "backward": per_process(lambda e: e["name"].startswith("autograd::engine::evaluate_function")),
+           "forward": union(forward), "communication": 0}
+    out["other"] = out["busy"] - out["forward"] - out["backward"] - out["optimizer"]
+    return out
+
+
 def test_phases_side_by_side(torch_pair: profview.Comparison) -> None:
     table = torch_pair.phases
-    for side, trace in (("a", torch_pair.a), ("b", torch_pair.b)):
-        per_device = profview.phases(trace)
-        for phase in ("forward", "backward", "optimizer", "communication", "other", "busy"):
-            assert table.loc[phase, side] == per_device[phase].sum()
+    for side, path in (("a", BASE), ("b", TEST)):
+        expected = phases_from_file(path)
+        assert {k: int(table.loc[k, side]) for k in expected} == expected
+        assert all(v > 0 for k, v in expected.items() if k != "communication")
     assert (table["delta"] == table["b"] - table["a"]).all()
     assert table.loc["backward", "delta"] > 0  # GELU's backward is the slow part of the swap
+
+
+@pytest.mark.parametrize("path", [BASE, HTA_BASE, DATA / "hta" / "nccl_parser_config_nccl_data.json.gz",
+                                  "tf_step_stats", "megengine_json", "xspace_jax"])
+def test_phases_are_profview_phases_summed(path: Any) -> None:
+    """Consistency: ``.phases`` (one vectorised pass) gives the column sums of
+    ``profview.phases``; that one is checked against brute force in test_analysis.py."""
+    trace = profview.load(profview.example(path) if isinstance(path, str) else path)
+    table = profview.compare(trace, trace).phases
+    per_device = profview.phases(trace)
+    for phase in ("forward", "backward", "optimizer", "communication", "other", "busy"):
+        assert table.loc[phase, "a"] == per_device[phase].sum(), phase
 
 
 def test_memory_peak_and_sizes(torch_pair: profview.Comparison) -> None:
@@ -420,12 +565,13 @@ def test_show_row_highlights_the_op_in_both(torch_pair: profview.Comparison) -> 
     assert len(keys) == len(torch_pair.ops) + len(torch_pair.kernels)
     assert keys[0] == ("name", str(torch_pair.ops.index[0]))  # largest |delta| first
     view.table.value = ("name", "aten::mm")
-    for w, trace in ((view.a, torch_pair.a), (view.b, torch_pair.b)):
+    for w, trace, path in ((view.a, torch_pair.a, BASE), (view.b, torch_pair.b, TEST)):
         ev = trace.events
         assert _highlighted(w) == sorted(ev.index[ev["name"] == "aten::mm"].tolist())
-        assert len(_highlighted(w)) == 20
+        assert len(_highlighted(w)) == x_count(path, "aten::mm") > 0
     view.table.value = ("name", "aten::gelu")  # only in B
-    assert _highlighted(view.a) == [] and len(_highlighted(view.b)) == 8
+    assert x_count(BASE, "aten::gelu") == 0
+    assert _highlighted(view.a) == [] and len(_highlighted(view.b)) == x_count(TEST, "aten::gelu") > 0
     view.table.value = None
     assert _highlighted(view.a) == [] and _highlighted(view.b) == []
 
@@ -485,3 +631,124 @@ def test_two_trace_sets_per_rank_and_overall(tmp_path: Path) -> None:
     assert c.phases.loc["busy", "a"] == busy
     with pytest.raises(ProfviewError, match="single traces"):
         c.show()
+
+
+# -- the verdict's numbers: the shared rule of the front end -------------------------------------
+
+def chrome_run(steps: list[int], ops: list[tuple[str, int]]) -> bytes:
+    """A PyTorch-like Chrome trace: ``ProfilerStep#N`` back to back on one thread, the ops
+    back to back on another (no nesting: self = dur); durations in ns."""
+    events, t = [], 0
+    for i, dur in enumerate(steps, start=1):
+        events.append({"ph": "X", "pid": 1, "tid": 1, "name": f"ProfilerStep#{i}", "cat": "user_annotation",
+                       "ts": t / 1000, "dur": dur / 1000})
+        t += dur
+    t = 0
+    for name, dur in ops:
+        events.append({"ph": "X", "pid": 1, "tid": 2, "name": name, "cat": "cpu_op", "ts": t / 1000,
+                       "dur": dur / 1000})
+        t += dur
+    return json.dumps({"traceEvents": events}).encode()
+
+
+VERDICTS = [
+    pytest.param([400_400] * 2, [("aten::mm", 1000)], [1_001_000] * 2, [("aten::mm", 3000)],
+                 "B is 150.0 % slower per step (400.4 µs -> 1.001 ms, 2 vs 2 steps); "
+                 "100% of the added busy time (2 µs) is aten::mm, +2 µs.", id="slower"),
+    pytest.param([1_000_000], [("aten::mm", 5000)], [999_999], [("aten::mm", 4000), ("aten::gelu", 600)],
+                 "B is the same time per step (1 ms -> 1 ms); the largest change is aten::mm, -1 µs "
+                 "(busy time -400 ns net); 1 ops new in B.", id="999999ns-is-1ms"),
+    pytest.param([], [("aten::mm", 400_400), ("aten::relu", 1000)], [], [("aten::mm", 400_000)],
+                 "B is 0.3 % faster per iteration (401.4 µs -> 400 µs); 71% of the saved busy time "
+                 "(1.4 µs) is aten::relu, -1 µs; 1 ops gone from B.", id="no-steps"),
+]
+
+
+@pytest.mark.parametrize(("steps_a", "ops_a", "steps_b", "ops_b", "text"), VERDICTS)
+def test_verdict_text(steps_a: list[int], ops_a: list[tuple[str, int]], steps_b: list[int],
+                      ops_b: list[tuple[str, int]], text: str) -> None:
+    c = profview.compare(chrome_run(steps_a, ops_a), chrome_run(steps_b, ops_b))
+    assert c.summary() == text
+
+
+@pytest.mark.parametrize(("value", "unit", "text"), [
+    (999_999, "ns", "1 ms"), (400_400, "ns", "400.4 µs"), (1_001_000, "ns", "1.001 ms"),
+    (-2500, "ns", "-2.5 µs"), (12, "ns", "12 ns"), (float("nan"), "ns", "–"), (17, "step", "17 steps"),
+    (1, "step", "1 step")])
+def test_verdict_durations_use_the_shared_rule(value: float, unit: str, text: str) -> None:
+    from jupyter_profview.analysis.compare_view import time_text
+
+    assert time_text(value, unit) == text
+
+
+# -- Input Dims without a parse per event ---------------------------------------------------------
+
+def test_input_dims_from_the_args_blob(decoder: str) -> None:
+    """``Comparison.ops_by_shape`` reads ``args["Input Dims"]`` of Chrome traces with one search
+    of the args text; every case here must give ``str`` of what the JSON holds at the top level."""
+    cases = [  # (args, expected text)
+        ({"Input Dims": [[2, 3], []]}, "[[2, 3], []]"),
+        ({"External id": 4, "Input Dims": [[[1, 2], [3]], [4]]}, "[[[1, 2], [3]], [4]]"),
+        ({"Input Dims": [[[[1]]]]}, "[[[[1]]]]"),  # deeper than the search reads: parsed
+        ({"Input Dims": ["a", [1]]}, "['a', [1]]"),  # strings: parsed
+        ({"Input Dims": None}, ""),
+        ({"note": 'text with "Input Dims": [9] in it'}, ""),
+        ({"nested": {"Input Dims": [[5]]}}, ""),
+        ({"nested": {"Input Dims": [[5]]}, "Input Dims": [[6]]}, "[[6]]"),
+        ({}, ""),
+    ]
+    events = [{"ph": "X", "pid": 1, "tid": 1, "name": f"op{i}", "cat": "cpu_op", "ts": 10 * i, "dur": 5,
+               "args": args} for i, (args, _) in enumerate(cases)]
+    text = json.dumps({"traceEvents": events}, indent=1)  # whitespace inside the args, too
+    # a B/E pair: the end record's Input Dims wins, as in trace.args
+    text = text[:-3] + (',{"ph": "B", "pid": 1, "tid": 2, "name": "be", "ts": 500, '
+                        '"args": {"Input Dims": [[7]]}},'
+                        '{"ph": "E", "pid": 1, "tid": 2, "ts": 600, "args": {"Input Dims": [[8, 9]]}}]}')
+    trace = profview.load(text.encode())
+    ev = trace.events
+    ids = ev.index.to_numpy()
+    got = dict(zip(ev["name"].astype(str), trace._args.texts(ids, "Input Dims"), strict=True))
+    for i, (_, expected) in enumerate(cases):
+        assert got[f"op{i}"] == expected, cases[i]
+    assert got["be"] == "[[8, 9]]"
+
+
+# -- layering: formats -> model -> analysis -> front ends ------------------------------------------
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            found.add("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_layering_of_compare_and_formats() -> None:
+    pkg = Path(profview.__file__).parent
+    for path in sorted((pkg / "formats").rglob("*.py")):
+        bad = {m for m in _imports(path) if re.search(r"(^|\.)(loader|analysis|widget|ranks)(\.|$)", m)}
+        assert not bad, (path.name, bad)
+    for name in ("compare.py", "compare_view.py"):
+        source = (pkg / "analysis" / name).read_text(encoding="utf-8")
+        widget = [line.strip() for line in source.splitlines()
+                  if re.search(r"import .*widget|widget.* import", line)]
+        # the one lazy import of Comparison.show(); all widget code is in widget/compare.py
+        expected = ["from ..widget.compare import CompareView"] if name == "compare.py" else []
+        assert widget == expected, widget
+
+
+def test_comparing_and_the_verdict_load_no_widget_code() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, jupyter_profview as pv\n"
+            "c = pv.compare(pv.example('compare_base'), pv.example('compare_test'))\n"
+            "c.summary(); c.memory; c.phases; c.kernels_by_type; c.ops_by_shape\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('jupyter_profview.widget', 'ipywidgets',"
+            " 'anywidget'))))\n")  # not c.chart(): importing altair imports anywidget
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

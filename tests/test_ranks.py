@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
+import statistics
 import warnings
 from collections import Counter, defaultdict
 from decimal import Decimal
@@ -133,6 +135,43 @@ def test_a_missing_rank_is_reported(run_dir: Path, docs: dict[int, Any]) -> None
     assert "missing=1" in repr(got)
 
 
+def test_files_disagreeing_on_the_world_size_are_reported(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    chrome_file(run / "a.json", SMALL, {"rank": 0, "world_size": 2})
+    chrome_file(run / "b.json", SMALL, {"rank": 1, "world_size": 4})
+    chrome_file(run / "c.json", SMALL, {"rank": 2, "world_size": 4})
+    with pytest.warns(UserWarning) as caught:
+        got = load_many(run, progress=False, cache=tmp_path / "c")
+    text = " ".join(str(w.message) for w in caught)
+    assert "disagree on the world size: 2 in a.json; 4 in b.json, c.json" in text
+    assert "1 of 4 ranks have no file: 3" in text
+    assert got.world_size == 4 and got.missing == [3] and len(got.problems) == 1
+    assert "disagree" in got.problems[0] and "problems=1" in repr(got)
+
+
+def test_a_rank_not_below_the_world_size_is_reported(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    chrome_file(run / "a.json", SMALL, {"rank": 0, "world_size": 2})
+    chrome_file(run / "b.json", SMALL, {"rank": 1, "world_size": 2})
+    chrome_file(run / "x_rank5.json", SMALL)  # no distributedInfo: rank 5 from the name
+    with pytest.warns(UserWarning) as caught:
+        got = load_many(run, progress=False, cache=tmp_path / "c")
+    text = " ".join(str(w.message) for w in caught)
+    assert "not below the declared world size 2: rank 5 (file name) in x_rank5.json" in text
+    assert "3 of 6 ranks have no file: 2-4" in text
+    assert got.ranks == [0, 1, 5] and got.world_size == 6 and got.missing == [2, 3, 4]
+    assert len(got.problems) == 1 and "rank 5" in got.problems[0]
+    agreeing = run.parent / "agreeing"
+    agreeing.mkdir()
+    for name in ("a.json", "b.json"):
+        shutil.copy(run / name, agreeing / name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to report
+        assert load_many(agreeing, progress=False, cache=tmp_path / "c").problems == []
+
+
 # -- bad ranks ------------------------------------------------------------------
 
 def corrupt(run_dir: Path) -> Path:
@@ -191,6 +230,19 @@ def test_reopen_reads_the_cache_without_parsing(run_dir: Path, monkeypatch: pyte
     touched.write_bytes(touched.read_bytes())
     third = load_many(run_dir, progress=False)
     assert third.cached == {0: False, 1: True, 2: True, 3: True}
+
+
+def test_a_new_cache_format_makes_new_entries(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_profview.ranks import cache
+
+    first = load_many(run_dir, progress=False, workers=1)
+    manifest = json.loads((first.entry(0) / cache.MANIFEST).read_text())
+    assert manifest["cache_format"] == cache.CACHE_FORMAT
+    monkeypatch.setattr(cache, "CACHE_FORMAT", cache.CACHE_FORMAT + 1)
+    again = load_many(run_dir, progress=False, workers=1)
+    assert not any(again.cached.values())  # parsed again, into entries of the new layout
+    assert all(again.entry(r) != first.entry(r) and first.entry(r).is_dir() for r in first.ranks)
+    assert json.loads((again.entry(0) / cache.MANIFEST).read_text())["cache_format"] == cache.CACHE_FORMAT
 
 
 def test_rank_trace_from_cache_matches_a_direct_load(ts: TraceSet) -> None:
@@ -276,28 +328,72 @@ def test_step_times_numbers_and_durations_match_the_json(ts: TraceSet, docs: dic
     assert got["step"].min() == 2  # schedule(wait=1, warmup=1): the first recorded step is #2
 
 
-def test_stragglers_finds_the_slow_rank(ts: TraceSet) -> None:
-    got = stragglers(ts)
-    assert len(got) == 3 and (got["rank"] == SLOW_RANK).all()
-    assert got["excess"].between(0.7 * SLEEP_NS, 1.3 * SLEEP_NS).all(), got
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of [start, end) intervals (plain Python)."""
+    total, reach = 0, None
+    for a, b in sorted(intervals):
+        if reach is None or a > reach[1]:
+            total += 0 if reach is None else reach[1] - reach[0]
+            reach = [a, b]
+        else:
+            reach[1] = max(reach[1], b)
+    return total + (0 if reach is None else reach[1] - reach[0])
+
+
+def step_waits(doc: dict[str, Any]) -> dict[int, tuple[int, int]]:
+    """ProfilerStep#N -> (its dur, the union of its gloo:* slices clipped to it), from the JSON."""
+    gloo = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in doc["traceEvents"]
+            if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:")]
+    out = {}
+    for e in doc["traceEvents"]:
+        m = re.fullmatch(r"ProfilerStep#(\d+)", str(e.get("name", "")))
+        if m and e.get("ph") == "X":
+            s0, s1 = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+            inside = [(max(a, s0), min(b, s1)) for a, b in gloo if min(b, s1) > max(a, s0)]
+            out[int(m[1])] = (s1 - s0, union_ns(inside))
+    return out
+
+
+def test_stragglers_finds_the_slow_rank(ts: TraceSet, docs: dict[int, Any]) -> None:
+    counted = {(step, r): dw for r, d in docs.items() for step, dw in step_waits(d).items()}
     per_rank = stragglers(ts, per_rank=True)
-    assert (per_rank["compute"] + per_rank["wait"] == per_rank["dur"]).all()
+    got = {(s, r): (d, w) for s, r, d, w in zip(per_rank["step"], per_rank["rank"], per_rank["dur"],
+                                                per_rank["wait"], strict=True)}
+    assert got == counted
+    # the rank that slept: its trace alone has the slow_rank_sleep record_function
+    sleepers = {r for r, d in docs.items()
+                if any(e.get("name") == "slow_rank_sleep" for e in d["traceEvents"])}
+    assert sleepers == {SLOW_RANK}
+    got_slow = stragglers(ts)
+    assert got_slow["step"].tolist() == sorted({s for s, _ in counted}) == [2, 3, 4]
+    for row in got_slow.itertuples():
+        compute = {r: d - w for (s, r), (d, w) in counted.items() if s == row.step}
+        others = [c for r, c in compute.items() if r != SLOW_RANK]
+        assert row.rank == SLOW_RANK == max(compute, key=lambda r: compute[r])
+        assert row.compute == compute[SLOW_RANK] and row.others_compute == int(statistics.median(others))
+        assert row.excess == int(compute[SLOW_RANK] - statistics.median(others))
+        assert 0.7 * SLEEP_NS < row.excess < 1.3 * SLEEP_NS, row
 
 
 def test_collective_skew_matches_instances_across_ranks(ts: TraceSet, docs: dict[int, Any]) -> None:
     got = collective_skew(ts)
     starts: dict[tuple[str, int], dict[int, int]] = defaultdict(dict)
+    ends: dict[tuple[str, int], dict[int, int]] = defaultdict(dict)
     for r, d in docs.items():
         seen: Counter[str] = Counter()
         for e in sorted((e for e in d["traceEvents"] if str(e.get("name", "")).startswith("gloo:")),
                         key=lambda e: Decimal(e["ts"])):
             starts[(e["name"], seen[e["name"]])][r] = abs_start(d, e)
+            ends[(e["name"], seen[e["name"]])][r] = abs_start(d, e) + ns(e["dur"])
             seen[e["name"]] += 1
     assert len(got) == len(starts) and (got["ranks"] == 4).all()
     for row in got.itertuples():
-        mine = starts[(row.name, row.seq)]
+        mine, out = starts[(row.name, row.seq)], ends[(row.name, row.seq)]
+        assert row.first_start + ts.origin_ns == min(mine.values())
         assert row.start_spread == max(mine.values()) - min(mine.values())
-        assert row.last_rank == max(mine, key=lambda r: mine[r])
+        assert row.end_spread == max(out.values()) - min(out.values())
+        assert row.first_rank in {r for r, t in mine.items() if t == min(mine.values())}
+        assert row.last_rank in {r for r, t in mine.items() if t == max(mine.values())}
     reduce = got[got["name"] == "gloo:all_reduce"]
     assert (reduce["last_rank"] == SLOW_RANK).all()
 
@@ -346,10 +442,12 @@ def test_process_pool_and_dask_give_the_same_tables(ts: TraceSet, tmp_path: Path
     pooled = load_many(DDP, cache=tmp_path / "pool", workers=2, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=None)
     with cluster, distributed.Client(cluster) as client:
         dasked = load_many(DDP, client=client, cache=tmp_path / "dask", progress=False)
+        workers = set(client.run(os.getpid).values())
+    assert len(workers) == 2 and os.getpid() not in workers  # the ranks were parsed in other processes
     expected = ts.sql(query)
     pd.testing.assert_frame_equal(pooled.sql(query), expected)
     pd.testing.assert_frame_equal(dasked.sql(query), expected)
@@ -423,8 +521,9 @@ def test_a_thread_named_twice_keeps_the_informative_name(tmp_path: Path, order: 
     work = {"ph": "X", "name": "gloo:all_reduce", "pid": 1, "tid": 7, "ts": 1, "dur": 2}
     trace = profview.load(chrome_file(tmp_path / "t.json", [*names, work]))
     assert trace.events["thread"].astype(str).tolist() == ["thread 7 (pt_gloo_runloop)"]
-    assert {"name": "thread_name", "pid": "1", "tid": "7", "args": {"name": "thread 7 (python)"}} \
-        in trace.metadata["other_metadata"]
+    assert trace.metadata["thread_names"] == [{"pid": "1", "tid": "7", "kept": "thread 7 (pt_gloo_runloop)",
+                                               "names": [f"thread 7 ({n})" for n in order]}]
+    assert "other_metadata" not in trace.metadata  # thread_name records are not unrecognised ones
 
 
 def test_gloo_threads_of_the_ddp_fixture_are_named_runloop(docs: dict[int, Any]) -> None:
@@ -435,6 +534,14 @@ def test_gloo_threads_of_the_ddp_fixture_are_named_runloop(docs: dict[int, Any])
         trace = profview.load(DDP / f"rank-{rank}.pt.trace.json.gz")
         threads = trace.events[trace.events["name"].astype(str).str.startswith("gloo:")]["thread"]
         assert threads.astype(str).str.endswith("(pt_gloo_runloop)").all()
+        names: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for e in doc["traceEvents"]:
+            seen = names[(str(e.get("pid")), str(e.get("tid")))]
+            if e.get("name") == "thread_name" and e["args"]["name"] not in seen:
+                seen.append(e["args"]["name"])
+        twice = {k: v for k, v in names.items() if len(v) > 1}
+        assert twice and {(t["pid"], t["tid"]): t["names"] for t in trace.metadata["thread_names"]} == twice
+        assert all(t["kept"].endswith("(pt_gloo_runloop)") for t in trace.metadata["thread_names"])
 
 
 def test_workers_are_bounded_by_cores_files_and_memory() -> None:
@@ -453,6 +560,38 @@ def test_workers_are_bounded_by_cores_files_and_memory() -> None:
     too_big = int(psutil.virtual_memory().available)  # x2 per worker: more than the budget
     assert parallel.plan_workers(files(8, too_big)) == 1
     assert parallel.plan_workers(files(8, 1000), requested=3) == 3
+
+
+WRAP = 2**32  # gzip's ISIZE trailer is the size modulo this (RFC 1952)
+
+
+@pytest.mark.parametrize("true_size, ratio", [(1000, 10.0), (50 * 2**20, 12.0), (5 * 2**30, 8.0),
+                                               (5 * 2**30, 60.0), (9 * 2**30 + 7, 3.0), (40 * 2**30, 30.0)])
+def test_gzip_size_estimate_is_never_low_and_fits_the_trailer(true_size: int, ratio: float) -> None:
+    from jupyter_profview.ranks.discover import MAX_GZIP_RATIO, gzip_data_size
+
+    compressed = int(true_size / ratio)
+    got = gzip_data_size(true_size % WRAP, compressed)
+    assert got >= true_size and got % WRAP == true_size % WRAP
+    assert got <= max(true_size, compressed * MAX_GZIP_RATIO)  # within the assumed ratio
+    if compressed * MAX_GZIP_RATIO < WRAP:  # small files: the trailer is the size
+        assert got == true_size
+
+
+def test_gzip_size_of_real_and_wrapped_files(tmp_path: Path) -> None:
+    from jupyter_profview.ranks.discover import data_size
+
+    real = DDP / "rank-0.pt.trace.json.gz"
+    assert data_size(real, real.stat().st_size) == len(gzip.decompress(real.read_bytes()))
+    # a 300 MB gzip file (sparse) whose trailer says 123 bytes: it wrapped at least once
+    big = tmp_path / "big.json.gz"
+    with open(big, "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00")
+        f.truncate(300 * 10**6)
+        f.seek(-4, os.SEEK_END)
+        f.write((123).to_bytes(4, "little"))
+    got = data_size(big, big.stat().st_size)
+    assert got >= 300 * 10**6 and got % WRAP == 123
 
 
 def test_ranks_with_and_without_memory_concatenate(tmp_path: Path) -> None:
@@ -493,9 +632,10 @@ def test_per_rank_runs_any_single_trace_analysis(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match="126 of 128"):
         got = load_many(HTA_RANKS, progress=False, cache=tmp_path)
     table = got.per_rank(kernel_breakdown)
+    assert "index" not in table.columns
     for rank in got.ranks:
         mine = table[table["rank"] == rank].drop(columns="rank").reset_index(drop=True)
-        alone = kernel_breakdown(profview.load(got.files[rank])).reset_index()
+        alone = kernel_breakdown(profview.load(got.files[rank]))
         pd.testing.assert_frame_equal(mine, alone, check_categorical=False, check_dtype=False)
 
 
@@ -596,16 +736,17 @@ def test_parquet_export_writes_launches_where_the_trace_has_them(tmp_path: Path)
     assert "cpu.launches.parquet" not in names and "cpu.events.parquet" in names
 
 
-def test_cache_files_are_lean_but_complete(ts: TraceSet) -> None:
+def test_cache_files_are_lean_but_complete(ts: TraceSet, docs: dict[int, Any]) -> None:
     import pyarrow.parquet as pq
 
-    meta = pq.ParquetFile(ts.table_files("events")[ts.ranks[0]]).metadata
-    columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
-               for i in range(meta.num_columns)}
-    assert columns["start"].statistics is not None and columns["start"].statistics.has_min_max
-    assert columns["dur"].statistics is None or not columns["dur"].statistics.has_min_max
-    rows = sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
-    assert rows == len(ts[ts.ranks[0]].events)
+    for rank in ts.ranks:
+        meta = pq.ParquetFile(ts.table_files("events")[rank]).metadata
+        columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+                   for i in range(meta.num_columns)}
+        assert columns["start"].statistics is not None and columns["start"].statistics.has_min_max
+        assert columns["dur"].statistics is None or not columns["dur"].statistics.has_min_max
+        rows = sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+        assert rows == len(events_of(docs[rank]))
 
 
 def test_quality_survives_the_cache_manifest_and_adds_up() -> None:

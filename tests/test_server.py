@@ -6,17 +6,14 @@ kernel side run in this process (the server must send what ``TraceWidget`` sends
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
-import socket
 import struct
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -31,71 +28,18 @@ from jupyter_profview.server import MAX_SESSIONS, wire
 from jupyter_profview.widget import rpc
 from jupyter_profview.widget.codec import decode_frame
 from jupyter_profview.widget.widget import initial_state
+from tests.server_helpers import (
+    Http,
+    copy_run,
+    jupyter_server,
+    profview_serve,
+    timeline_events,
+    without_ranks_extra,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 FIXTURE = "torch_mlp_train.json"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Http:
-    def __init__(self, base: str, token: str) -> None:
-        self.base, self.token = base, token
-
-    def request(self, method: str, path: str, body: Any = None, token: bool = True) -> tuple[int, bytes]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        if token:
-            req.add_header("Authorization", f"token {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-
-    def open(self, path: str) -> str:
-        status, body = self.request("POST", "/profview/api/sessions", {"path": path})
-        assert status == 202, body
-        return str(json.loads(body)["id"])
-
-    def state(self, sid: str) -> dict[str, Any]:
-        status, body = self.request("GET", f"/profview/api/sessions/{sid}/state")
-        assert status == 200, body
-        return wire.decode(body)[0]
-
-    def call(self, sid: str, name: str, msg: Any) -> tuple[dict[str, Any], list[bytes]]:
-        status, body = self.request("POST", f"/profview/api/sessions/{sid}/call/{name}", msg)
-        assert status == 200, body
-        return wire.decode(body)
-
-
-def _wait_up(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).close()
-            return
-        except urllib.error.HTTPError:
-            return  # any HTTP answer: the server is up
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}") from None
-            time.sleep(0.3)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @pytest.fixture(scope="module")
@@ -111,30 +55,14 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "escape.json").symlink_to(top / "secret.txt")
     (root / ".hidden").mkdir()
     shutil.copy(DATA / FIXTURE, root / ".hidden" / FIXTURE)
-    run = root / "run"
-    run.mkdir()
-    shutil.copy(DATA / FIXTURE, run / "rank0.pt.trace.json")
+    copy_run(root / "run")
     return root
 
 
 @pytest.fixture(scope="module")
 def server(root: Path) -> Iterator[Http]:
-    port, token = _free_port(), secrets.token_hex(16)
-    log = root.parent / "server.log"
-    # the extension is enabled by the config file the wheel installs, nothing else
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(root.parent / "runtime"),
-           "JUPYTER_CONFIG_PATH": str(ROOT / "jupyter-config")}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-             f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={root}"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
-    try:
-        _wait_up(proc, f"http://127.0.0.1:{port}/api/status", log)
-        yield Http(f"http://127.0.0.1:{port}", token)
-    finally:
-        _stop(proc)
+    with jupyter_server(root, root.parent / "server.log") as http:
+        yield http
 
 
 def test_open_sends_the_widgets_initial_state(server: Http, root: Path) -> None:
@@ -251,51 +179,124 @@ def test_close_and_eviction(server: Http) -> None:
         assert server.request("DELETE", f"/profview/api/sessions/{sid}")[0] == 204
 
 
-def test_run_directory_opens(server: Http, root: Path) -> None:
+def test_run_directory_opens_every_rank(server: Http, root: Path) -> None:
+    files = sorted((root / "run").glob("rank-*"))
     sid = server.open("run")
     state = server.state(sid)
-    expected = initial_state(rpc.WidgetData(profview.load(root / "run" / "rank0.pt.trace.json")))
-    assert state["_info"]["event_count"] == expected["_info"]["event_count"]
+    # all ranks, counted from each file's JSON on its own (a fallback to one file cannot pass)
+    assert state["_info"]["event_count"] == sum(timeline_events(f) for f in files)
+    status = json.loads(server.request("GET", f"/profview/api/sessions/{sid}")[1])
+    assert status["run"] == {"mode": "ranks", "ranks": list(range(len(files)))}
+    assert status["events"] == state["_info"]["event_count"]
+    # the Parquet cache went to PROFVIEW_CACHE_DIR, nothing was written next to the traces
+    assert sorted(p.name for p in (root / "run").iterdir()) == [f.name for f in files]
+    assert server.request("DELETE", f"/profview/api/sessions/{sid}")[0] == 204
+
+
+def test_run_directory_without_the_ranks_extra_opens_one_file_and_says_so(root: Path, tmp_path: Path) -> None:
+    """A server whose worker cannot import pyarrow/duckdb: the run opens as its first file, and
+    the session's status says which one and why (the tab shows it, "Open in notebook" loads it)."""
+    files = sorted((root / "run").glob("rank-*"))
+    with jupyter_server(root, tmp_path / "server.log", env=without_ranks_extra(tmp_path)) as http:
+        sid = http.open("run")
+        state = http.state(sid)
+        status = json.loads(http.request("GET", f"/profview/api/sessions/{sid}")[1])
+    assert status["run"] == {"mode": "one-file", "file": files[0].name, "files": len(files),
+                             "reason": "load_many needs pyarrow: pip install 'jupyter_profview[ranks]'"}
+    assert state["_info"]["event_count"] == status["events"] == timeline_events(files[0])
+    assert status["events"] < sum(timeline_events(f) for f in files)
+
+
+def test_cookie_auth_needs_the_xsrf_header(server: Http) -> None:
+    """A browser with the login cookie (no token) must echo the _xsrf cookie in X-XSRFToken on
+    POST and DELETE, as for every jupyter-server APIHandler; token requests need no XSRF."""
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with browser.open(f"{server.base}/profview/view?path={FIXTURE}&token={server.token}", timeout=30) as r:
+        assert b"standalone.js" in r.read()
+    cookies = {c.name: c.value for c in jar}
+    assert "_xsrf" in cookies and any(name.startswith("username-") for name in cookies), cookies
+
+    def send(method: str, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        body = json.dumps({"path": FIXTURE}).encode() if method == "POST" else None
+        req = urllib.request.Request(server.base + path, method=method, data=body, headers=headers)
+        try:
+            with browser.open(req, timeout=30) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    opened = len(json.loads(server.request("GET", "/profview/api/sessions")[1]))
+    status, body = send("POST", "/profview/api/sessions", {})
+    assert status == 403 and json.loads(body)["message"] == "'_xsrf' argument missing from POST"
+    status, body = send("POST", "/profview/api/sessions", {"X-XSRFToken": "00" * 16})
+    assert status == 403 and json.loads(body)["message"] == "XSRF cookie does not match POST argument"
+    assert len(json.loads(server.request("GET", "/profview/api/sessions")[1])) == opened  # none opened
+    status, body = send("POST", "/profview/api/sessions", {"X-XSRFToken": cookies["_xsrf"]})
+    assert status == 202, body
+    sid = json.loads(body)["id"]
+    # a GET with the cookie alone is answered (it changes nothing); a DELETE is not
+    assert json.loads(send("GET", f"/profview/api/sessions/{sid}", {})[1])["id"] == sid
+    status, body = send("DELETE", f"/profview/api/sessions/{sid}", {})
+    assert status == 403 and json.loads(body)["message"] == "'_xsrf' argument missing from POST"  # sic
+    assert send("DELETE", f"/profview/api/sessions/{sid}", {"X-XSRFToken": cookies["_xsrf"]})[0] == 204
+
+
+AUTHORIZER = '''
+from jupyter_server.auth import Authorizer
+
+
+class NoContents(Authorizer):
+    """Authenticated users may not read files (e.g. a JupyterHub role without file access)."""
+
+    def is_authorized(self, handler, user, action, resource):
+        return resource != "contents"
+'''
+
+
+def test_authorizer_refusing_contents_refuses_the_viewer(root: Path, tmp_path: Path) -> None:
+    """The handlers ask jupyter-server's Authorizer for ``read`` on ``contents``: a user who may
+    not read files gets 403 from the viewer's API and page, though authenticated."""
+    (tmp_path / "profview_test_authorizer.py").write_text(AUTHORIZER)
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    with jupyter_server(root, tmp_path / "server.log",
+                        "--ServerApp.authorizer_class=profview_test_authorizer.NoContents", env=env) as http:
+        assert http.request("GET", "/api/status")[0] == 200  # authenticated with the token
+        assert http.request("GET", "/api/contents")[0] == 403  # the authorizer is in force
+        status, body = http.request("POST", "/profview/api/sessions", {"path": FIXTURE})
+        assert status == 403, body
+        assert http.request("GET", "/profview/api/sessions")[0] == 403
+        assert http.request("GET", f"/profview/view?path={FIXTURE}")[0] == 403
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 def test_profview_serve(tmp_path: Path) -> None:
     shutil.copy(DATA / FIXTURE, tmp_path / FIXTURE)
-    port = _free_port()
-    log = tmp_path / "serve.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "jupyter_profview", "serve", str(tmp_path / FIXTURE),
-                                 "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_up(proc, f"{base}/api/status", log)
-        deadline = time.monotonic() + 30
-        while "profview: open " not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        line = next(ln for ln in log.read_text().splitlines() if ln.startswith("profview: open "))
-        url = line.split(" ", 2)[2]
-        assert url.startswith(f"{base}/profview/view?path={FIXTURE}&token=")
-        token = url.rsplit("token=", 1)[1]
-        assert len(token) >= 32
-        http = Http(base, token)
-        # the page, with the token; nothing without it
-        status, page = http.request("GET", f"/profview/view?path={FIXTURE}", token=False)
-        assert status in (302, 403) or b"standalone.js" not in page
+    with profview_serve(tmp_path / FIXTURE, tmp_path / "serve.log") as (http, url):
+        assert len(http.token) >= 32
+        # without the token: a redirect to the login page, not the viewer
+        try:
+            urllib.request.build_opener(NoRedirect).open(f"{http.base}/profview/view?path={FIXTURE}",
+                                                         timeout=30)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 302
+            assert exc.headers["Location"] == f"/login?next=%2Fprofview%2Fview%3Fpath%3D{FIXTURE}"
+        else:
+            raise AssertionError("the viewer page was served without the token")
         with urllib.request.urlopen(url, timeout=30) as r:
             assert b"standalone.js" in r.read()
         # the API answers; kernels and contents are not served
         sid = http.open(FIXTURE)
         state = http.state(sid)
-        raw = json.loads((tmp_path / FIXTURE).read_text())["traceEvents"]
-        assert state["_info"]["event_count"] == sum(
-            e.get("ph") == "X" or (e.get("ph") == "i" and e.get("s") in ("g", "p")) for e in raw)
+        assert state["_info"]["event_count"] == timeline_events(tmp_path / FIXTURE)
         assert http.request("GET", "/api/kernels")[0] == 404
         assert http.request("GET", "/api/contents")[0] == 404
         reply, buffers = http.call(sid, "_detail", {"t0": 0.0, "t1": 1e6, "width": 100})
         assert "error" not in reply and np.frombuffer(buffers[0][:4], np.uint8).tobytes() == b"PVF1"
-    finally:
-        _stop(proc)
-    assert proc.returncode is not None
 
 
 def test_reply_frame_matches_the_shared_fixture() -> None:

@@ -12,6 +12,8 @@ picosecond rounding) are encoded by hand with the same little writer.
 from __future__ import annotations
 
 import gzip
+import importlib.util
+import re
 import shutil
 import warnings
 from collections import Counter
@@ -23,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_profview as profview
+from jupyter_profview import loader
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import detect, tf_step_stats, xspace, xspace_proto
 from jupyter_profview.sources import Source
@@ -103,14 +106,16 @@ def walk(path_or_bytes: Path | bytes) -> dict[str, Any]:
             if n == 5:
                 entry = dict(fields(v))
                 stat_names[_signed(entry.get(1, 0))] = dict(fields(entry.get(2, b""))).get(2, b"").decode()
-        metas: dict[int, tuple[str, dict[str, Any]]] = {}
+        metas: dict[int, tuple[str, str, dict[str, Any]]] = {}
         for n, v in pf:
             if n == 4:
                 entry = dict(fields(v))
                 mf = fields(entry.get(2, b""))
                 md = dict(mf)
                 shown = (md.get(4) or md.get(2) or b"").decode()
-                metas[_signed(entry.get(1, 0))] = (shown, _stats([x for k, x in mf if k == 5], stat_names))
+                full = (md.get(2) or b"").decode()
+                mstats = _stats([x for k, x in mf if k == 5], stat_names)
+                metas[_signed(entry.get(1, 0))] = (shown, full, mstats)
         pd_ = dict(pf)
         plane = {"name": pd_.get(2, b"").decode(), "lines": [],
                  "stats": _stats([v for n, v in pf if n == 6], stat_names)}
@@ -126,13 +131,14 @@ def walk(path_or_bytes: Path | bytes) -> dict[str, Any]:
                     continue
                 ef = fields(ev_blob)
                 ed = dict(ef)
-                name, mstats = metas.get(_signed(ed.get(1, 0)), ("", {}))
+                name, full, mstats = metas.get(_signed(ed.get(1, 0)), ("", "", {}))
                 stats = {**mstats, **_stats([x for j, x in ef if j == 4], stat_names)}
-                line["events"].append({"name": name, "off": _signed(ed.get(2, 0)),
+                line["events"].append({"name": name, "full": full or name, "off": _signed(ed.get(2, 0)),
                                        "dur": _signed(ed.get(3, 0)), "aggregated": 5 in ed, "stats": stats})
             plane["lines"].append(line)
         planes.append(plane)
-    return {"planes": planes}
+    hostnames = [v.decode() for number, v in fields(data) if number == 4]
+    return {"planes": planes, "hostnames": hostnames}
 
 
 def expected_rows(space: dict[str, Any]) -> list[tuple[str, str, str, int, int]]:
@@ -224,10 +230,8 @@ def test_steps_ops_and_flows_match_the_stats(path: Path) -> None:
     steps = sorted(ev["stats"]["step_num"] for ev in events if "step_num" in ev["stats"])
     trace = load_with(xspace, path, path.name)
     is_step = trace.events["category"] == "step"
-    assert len(steps) == 3 and sorted(trace.events.loc[is_step, "step"].tolist()) == steps
-    assert trace.metadata["steps"] == 3
-    hlo = sum("hlo_op" in ev["stats"] and "hlo_category" not in ev["stats"] for ev in events)
-    assert int((trace.events["category"] == "xla_op").sum()) == hlo
+    assert len(steps) > 0 and sorted(trace.events.loc[is_step, "step"].tolist()) == steps
+    assert trace.metadata["steps"] == len(steps)
     producers = Counter((ev["stats"]["_pt"], ev["stats"]["_p"]) for ev in events
                         if "_p" in ev["stats"] and "_pt" in ev["stats"])
     consumers = Counter((ev["stats"]["_ct"], ev["stats"]["_c"]) for ev in events
@@ -239,13 +243,106 @@ def test_steps_ops_and_flows_match_the_stats(path: Path) -> None:
     assert (ok["start"].to_numpy() == trace.events["start"].to_numpy()[ok["source"]]).all()
 
 
+# -- categories: the documented order, with op names classified here independently ---------------
+
+def xla_kind(op: str) -> str:
+    """An HLO instruction name is ``<opcode or fusion kind>[.N]``: its category by opcode."""
+    base = re.sub(r"\.\d+$", "", op).lower()
+    if base.startswith(("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                        "send", "recv")):
+        return "communication"
+    if base.startswith("convolution"):
+        return "convolution"
+    if base.startswith("dot") or "gemm" in base:
+        return "matmul"
+    if base.startswith("copy"):
+        return "memory"
+    if base.endswith("fusion"):
+        return "fusion"
+    return "xla_op"
+
+
+def tf_kind(op_type: str) -> str:
+    """A TensorFlow op type's category."""
+    if "MatMul" in op_type or "Einsum" in op_type:
+        return "matmul"
+    if op_type.lstrip("_").startswith("Conv") or "Conv2D" in op_type or "Conv3D" in op_type:
+        return "convolution"
+    if any(k in op_type for k in ("Send", "Recv", "Nccl", "AllReduce", "AllGather")):
+        return "communication"
+    if "Copy" in op_type:
+        return "memory"
+    return "tf_op"
+
+
+def expected_category(plane: str, line: str, ev: dict[str, Any]) -> str:
+    stats, host = ev["stats"], plane.startswith("/host:")
+    full = ev["full"]
+    is_tf_op = host and full.count(":") == 1 and " " not in full and full.split(":")[1].isidentifier()
+    if "hlo_category" in stats:
+        return str(stats["hlo_category"])
+    if "step_num" in stats or line == "Steps":
+        return "step"
+    if ev["name"] in ("MemoryAllocation", "MemoryDeallocation"):
+        return "memory"
+    if "hlo_op" in stats or line == "XLA Ops":
+        return xla_kind(str(stats.get("hlo_op", ev["name"])))
+    if "hlo_module" in stats or line == "XLA Modules":
+        return "xla_module"
+    if line in ("TensorFlow Ops", "TensorFlow Name Scope", "Framework Ops") or is_tf_op:
+        return tf_kind(full.split(":")[1] if is_tf_op else ev["name"])
+    if "correlation_id" in stats:
+        return "launch" if host else "kernel"
+    return "host" if host else "device"
+
+
+@pytest.mark.parametrize("path", [TF_FILE, JAX_FILE], ids=["tf_keras", "jax"])
+def test_op_categories_from_line_and_op_names(path: Path) -> None:
+    space = walk(path)
+    expected = Counter(expected_category(p["name"], ln["name"], ev) for p in space["planes"]
+                       for ln in p["lines"] for ev in ln["events"] if not ev["aggregated"])
+    trace = load_with(xspace, path, path.name)
+    assert Counter(trace.events["category"].astype(str)) == expected
+    # what the real CPU files hold: JAX's XLA ops by name (dot -> matmul, *fusion), TF's op
+    # TraceMes ("scope/name:Type") as TF ops, its MatMuls as matmul
+    kinds = set(expected)
+    if path == JAX_FILE:
+        assert {"matmul", "fusion"} <= kinds
+    else:
+        assert {"matmul", "tf_op"} <= kinds
+
+
+def test_op_category_rules_on_synthetic_lines() -> None:
+    names = {1: "dot.3", 2: "all-reduce.1", 3: "copy-start.2", 4: "convolution.7", 5: "loop_fusion",
+             6: "tanh.2", 7: "train/dense/MatMul:MatMul", 8: "train/Relu:Relu", 9: "jit_step(1)",
+             10: "fusion.9"}
+    xla = plane("/device:GPU:0", {1: "hlo_category"}, names, [
+        ("XLA Ops", 1_000, [event(k, 100 * k, 50) for k in range(1, 7)]
+         + [event(10, 2_000, 10, stat(1, "convolution fusion"))]),  # the stat wins
+        ("XLA Modules", 1_000, [event(9, 0, 5_000)]),
+        ("TensorFlow Ops", 1_000, [event(7, 0, 10), event(8, 100, 10)]),
+    ])
+    trace = load_with(xspace, xla, "synthetic")
+    got = dict(zip(trace.events["name"].astype(str), trace.events["category"].astype(str), strict=True))
+    assert got == {"dot.3": "matmul", "all-reduce.1": "communication", "copy-start.2": "memory",
+                   "convolution.7": "convolution", "loop_fusion": "fusion", "tanh.2": "xla_op",
+                   "fusion.9": "convolution fusion", "jit_step(1)": "xla_module",
+                   "train/dense/MatMul:MatMul": "matmul", "train/Relu:Relu": "tf_op"}
+
+
 def test_jax_file_has_xla_ops_with_modules_and_args() -> None:
+    space = walk(JAX_FILE)
+    hlo = Counter((ev["name"], ev["stats"]["hlo_op"], ev["stats"].get("hlo_module")) for p in space["planes"]
+                  for ln in p["lines"] for ev in ln["events"] if "hlo_op" in ev["stats"])
+    assert hlo
     trace = load_with(xspace, JAX_FILE, "jax")
-    ops = trace.events[trace.events["category"] == "xla_op"]
-    assert len(ops) > 0 and ops["hlo_module"].notna().all()
-    args = trace.args(int(ops.index[0]))
-    assert args["hlo_op"] == str(ops.iloc[0]["name"]) or "hlo_op" in args
-    assert args["plane"] == "/host:CPU" and "offset_ps" in args
+    ops = trace.events[trace.events["hlo_module"].notna()]
+    got = Counter()
+    for i, row in ops.iterrows():
+        args = trace.args(int(i))
+        assert args["plane"] == "/host:CPU" and "offset_ps" in args
+        got[(str(row["name"]), args["hlo_op"], row["hlo_module"])] += 1
+    assert got == hlo
 
 
 def test_sniffing_keeps_xspace_and_step_stats_apart() -> None:
@@ -261,19 +358,44 @@ def test_logdir_run_dir_and_several_hosts(tmp_path: Path) -> None:
     direct = profview.load(TF_FILE)
     for where in (TF_LOGDIR, TF_LOGDIR / "plugins" / "profile", TF_FILE.parent):
         trace = profview.load(where)
-        assert trace.format == "xspace" and len(trace.events) == len(direct.events)
+        assert isinstance(trace, profview.Trace) and trace.format == "xspace"
+        assert len(trace.events) == len(direct.events)
+        assert trace.metadata["host"] == walk(TF_FILE)["hostnames"][0]  # what TF wrote: the host name
     run = tmp_path / "plugins" / "profile" / "2030_01_01_00_00_00"
     run.mkdir(parents=True)
     shutil.copyfile(JAX_FILE, run / "b.xplane.pb.gz")
     shutil.copyfile(TF_FILE, run / "a.xplane.pb")
+    (run / "c.xplane.pb").write_bytes(_synthetic())  # no hostnames: the file name says the host
     old = tmp_path / "plugins" / "profile" / "2020_01_01_00_00_00"
     old.mkdir()
     shutil.copyfile(JAX_FILE, old / "x.xplane.pb.gz")
-    with pytest.warns(UserWarning, match="2 hosts"):
-        trace = profview.load(tmp_path)
-    assert len(trace.events) == len(direct.events)  # the latest run, its first host (a.xplane.pb)
+    # loader.load gives one trace only: it names the hosts instead
+    with pytest.raises(ProfviewError, match=r"3 hosts' XSpace profiles \(a.xplane.pb, b.xplane.pb.gz, c.xpl"):
+        loader.load(tmp_path)
+    if importlib.util.find_spec("pyarrow") is not None:
+        ts = profview.load(tmp_path)  # the latest run, one "rank" per host, in file-name order
+        assert isinstance(ts, profview.TraceSet) and ts.ranks == [0, 1, 2]
+        assert [ts.files[r].name for r in ts.ranks] == ["a.xplane.pb", "b.xplane.pb.gz", "c.xplane.pb"]
+        counts = ts.events.groupby("rank").size().to_dict()
+        assert counts == {0: len(expected_rows(walk(TF_FILE))), 1: len(expected_rows(walk(JAX_FILE))),
+                          2: len(expected_rows(walk(_synthetic())))}
+        assert [ts[r].metadata["host"] for r in ts.ranks] == [walk(TF_FILE)["hostnames"][0],
+                                                              walk(JAX_FILE)["hostnames"][0], "c"]
     with pytest.raises(ProfviewError, match="no \\*.xplane.pb"):
         profview.load(_empty(tmp_path))
+
+
+def test_several_hosts_without_the_ranks_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copyfile(TF_FILE, tmp_path / "a.xplane.pb")
+    shutil.copyfile(JAX_FILE, tmp_path / "b.xplane.pb.gz")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    with pytest.raises(ProfviewError) as err:
+        profview.load(tmp_path)
+    text = str(err.value)
+    assert "2 hosts' XSpace profiles" in text and "pyarrow is not installed" in text
+    assert "pip install 'jupyter_profview[ranks]'" in text and "load_many" in text
 
 
 def test_several_hosts_as_a_traceset(tmp_path: Path) -> None:

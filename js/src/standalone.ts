@@ -2,7 +2,7 @@
 // driven by the HTTP transport. The page carries {baseUrl, path} in #profview-config.
 
 import type { AnyModel, Experimental } from "@anywidget/types";
-import { HttpModel, ProfviewClient, openTrace, progressText, type Fetcher } from "./transport_http";
+import { HttpModel, ProfviewClient, openTrace, progressText, runNote, type Fetcher } from "./transport_http";
 import widget from "./widget";
 
 function cookie(name: string): string | undefined {
@@ -38,6 +38,13 @@ export async function mount(root: HTMLElement, baseUrl: string, path: string, to
     return null;
   }
   status.remove();
+  const note = runNote(model.status);
+  if (note) {
+    const line = document.createElement("div");
+    line.className = "pv-standalone-note";
+    line.textContent = note;
+    root.appendChild(line);
+  }
   const cleanup = widget.render({ model: model as AnyModel, el: root, experimental: model.experimental as Experimental });
   addEventListener("pagehide", () => {
     cleanup();

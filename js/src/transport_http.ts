@@ -8,9 +8,15 @@ import type { AnyModel, Experimental } from "@anywidget/types";
 /** Fetch `path` under `{base_url}profview/api/` with the server's auth (token / XSRF). */
 export type Fetcher = (path: string, init?: RequestInit) => Promise<Response>;
 
+/** What a run directory opened as (server/worker.py `_load_directory`): all ranks with
+ * `load_many`, or one of its files when the `ranks` extra is missing. */
+export type RunInfo =
+  | { mode: "ranks"; ranks: number[] }
+  | { mode: "one-file"; file: string; files: number; reason: string };
+
 export interface SessionStatus {
   id: string; name: string; size: number; state: "loading" | "ready" | "error";
-  elapsed: number; error: string; events?: number;
+  elapsed: number; error: string; events?: number; run?: RunInfo;
 }
 
 export class HttpError extends Error {
@@ -119,6 +125,8 @@ export class HttpModel implements AnyModel {
     readonly sid: string,
     state: Record<string, unknown>,
     private onError: (text: string) => void = () => {},
+    /** the session's status once loaded (what was loaded: `run` for a directory) */
+    readonly status: SessionStatus | null = null,
   ) {
     this.values = { ...state };
   }
@@ -203,6 +211,16 @@ export function progressText(s: SessionStatus): string {
   return `Loading ${s.name} (${formatBytes(s.size)})… ${s.elapsed.toFixed(1)} s`;
 }
 
+/** The line a tab shows when a run directory opened as one file (the `ranks` extra is missing);
+ * null when everything asked for was loaded. */
+export function runNote(s: SessionStatus | null | undefined): string | null {
+  const run = s?.run;
+  if (!run || run.mode !== "one-file") return null;
+  const of = run.files > 1 ? ` (1 of ${run.files} trace files)` : "";
+  const hint = /pip install/.test(run.reason) ? "" : " (pip install 'jupyter_profview[ranks]')";
+  return `Showing only ${run.file}${of}, not all ranks of the run: ${run.reason}${hint}`;
+}
+
 /**
  * Open `path` (relative to the server root) and wait for it to load, reporting progress every
  * `pollMs`. Resolves to the model; rejects with the server's message (the ProfviewError text for a
@@ -230,11 +248,12 @@ export async function openTrace(
   void poll();
   try {
     const state = await client.state(opened.id);
+    const status = options.signal?.aborted ? null : await client.status(opened.id);
     if (options.signal?.aborted) {
       void client.close(opened.id);
       throw new Error("aborted");
     }
-    return new HttpModel(client, opened.id, state, options.onError);
+    return new HttpModel(client, opened.id, state, options.onError, status);
   } catch (err) {
     void client.close(opened.id).catch(() => {});
     throw err;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HttpModel, ProfviewClient, decodeReply, type Fetcher } from "../src/transport_http";
+import { HttpModel, ProfviewClient, decodeReply, openTrace, runNote, type Fetcher, type SessionStatus } from "../src/transport_http";
 import shared from "../../tests/shared_fixtures/server_reply.json";
 
 const fromHex = (h: string): Uint8Array => Uint8Array.from(h.match(/../g) ?? [], (b) => parseInt(b, 16));
@@ -54,5 +54,26 @@ describe("transport_http", () => {
     const fetcher: Fetcher = async () =>
       new Response(JSON.stringify({ message: "bad.json: line 3: unexpected end (expected ']')" }), { status: 400 });
     await expect(new ProfviewClient(fetcher).state("0123456789abcdef")).rejects.toThrow("bad.json: line 3: unexpected end");
+  });
+
+  it("says when a run opened as one file, and the model keeps the final status", async () => {
+    const base: SessionStatus = { id: "0123456789abcdef", name: "run", size: 10, state: "ready", elapsed: 0.1, error: "" };
+    const oneFile: SessionStatus = {
+      ...base, events: 483,
+      run: { mode: "one-file", file: "rank-0.pt.trace.json.gz", files: 4, reason: "load_many needs pyarrow" },
+    };
+    expect(runNote(oneFile)).toBe("Showing only rank-0.pt.trace.json.gz (1 of 4 trace files), not all ranks " +
+      "of the run: load_many needs pyarrow (pip install 'jupyter_profview[ranks]')");
+    expect(runNote({ ...base, run: { mode: "ranks", ranks: [0, 1] } })).toBeNull();
+    expect(runNote(base)).toBeNull();
+    const reply = fromHex(shared.hex);
+    const fetcher: Fetcher = async (path) => {
+      if (path === "sessions") return new Response(JSON.stringify({ ...base, state: "loading" }), { status: 202 });
+      if (path.endsWith("/state")) return new Response(reply.slice().buffer as ArrayBuffer, { status: 200 });
+      return new Response(JSON.stringify(oneFile), { status: 200 });
+    };
+    const model = await openTrace(new ProfviewClient(fetcher), "run", () => {}, { pollMs: 5 });
+    expect(model.status).toEqual(oneFile);
+    model.dispose();
   });
 });

@@ -5,6 +5,9 @@
 * :mod:`.ranks` -- across the ranks of a TraceSet: step times, stragglers, collective skew.
 * :mod:`.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
+
+Each analysis of one Trace also accepts a TraceSet and answers rank by rank, with a ``rank``
+column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
 """
 
 from __future__ import annotations

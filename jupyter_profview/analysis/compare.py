@@ -2,8 +2,8 @@
 
 ``compare(a, b)`` takes two traces (paths, loaded :class:`~jupyter_profview.model.Trace`
 objects, or anything with an ``events`` table such as a rank set whose events carry a
-``rank`` column) and returns a :class:`Comparison` of tables, a text verdict, a chart
-and a side-by-side view (:mod:`.compare_view`).
+``rank`` column) and returns a :class:`Comparison` of tables, a text verdict and a chart
+(:mod:`.compare_view`), and a side-by-side widget view (:mod:`jupyter_profview.widget.compare`).
 
 Definitions (times in the traces' ``time_unit``; both traces must share it)
 -----------------------------------------------------------------------------
@@ -18,8 +18,19 @@ ops
 kernels
     Device slices, recognised by their category (``kernel``, ``gpu_memcpy``,
     ``gpu_memset``, ``memcpy``, ``memset``; case-insensitive): the same columns by
-    name, and by category in :attr:`Comparison.kernels_by_type`.  Formats whose
-    categories are op types (TF StepStats, MegEngine) keep their device rows in ops.
+    name, and by (group, category) in :attr:`Comparison.kernels_by_type`, group
+    being the GPU analyses' ``computation`` / ``communication`` / ``memory``.
+    Formats whose categories are op types (TF StepStats, MegEngine) keep their
+    device rows in ops.
+ops by shape
+    :attr:`Comparison.ops_by_shape`: ops keyed by (key, input shapes), the shapes
+    being ``str`` of PyTorch's ``args["Input Dims"]`` (read for all events with one
+    search of the args text, see ``formats/chrome/args.py``) or of an
+    ``input_shapes`` / ``in_shapes`` column.
+phases
+    :attr:`Comparison.phases`: the column sums of
+    :func:`~jupyter_profview.analysis.phases` over devices (and ranks), in one
+    vectorised pass (:func:`phase_totals`).
 delta, ratio
     ``delta = self_b - self_a`` and ``ratio = self_b / self_a`` (NaN where
     ``self_a`` is 0).  Self time, not total, because self times never double
@@ -53,7 +64,6 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,7 +71,6 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import PHASES
-from .summary import phases as phases_table
 
 if TYPE_CHECKING:
     from .compare_view import MemoryComparison
@@ -70,16 +79,16 @@ DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
 STEP_PATTERN = re.compile(r"^ProfilerStep#(\d+)$")
 PROFILER_CATEGORIES = ("trace",)
 SHAPE_COLUMNS = ("input_shapes", "in_shapes")
+SHAPE_ARG = "Input Dims"  # PyTorch record_shapes=True
 STATUS = ("added", "removed", "changed", "same")
-PHASE_INPUTS = ("kind", "start", "dur", "parent", "process", "phase")
 NUMERIC = ("count_a", "count_b", "total_a", "total_b", "self_a", "self_b")
 
 
 def _load(x: Any, side: str) -> Any:
     if isinstance(x, (str, Path, bytes)):
-        from ..loader import load
+        from ..loader import load_any
 
-        return load(x)
+        return load_any(x)  # a multi-host XSpace run directory gives a TraceSet
     if isinstance(getattr(x, "events", None), pd.DataFrame):
         return x
     raise ProfviewError(f"cannot compare a {type(x).__name__} (trace {side})",
@@ -229,8 +238,20 @@ class Comparison:
 
     @cached_property
     def kernels_by_type(self) -> pd.DataFrame:
-        """:attr:`kernels` grouped by category (``kernel``, ``gpu_memcpy``, ``gpu_memset`` ...)."""
-        return self._table("kernels", ["category"])
+        """:attr:`kernels` by (``group``, ``category``): ``group`` is ``computation``,
+        ``communication`` or ``memory``, the split of the GPU analyses
+        (:data:`jupyter_profview.analysis.gpu.TYPE_GROUPS` over the kernel types of
+        :func:`jupyter_profview.formats.chrome.gpu.kernel_types`: ``memcpy`` / ``memset`` by
+        category or a ``Memcpy``/``Memset`` name, ``communication`` for NCCL / RCCL / gloo
+        kernels, else ``kernel``); ``category`` is the events' own (``kernel``,
+        ``gpu_memcpy``, ``gpu_memset`` ...)."""
+        frames = []
+        for side in (0, 1):
+            ev = self._events(side, "kernels", ["name", "category", "dur", "self"])
+            frames.append(_per_key(ev.assign(group=_kernel_groups(ev)), ["group", "category"]))
+        out = side_by_side(frames[0], frames[1], rtol=self.rtol, atol=self.atol)
+        out.index.names = ["group", "category"]
+        return out
 
     @cached_property
     def ops_by_rank(self) -> pd.DataFrame:
@@ -247,7 +268,9 @@ class Comparison:
         ``in_shapes`` elsewhere)."""
         frames = []
         for side, trace in enumerate((self.a, self.b)):
-            ev = self._events(side, "ops")
+            events = (self.events_a, self.events_b)[side]
+            wanted = [self.by, "dur", "self", "has_args", *SHAPE_COLUMNS]
+            ev = self._events(side, "ops", list(dict.fromkeys(c for c in wanted if c in events.columns)))
             shapes = _shapes(trace, ev)
             if shapes is None:
                 raise ProfviewError(
@@ -288,17 +311,12 @@ class Comparison:
     @cached_property
     def phases(self) -> pd.DataFrame:
         """Forward / backward / optimizer / communication / other and ``busy`` time, summed over
-        devices (and ranks) with :func:`~jupyter_profview.analysis.phases`: ``a``, ``b``,
-        ``delta``, ``ratio``."""
+        devices (and ranks): ``a``, ``b``, ``delta``, ``ratio``.  Each side's numbers are the
+        column sums of :func:`~jupyter_profview.analysis.phases` (per rank for rank sets),
+        computed here in one vectorised pass (:func:`phase_totals`)."""
         cols = [*PHASES, "busy"]
-        sides = []
-        for events in (self.events_a, self.events_b):
-            if self.ranked:  # per rank: event ids (parents) are per rank
-                total = sum((_phases_of(_by_id(ev))[cols].sum() for _, ev in
-                             events.groupby("rank", observed=True)), pd.Series(0, index=cols))
-            else:
-                total = _phases_of(events)[cols].sum()
-            sides.append(total.reindex(cols, fill_value=0).astype(np.int64))
+        sides = [pd.Series(phase_totals(ev, ranked=self.ranked), index=cols, dtype=np.int64)
+                 for ev in (self.events_a, self.events_b)]
         out = pd.DataFrame({"a": sides[0], "b": sides[1]})
         out.index.name = "phase"
         out["delta"] = out["b"] - out["a"]
@@ -333,8 +351,9 @@ class Comparison:
 
     def show(self, **options: Any) -> Any:
         """Both timelines stacked with a shared, aligned time axis and the ops table between them
-        (see :class:`~jupyter_profview.analysis.compare_view.CompareView`)."""
-        from .compare_view import CompareView
+        (see :class:`~jupyter_profview.widget.compare.CompareView`; the widget code is all
+        there, imported only when this is called)."""
+        from ..widget.compare import CompareView
 
         return CompareView(self, **options)
 
@@ -345,25 +364,115 @@ class Comparison:
                 f"{len(self.steps)} steps, align={self.align} offset={self.offset:g}>")
 
 
-def _phases_of(events: pd.DataFrame) -> pd.DataFrame:
-    """:func:`~jupyter_profview.analysis.phases` of one events table (one trace or one rank),
-    on the columns it reads only (copying a million rows of names would double its time)."""
-    events = events[[c for c in PHASE_INPUTS if c in events.columns]].copy()
-    for col in ("process", "phase"):  # object categories: arrow-backed ones make every take slow
-        values = events[col]
-        if isinstance(values.dtype, pd.CategoricalDtype):
-            cats = pd.Index(list(map(str, values.cat.categories)), dtype=object)
-            events[col] = pd.Categorical.from_codes(values.cat.codes.to_numpy(), categories=cats)
-    return phases_table(SimpleNamespace(events=events), events=events)  # type: ignore[arg-type]
+def _kernel_groups(kernels: pd.DataFrame) -> np.ndarray:
+    """``computation`` / ``communication`` / ``memory`` of each device slice (see
+    :attr:`Comparison.kernels_by_type`)."""
+    from ..formats.chrome.gpu import kernel_types
+    from ..model import KERNEL_TYPES
+    from .gpu import TYPE_GROUPS
+
+    base = kernels["category"].astype(str).str.lower().str.removeprefix("gpu_").to_numpy(dtype=object)
+    types = kernel_types(base, pd.Categorical(kernels["name"].astype(str).to_numpy(dtype=object)))
+    groups = np.array([TYPE_GROUPS[t] for t in KERNEL_TYPES], dtype=object)
+    return groups[types] if len(types) else np.zeros(0, dtype=object)
 
 
-def _by_id(events: pd.DataFrame) -> pd.DataFrame:
-    """One rank's events indexed by their event id (a rank set's table keeps it as a column)."""
-    return events.set_index("id") if "id" in events.columns else events
+def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Integer codes (-1: missing) and their labels, of a categorical or any column."""
+    cat = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
+    return cat.cat.codes.to_numpy(np.int64), [str(c) for c in cat.cat.categories]
+
+
+def _union_lengths(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> np.ndarray:
+    """Per group ``0 .. groups-1``: the length of the union of its ``[start, end)`` intervals
+    (:func:`~jupyter_profview.analysis.union_length` of each group, in one pass)."""
+    out = np.zeros(groups, np.int64)
+    if len(start) == 0:
+        return out
+    lo = int(start.min())
+    span = int(end.max()) - lo + 1
+    if span * groups >= 2**62:  # the shifted times below would overflow: group by group
+        for g in np.unique(group).tolist():
+            mine = group == g
+            out[g] = _union_lengths(np.zeros(int(mine.sum()), np.int64), start[mine], end[mine], 1)[0]
+        return out
+    # each group on its own stretch of one axis, so that one running maximum serves all groups
+    # (and one sort of the shifted starts orders by group, then start)
+    shift = group * span - lo
+    shifted = start + shift
+    order = np.argsort(shifted)
+    s, e = shifted[order], (end + shift)[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    lengths = np.maximum.reduceat(e, first) - s[first]
+    np.add.at(out, group[order][first], lengths)
+    return out
+
+
+def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int]:
+    """The column sums over devices of :func:`~jupyter_profview.analysis.phases`
+    (``forward`` ... ``other`` and ``busy``) of one events table, or of every rank of a
+    rank set's table (``ranked``: event ids and parents are per rank, devices are
+    (rank, process)), without a DataFrame per device and phase.
+
+    The same definitions as ``phases``: each slice's self intervals (its span minus its
+    direct children's, :func:`~jupyter_profview.analysis.self_intervals`) get the slice's
+    phase; a phase's time on a device is the length of the union of its intervals there,
+    ``busy`` that of all of them."""
+    slices = (events["kind"] == "slice").to_numpy(bool)
+    columns = ["start", "dur", "parent", "process", "phase", *(["id", "rank"] if ranked else [])]
+    ev = events[[c for c in columns if c in events.columns]][slices]  # columns first: less to copy
+    start = ev["start"].to_numpy(np.int64)
+    end = start + ev["dur"].to_numpy(np.int64)
+    ids = (ev["id"] if ranked and "id" in ev.columns else ev.index).to_numpy(np.int64)
+    parent = ev["parent"].to_numpy(np.int64, na_value=-1) if isinstance(ev["parent"].dtype, pd.Int64Dtype) \
+        else ev["parent"].to_numpy(np.int64)
+    process, _ = _codes(ev["process"])
+    if ranked:  # one id space: (rank, id) -> rank * (largest id + 1) + id
+        rank, _ = _codes(ev["rank"])
+        width = int(max(ids.max(initial=0), parent.max(initial=0))) + 1
+        ids = rank * width + ids
+        parent = np.where(parent >= 0, rank * width + parent, -1)
+        process = rank * (int(process.max(initial=0)) + 1) + process
+    phase_code, labels = _codes(ev["phase"])
+    to_phase = np.array([PHASES.index(x) if x in PHASES else -1 for x in labels] + [-1], np.int64)
+    phase = to_phase[phase_code]  # code -1 (missing) -> the appended -1
+    # self intervals, as analysis.self_intervals
+    by_id = np.argsort(ids, kind="stable")
+    sorted_ids = ids[by_id]
+    at = np.minimum(np.searchsorted(sorted_ids, parent), max(len(ids) - 1, 0))
+    child = (parent >= 0) & (sorted_ids[at] == parent) if len(ids) else np.zeros(0, bool)
+    kids = np.flatnonzero(child)
+    kids = kids[np.lexsort((start[kids], parent[kids]))]
+    kid_parent = by_id[at[kids]]
+    first = np.ones(len(kids), bool)
+    first[1:] = kid_parent[1:] != kid_parent[:-1]
+    gap_start = np.where(first, start[kid_parent], np.roll(end[kids], 1))
+    last = np.ones(len(kids), bool)
+    last[:-1] = kid_parent[:-1] != kid_parent[1:]
+    tail_owner = kid_parent[last]
+    has_kids = np.zeros(len(ev), bool)
+    has_kids[kid_parent] = True
+    leaves = np.flatnonzero(~has_kids)
+    owner = np.concatenate([kid_parent, tail_owner, leaves])
+    s = np.concatenate([gap_start, end[kids[last]], start[leaves]])
+    e = np.concatenate([start[kids], end[tail_owner], end[leaves]])
+    keep = (e > s) & (process[owner] >= 0)  # phases() groups by process: none, no row
+    owner, s, e = owner[keep], s[keep], e[keep]
+    devices = int(process.max(initial=-1)) + 1
+    device = process[owner]
+    mine = phase[owner] >= 0
+    per_phase = _union_lengths(device[mine] * len(PHASES) + phase[owner][mine], s[mine], e[mine],
+                               devices * len(PHASES)).reshape(devices, len(PHASES)).sum(axis=0)
+    busy = _union_lengths(device, s, e, devices).sum()
+    return {**{p: int(v) for p, v in zip(PHASES, per_phase, strict=True)}, "busy": int(busy)}
 
 
 def _shapes(trace: Any, ev: pd.DataFrame) -> np.ndarray | None:
-    """Input shapes of ``ev`` as text, or None when none were recorded."""
+    """Input shapes of ``ev`` as text (``str`` of the recorded value), or None when none
+    were recorded."""
     for col in SHAPE_COLUMNS:
         if col in ev.columns:
             text = ev[col].map(lambda s: "" if s is None or (isinstance(s, float) and np.isnan(s))
@@ -372,15 +481,21 @@ def _shapes(trace: Any, ev: pd.DataFrame) -> np.ndarray | None:
     if not hasattr(trace, "args"):
         return None
     has_args = ev["has_args"].to_numpy(bool) if "has_args" in ev else np.ones(len(ev), bool)
-    out = np.full(len(ev), "", dtype=object)
-    found = False
-    for i, (event_id, flag) in enumerate(zip(ev.index.to_numpy(), has_args, strict=True)):
-        if flag:
-            dims = trace.args(int(event_id)).get("Input Dims")
-            if dims is not None:
-                out[i] = str(dims)
-                found = True
-    return out if found else None
+    ids = ev.index.to_numpy(np.int64)
+    # Chrome traces: one search of the args blob (formats/chrome/args.py), not a parse per event
+    batch = getattr(getattr(trace, "_args", None), "texts", None)
+    if batch is not None:
+        out = np.full(len(ev), "", dtype=object)
+        out[has_args] = batch(ids[has_args], SHAPE_ARG)
+    else:
+        out = np.empty(len(ev), dtype=object)
+        out[:] = [_arg_text(trace, int(i)) if flag else "" for i, flag in zip(ids, has_args, strict=True)]
+    return out if (out != "").any() else None
+
+
+def _arg_text(trace: Any, event_id: int) -> str:
+    value = trace.args(event_id).get(SHAPE_ARG)
+    return "" if value is None else str(value)
 
 
 def compare(a: Any, b: Any, *, align: str | float = "step", by: str = "name", rtol: float = 0.05,

@@ -39,17 +39,26 @@ in HTA; compute 76.94 vs 75.17 ms and idle 336.42 vs 338.78 ms (HTA's µs
 rounding shortens every kernel); communication overlapped 14.76 % vs 14.31 %;
 stream 7 host wait 355.5 vs 357.2 ms; queue-length max 10 in both (HTA's
 sample mean 0.81 vs the time-weighted mean 0.21 here).
+
+A TraceSet (many ranks) gives each rank's result with a ``rank`` column first:
+rank by rank, so that every rank's ``GPU 0`` stays its own device; times
+(``launch_stats(rows=True)``, :func:`queue_length_series`, :func:`utilisation`)
+on the set's common clock (see :mod:`.traceset`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Trace
+from .traceset import concat, is_traceset, per_rank, to_common_clock
+
+if TYPE_CHECKING:
+    from ..ranks.traceset import TraceSet
 
 TYPE_GROUPS = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
                "memset": "memory"}
@@ -67,6 +76,21 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     new[1:] = s[1:] > reach[:-1]
     first = np.flatnonzero(new)
     return s[first], np.maximum.reduceat(e, first)
+
+
+def busy_fraction(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Busy fraction of each column ``[edges[i], edges[i + 1])`` (0 for an empty column) given
+    sorted disjoint intervals (:func:`merge_intervals`): the busy time up to each edge is read off
+    the cumulative length of the intervals.  :func:`utilisation` and the widget's counters use it."""
+    edges = np.asarray(edges, np.float64)
+    width = np.diff(edges)
+    if len(start) == 0:
+        return np.zeros(len(width))
+    before = np.concatenate([[0], np.cumsum(end - start)]).astype(np.float64)  # busy time before interval k
+    k = np.searchsorted(start, edges, side="right") - 1  # last interval starting at or before each edge
+    safe = np.maximum(k, 0)
+    upto = np.where(k >= 0, before[safe] + np.clip(edges - start[safe], 0, (end - start)[safe]), 0.0)
+    return np.where(width > 0, np.diff(upto) / np.where(width > 0, width, 1), 0.0)
 
 
 def _length(start: np.ndarray, end: np.ndarray) -> int:
@@ -87,7 +111,7 @@ def _activities(trace: Trace) -> pd.DataFrame:
     return out
 
 
-def kernel_breakdown(trace: Trace, by: str = "type") -> pd.DataFrame:
+def kernel_breakdown(trace: Trace | TraceSet, by: str = "type") -> pd.DataFrame:
     """Time in device activity by type group or by kernel name.
 
     ``by="type"``: one row per group (``computation``, ``communication``,
@@ -98,6 +122,8 @@ def kernel_breakdown(trace: Trace, by: str = "type") -> pd.DataFrame:
     """
     if by not in ("type", "name"):
         raise ProfviewError(f"kernel_breakdown: by must be 'type' or 'name', not {by!r}")
+    if is_traceset(trace):
+        return per_rank(kernel_breakdown, trace, by)
     la = trace.launches
     frame = pd.DataFrame({"type": la["type"].astype(str).map(TYPE_GROUPS), "name": la["name"].astype(str),
                           "dur": la["kernel_dur"].to_numpy(np.int64)})
@@ -112,10 +138,12 @@ def kernel_breakdown(trace: Trace, by: str = "type") -> pd.DataFrame:
     return table.sort_values(["total", *keys], ascending=[False, *[True] * len(keys)]).reset_index(drop=True)
 
 
-def temporal_breakdown(trace: Trace) -> pd.DataFrame:
+def temporal_breakdown(trace: Trace | TraceSet) -> pd.DataFrame:
     """Per GPU: ``span``, ``idle``, ``compute``, ``non_compute`` (ns) and
     their shares of the span ``idle_pct``, ``compute_pct``, ``non_compute_pct``
     (see the module definitions; HTA's temporal breakdown)."""
+    if is_traceset(trace):
+        return per_rank(temporal_breakdown, trace)
     acts = _activities(trace)
     rows = []
     for gpu, g in acts.groupby("gpu", sort=True):
@@ -130,11 +158,13 @@ def temporal_breakdown(trace: Trace) -> pd.DataFrame:
     return table
 
 
-def comm_comp_overlap(trace: Trace) -> pd.DataFrame:
+def comm_comp_overlap(trace: Trace | TraceSet) -> pd.DataFrame:
     """Per GPU: ``communication`` and ``computation`` busy time (ns, unions),
     ``overlap`` (ns during which both run) and ``overlap_pct`` = overlap /
     communication (the share of communication hidden behind computation, as
     HTA's ``comp_comm_overlap_pctg``; NaN without communication)."""
+    if is_traceset(trace):
+        return per_rank(comm_comp_overlap, trace)
     acts = _activities(trace)
     rows = []
     for gpu, g in acts.groupby("gpu", sort=True):
@@ -150,7 +180,7 @@ def comm_comp_overlap(trace: Trace) -> pd.DataFrame:
     return table
 
 
-def idle_time(trace: Trace, *, kernel_wait: int = 30_000) -> pd.DataFrame:
+def idle_time(trace: Trace | TraceSet, *, kernel_wait: int = 30_000) -> pd.DataFrame:
     """Idle time per GPU and stream, split by cause (HTA's idle-time breakdown).
 
     On each stream, activities in start order; the gap before one is its start
@@ -164,6 +194,8 @@ def idle_time(trace: Trace, *, kernel_wait: int = 30_000) -> pd.DataFrame:
     ``gpu``, ``stream``, ``span`` (first start to last end on the stream),
     ``idle`` and each kind in ns, and ``<kind>_pct`` (% of ``idle``).
     """
+    if is_traceset(trace):
+        return per_rank(idle_time, trace, kernel_wait=kernel_wait)
     acts = _activities(trace)
     rows = []
     for (gpu, stream), g in acts.groupby(["gpu", "stream"], sort=True):
@@ -183,7 +215,7 @@ def idle_time(trace: Trace, *, kernel_wait: int = 30_000) -> pd.DataFrame:
     return table
 
 
-def launch_stats(trace: Trace, *, long_launch: int = 50_000, long_delay: int = 100_000,
+def launch_stats(trace: Trace | TraceSet, *, long_launch: int = 50_000, long_delay: int = 100_000,
                  short_kernel: int | None = None, rows: bool = False) -> pd.DataFrame:
     """Launch overhead per GPU, over the activities whose launch is in the trace.
 
@@ -197,6 +229,9 @@ def launch_stats(trace: Trace, *, long_launch: int = 50_000, long_delay: int = 1
     linked rows of ``trace.launches`` with bool columns ``short_kernel``,
     ``long_launch``, ``long_delay`` instead.
     """
+    if is_traceset(trace):
+        return per_rank(launch_stats, trace, long_launch=long_launch, long_delay=long_delay,
+                        short_kernel=short_kernel, rows=rows, rebase=rows)
     la = trace.launches[trace.launches["launch"].notna()]
     kdur = la["kernel_dur"].to_numpy(np.int64)
     ldur = la["launch_dur"].to_numpy(np.int64)
@@ -225,12 +260,14 @@ def launch_stats(trace: Trace, *, long_launch: int = 50_000, long_delay: int = 1
     return pd.DataFrame(out, columns=columns)
 
 
-def queue_length_series(trace: Trace) -> pd.DataFrame:
+def queue_length_series(trace: Trace | TraceSet) -> pd.DataFrame:
     """Outstanding launches per stream over time: +1 when the launch call of
     an activity starts, -1 when the activity starts (HTA's definition; only
     activities whose launch is in the trace).  At equal times decrements come
     first.  Columns ``gpu``, ``stream``, ``time`` (ns), ``queue_length`` (the
     value from that time on); one row per change."""
+    if is_traceset(trace):
+        return per_rank(queue_length_series, trace, rebase=True)
     la = trace.launches[trace.launches["launch"].notna()]
     n = len(la)
     gpu = np.tile(la["gpu"].astype(str).to_numpy(), 2)
@@ -244,10 +281,12 @@ def queue_length_series(trace: Trace) -> pd.DataFrame:
     return frame.loc[last, ["gpu", "stream", "time", "queue_length"]].reset_index(drop=True)
 
 
-def queue_length(trace: Trace) -> pd.DataFrame:
+def queue_length(trace: Trace | TraceSet) -> pd.DataFrame:
     """Per GPU and stream: ``max``, time-weighted ``mean`` and ``p95`` of the
     queue length (:func:`queue_length_series`) from its first to its last
     change, and ``span`` (ns) of that window."""
+    if is_traceset(trace):
+        return per_rank(queue_length, trace)
     series = queue_length_series(trace)
     rows = []
     for (gpu, stream), g in series.groupby(["gpu", "stream"], sort=True):
@@ -268,10 +307,14 @@ def _weighted_quantile(values: np.ndarray, weight: np.ndarray, q: float) -> floa
     return float(values[order][np.searchsorted(cum, q * cum[-1], side="left")])
 
 
-def linked_events(trace: Trace, ids: Any) -> np.ndarray:
+def linked_events(trace: Trace | TraceSet, ids: Any) -> np.ndarray:
     """Event ids linked to ``ids`` by a flow (either end) or a launch (the
     launch call of a kernel, the kernels of a launch call), ``ids`` excluded;
-    sorted.  What a selection of kernels needs to show where they came from."""
+    sorted.  What a selection of kernels needs to show where they came from.
+    Event ids are per rank: for a TraceSet ask one rank, ``linked_events(ts[r], ids)``."""
+    if is_traceset(trace):
+        raise ProfviewError("linked_events: event ids are per rank",
+                            expected="one rank: linked_events(ts[r], ids)")
     ids = np.unique(np.asarray(ids, np.int64))
     found: list[np.ndarray] = []
     flows = trace.flows
@@ -286,26 +329,30 @@ def linked_events(trace: Trace, ids: Any) -> np.ndarray:
     return np.setdiff1d(out[out >= 0], ids)
 
 
-def utilisation(trace: Trace, t0: float, t1: float, columns: int) -> pd.DataFrame:
+def utilisation(trace: Trace | TraceSet, t0: float, t1: float, columns: int) -> pd.DataFrame:
     """GPU utilisation per GPU and time column: ``columns`` equal columns over
     ``[t0, t1)`` (ns, the trace's time axis); ``busy`` is the fraction (0-1)
     of the column during which the GPU runs at least one activity (union over
     its streams).  Columns ``gpu``, ``column``, ``start``, ``end``, ``busy``;
     one row per GPU and column.  Vectorised: the busy time up to ``t`` is read
-    off the cumulative length of the merged intervals at the column edges."""
+    off the cumulative length of the merged intervals at the column edges.  A TraceSet:
+    ``[t0, t1)`` on its common clock, the same columns for every rank, with ``rank``."""
     if columns <= 0 or not t1 > t0:
         raise ProfviewError(f"utilisation: need columns > 0 and t1 > t0, got {columns}, [{t0}, {t1})")
+    if is_traceset(trace):
+        frames = []
+        for r in trace.ranks:
+            frame = utilisation(trace[r], t0 - trace.offsets[r], t1 - trace.offsets[r], columns)
+            frame.insert(0, "rank", np.int64(r))
+            frames.append(frame)
+        return to_common_clock(concat(frames), trace)
     edges = np.linspace(float(t0), float(t1), columns + 1)
     acts = _activities(trace)
     frames = []
     for gpu, g in acts.groupby("gpu", sort=True):
         s, e = merge_intervals(g["start"].to_numpy(), g["end"].to_numpy())
-        before = np.concatenate([[0], np.cumsum(e - s)]).astype(np.float64)  # busy time before interval k
-        k = np.searchsorted(s, edges, side="right") - 1  # last interval starting at or before each edge
-        safe = np.maximum(k, 0)
-        upto = np.where(k >= 0, before[safe] + np.clip(edges - s[safe], 0, (e - s)[safe]), 0.0)
         frames.append(pd.DataFrame({"gpu": gpu, "column": np.arange(columns), "start": edges[:-1],
-                                    "end": edges[1:], "busy": np.diff(upto) / np.diff(edges)}))
+                                    "end": edges[1:], "busy": busy_fraction(s, e, edges)}))
     if not frames:
         return pd.DataFrame({"gpu": pd.Series([], dtype=object), "column": np.zeros(0, np.int64),
                              "start": np.zeros(0), "end": np.zeros(0), "busy": np.zeros(0)})

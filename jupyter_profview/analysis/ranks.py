@@ -7,106 +7,43 @@ hosts disagree, ``ts.aligned(step=N)`` shifts each rank so that its
 ``ProfilerStep#N`` starts at the same time (``ts.aligned(collective=name)``:
 so that a collective instance ends at the same time).
 
-Collectives.  PyTorch marks the real work of a collective with a
-``user_annotation`` named ``nccl:<op>`` or ``gloo:<op>`` (gloo: on a
-``pt_gloo_runloop`` thread, covering the wait for the peers; the
-``c10d::<op>_`` ``cpu_op`` on the calling thread only queues the work).
-With NCCL the wait happens on the GPU, in the ``ncclKernel_*`` /
-``ncclDevKernel_*`` kernels, which are collectives here too (matched by
-kernel name).
-Nothing in a gloo trace links one instance across ranks except the order,
-so instances are matched by (process group, name, k-th occurrence); the
-process group is the event's (or its ``record_param_comms`` parent's)
-``Process Group Name``/``pg_name`` arg where the trace has one, else ``""``.
-Profile every rank with the same schedule, so that the k-th occurrence is
-the same call everywhere.
+Collectives: which events are collectives and their process group, see
+:mod:`jupyter_profview.ranks.derived` (:func:`collective_calls`, the
+``collectives`` table of a TraceSet).  Nothing in a gloo trace links one
+instance across ranks except the order, so instances are matched by
+(process group, name, k-th occurrence).  Profile every rank with the same
+schedule, so that the k-th occurrence is the same call everywhere.
 """
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..model import Trace
+from ..ranks.derived import collective_calls, profiler_steps, step_rows
 from .summary import union_length
+from .traceset import is_traceset
 
 if TYPE_CHECKING:
     from ..ranks.traceset import TraceSet
 
-COLLECTIVE = re.compile(r"^(nccl|gloo):|^nccl(Dev)?Kernel")
-PG_KEYS = ("Process Group Name", "pg_name")
-STEP = re.compile(r"^ProfilerStep#(\d+)$")
-COLLECTIVE_COLUMNS = ("id", "name", "pg", "seq", "start", "end", "thread")
-
-
-def collective_calls(trace: Trace) -> pd.DataFrame:
-    """The collective instances of one trace: ``id`` (event id), ``name``,
-    ``pg`` (process group, ``""`` where unknown), ``seq`` (k-th occurrence of
-    (pg, name), from 0), ``start``/``end`` (ns, the trace's own clock),
-    ``thread``."""
-    ev = trace.events
-    names = ev["name"].cat.categories if isinstance(ev["name"].dtype, pd.CategoricalDtype) \
-        else pd.Index(ev["name"].unique())
-    wanted = [n for n in names if COLLECTIVE.match(str(n))]
-    pick = ev[ev["name"].isin(wanted) & (ev["kind"] != "instant")].sort_values("start", kind="stable")
-    groups: list[str] = []
-    for eid, parent in zip(pick.index.tolist(), pick["parent"].tolist(), strict=True):
-        pg = _pg(trace.args(eid))
-        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == "record_param_comms":
-            pg = _pg(trace.args(parent))
-        groups.append(pg or "")
-    out = pd.DataFrame({
-        "id": pick.index.to_numpy(np.int64),
-        "name": pick["name"].astype(str).to_numpy(),
-        "pg": np.asarray(groups, dtype=object),
-        "start": pick["start"].to_numpy(np.int64),
-        "end": (pick["start"] + pick["dur"]).to_numpy(np.int64),
-        "thread": pick["thread"].astype(str).to_numpy(),
-    })
-    out.insert(3, "seq", out.groupby(["pg", "name"], sort=False).cumcount().astype(np.int64))
-    return out
-
-
-def _pg(args: dict[str, Any]) -> str | None:
-    for key in PG_KEYS:
-        if key in args and args[key] not in (None, ""):
-            return str(args[key])
-    return None
-
-
-def _is_set(obj: Any) -> bool:
-    from ..ranks.traceset import TraceSet
-
-    return isinstance(obj, TraceSet)
+__all__ = ["collective_calls", "collective_skew", "step_times", "stragglers"]
 
 
 def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
     """``ProfilerStep#N`` per rank: ``step`` (N as the trace numbers it: with a
     schedule the first recorded step is ``wait + warmup``, not 0), ``rank``,
-    ``start``, ``end``, ``dur`` (ns, common clock), sorted by step then rank."""
-    if _is_set(ts):
-        frame = ts.sql("select rank, name, start, dur from events "  # type: ignore[union-attr]
-                       "where name like 'ProfilerStep#%' and kind = 'slice'")
-    else:
-        assert isinstance(ts, Trace)
-        ev = ts.events
-        ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
-        rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
-        frame = pd.DataFrame({"rank": rank, "name": ev["name"].astype(str), "start": ev["start"],
-                              "dur": ev["dur"]})
-    step = frame["name"].astype(str).str.extract(STEP)[0]
-    frame = frame[step.notna()]
-    out = pd.DataFrame({
-        "step": step[step.notna()].astype(np.int64).to_numpy(),
-        "rank": frame["rank"].to_numpy(np.int64),
-        "start": frame["start"].to_numpy(np.int64),
-        "dur": frame["dur"].to_numpy(np.int64),
-    })
-    out.insert(3, "end", out["start"] + out["dur"])
-    return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
+    ``start``, ``end``, ``dur`` (ns; a TraceSet: on its common clock, a Trace: its
+    own clock, ``rank`` from its ``distributedInfo``), sorted by step then rank."""
+    if is_traceset(ts):
+        return profiler_steps(ts)
+    ev = ts.events
+    ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
+    rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
+    return step_rows(rank, ev["name"], ev["start"], ev["dur"])
 
 
 def _per_step_waits(steps: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:

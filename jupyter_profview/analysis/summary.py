@@ -41,34 +41,20 @@ Phases per device: see :func:`phases`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import PHASES, Trace
+from .traceset import is_traceset, per_rank
+
+if TYPE_CHECKING:
+    from ..ranks.traceset import TraceSet
 
 FLOPS_COLUMN = "flops"
 BYTES_COLUMNS = ("memory_bytes", "bytes")
-
-
-def per_rank(fn: Callable[..., pd.DataFrame], ts: Any, *args: Any, **kwargs: Any) -> pd.DataFrame:
-    """``fn`` on each rank of a TraceSet (one rank in RAM at a time), the
-    results stacked with a ``rank`` column first (the index kept as a column)."""
-    frames = []
-    for rank in ts.ranks:
-        out = fn(ts[rank], *args, **kwargs).reset_index()
-        out.insert(0, "rank", rank)
-        frames.append(out)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["rank"])
-
-
-def _is_set(trace: Any) -> bool:
-    from ..ranks.traceset import TraceSet
-
-    return isinstance(trace, TraceSet)
 
 
 def _events(trace: Trace, events: pd.DataFrame | None) -> pd.DataFrame:
@@ -91,7 +77,8 @@ def bytes_column(events: pd.DataFrame) -> str | None:
     return None
 
 
-def summary(trace: Trace, by: str = "category", *, events: pd.DataFrame | None = None) -> pd.DataFrame:
+def summary(trace: Trace | TraceSet, by: str = "category", *,
+            events: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per-``by`` totals, sorted by ``total`` (descending).
 
     ``by`` is any column of the events table (``"category"``, ``"name"``,
@@ -105,7 +92,7 @@ def summary(trace: Trace, by: str = "category", *, events: pd.DataFrame | None =
 
     A TraceSet gives one summary per rank, stacked, with ``rank`` and ``by`` columns.
     """
-    if _is_set(trace):
+    if is_traceset(trace):
         return per_rank(summary, trace, by)
     ev = _events(trace, events)
     _check_column(ev, by, "summarise by")
@@ -149,13 +136,15 @@ def summary(trace: Trace, by: str = "category", *, events: pd.DataFrame | None =
     return out
 
 
-def top(trace: Trace, n: int = 10, by: str = "self", *, events: pd.DataFrame | None = None) -> pd.DataFrame:
+def top(trace: Trace | TraceSet, n: int = 10, by: str = "self", *,
+        events: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``n`` events with the largest ``by`` (any numeric events column),
     largest first, with their ids as the index.  A TraceSet gives the ``n``
-    largest over all ranks, with ``rank`` and ``id`` columns."""
-    if _is_set(trace):
-        return per_rank(top, trace, n, by).sort_values(by, ascending=False, kind="stable").head(n) \
-            .reset_index(drop=True)
+    largest over all ranks, with ``rank`` and ``id`` (the rank's event id) columns and
+    ``start`` on the set's common clock."""
+    if is_traceset(trace):
+        stacked = per_rank(top, trace, n, by, rebase=True)
+        return stacked.sort_values(by, ascending=False, kind="stable").head(n).reset_index(drop=True)
     ev = _events(trace, events)
     _check_column(ev, by, "rank by")
     if not pd.api.types.is_numeric_dtype(ev[by]):
@@ -222,7 +211,7 @@ def union_length(start: np.ndarray, end: np.ndarray) -> int:
     return int((run_end - run_start).sum())
 
 
-def phases(trace: Trace, *, events: pd.DataFrame | None = None) -> pd.DataFrame:
+def phases(trace: Trace | TraceSet, *, events: pd.DataFrame | None = None) -> pd.DataFrame:
     """Time per training phase on each device (``process``).
 
     Each instant of a track is attributed to the phase of the innermost slice
@@ -242,7 +231,7 @@ def phases(trace: Trace, *, events: pd.DataFrame | None = None) -> pd.DataFrame:
     ``busy``; on a single track they add up to exactly ``busy``.  A TraceSet
     gives one row per (rank, process).
     """
-    if _is_set(trace):
+    if is_traceset(trace):
         return per_rank(phases, trace)
     ev = _events(trace, events)
     slices = ev[ev["kind"] == "slice"]

@@ -22,7 +22,7 @@ Two files carry data (both JSON, ``.gz`` optional; told apart by content):
 ``analysis.peak_time`` finds the total's peak).  There are no events: combine
 with the profiler's trace of the same run to see the curves on its time axis:
 ``profview.load(trace_path, memory=timeline_path)`` or
-:func:`with_memory`.  Both files use the profiler's epoch clock (the Chrome
+:func:`jupyter_profview.loader.with_memory`.  Both files use the profiler's epoch clock (the Chrome
 trace's ``baseTimeNanoseconds`` + ``ts``), so the curves line up exactly.
 
 The ``.html`` variant embeds only a PNG picture of the plot, not the numbers:
@@ -35,13 +35,11 @@ strings limited to 64 MiB (:meth:`Source.json_document`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
@@ -177,38 +175,6 @@ def load(source: Source) -> Trace:
                       metadata={"layout": layout, "categories": sorted(set(devices)),
                                 "time_resolution_ns": 1000 if layout == "series" else 1,
                                 "peak_bytes": int(peak.max()) if layout == "series" else None})
-
-
-def with_memory(trace: Trace, memory: Any) -> Trace:
-    """``trace`` with the memory curves (and allocations) of ``memory`` added on
-    its time axis: a path / bytes of a memory timeline or CUDA memory snapshot,
-    or an already loaded Trace.  Both must have an absolute clock
-    (``metadata["base_time_ns"]``, epoch ns): rows are shifted by the
-    difference of the two origins.  The trace's own memory rows are kept."""
-    from ..loader import load as load_any
-
-    extra = memory if isinstance(memory, Trace) else load_any(memory)
-    if trace.time_unit != "ns" or extra.time_unit != "ns":
-        raise ProfviewError("cannot put a memory file on a trace without a clock",
-                            source=str(extra.metadata.get("source", "")),
-                            expected="both with time_unit 'ns'")
-    shift = int(extra.metadata.get("base_time_ns", 0)) - int(trace.metadata.get("base_time_ns", 0))
-    mem = extra.memory.copy()
-    mem["time"] = mem["time"] + shift
-    alloc = extra.allocations.copy()
-    for col in ("alloc_time", "free_time"):
-        alloc[col] = alloc[col] + shift
-    memory_table = pd.concat([trace.memory, mem], ignore_index=True)
-    memory_table["device"] = memory_table["device"].astype(str).astype("category")
-    memory_table = memory_table.sort_values(["device", "time"], kind="stable").reset_index(drop=True)
-    allocations = trace.allocations
-    if len(alloc):
-        allocations = pd.concat([trace.allocations, alloc], ignore_index=True)
-    if len(alloc):
-        allocations["device"] = allocations["device"].astype(str).astype("category")
-    metadata = {**trace.metadata, "memory_sources": [*trace.metadata.get("memory_sources", []),
-                                                     str(extra.metadata.get("source", extra.format))]}
-    return dataclasses.replace(trace, memory=memory_table, allocations=allocations, metadata=metadata)
 
 
 FORMAT = TraceFormat(

@@ -26,11 +26,30 @@ Stats (event metadata's, then the event's own) are resolved by name
 ``flops`` (``flops`` / ``model_flops``), ``bytes`` (``bytes_accessed``),
 ``correlation_id``, ``step`` (``step_num``), ``shapes``
 (``shape_with_layout`` / ``tensor_shapes`` / ``shapes``), ``hlo_module``,
-``tf_op``.  ``category``: the ``hlo_category`` stat (XLA op category) where
-present, else ``step`` (``step_num`` stat or a ``Steps`` line), ``memory``,
-``xla_op`` (``hlo_op`` stat or an ``XLA Ops`` line), ``xla_module``,
-``tf_op``, ``launch`` / ``kernel`` (a correlation id on a host / device
-plane), else ``host`` / ``device``.
+``tf_op``.  ``category``, the first that applies:
+
+1. the ``hlo_category`` stat (XLA's own op category, on GPU / TPU profiles);
+2. ``step``: a ``step_num`` stat or an event on a ``Steps`` line;
+3. ``memory``: ``MemoryAllocation`` / ``MemoryDeallocation`` (TF's memory profile);
+4. an XLA op (an ``hlo_op`` stat or an ``XLA Ops`` line): the category of its op
+   name (the ``hlo_op`` stat, else the event's name) by
+   :func:`~.xspace_build.op_category`, else ``xla_op``;
+5. ``xla_module``: an ``hlo_module`` stat or an ``XLA Modules`` line;
+6. a TensorFlow op (a ``TensorFlow Ops`` / ``TensorFlow Name Scope`` /
+   ``Framework Ops`` line, or a host event whose metadata name is a TF op full
+   name ``scope/name:Type``, how TF's executor names an op's TraceMe): the
+   category of its type (``Type``, else the name), else ``tf_op``;
+7. ``launch`` / ``kernel``: a correlation id on a host / device plane;
+8. ``host`` / ``device``.
+
+:func:`~.xspace_build.op_category` (where no ``hlo_category`` says it), first
+match on the name's tokens (split at non-letters and at lower->Upper case,
+e.g. ``all-reduce.1`` -> all, reduce; ``_MklNativeFusedMatMul`` -> ...,
+mat, mul): ``communication`` (all-reduce, all-gather, reduce-scatter,
+all-to-all, collective-permute/broadcast, send, recv, nccl), ``convolution``
+(convolution, conv), ``matmul`` (dot, gemm, matmul / mat mul, cublas,
+einsum), ``memory`` (copy, memcpy, memset), ``fusion`` (any other fusion);
+other names (``wrapped_tanh``, ``AddV2``) keep ``xla_op`` / ``tf_op``.
 
 ``flows``: host -> device for events sharing a ``correlation_id`` (CUPTI
 launch -> kernel), and producer -> consumer for the TraceMe context stats
@@ -42,14 +61,16 @@ launch -> kernel), and producer -> consumer for the TraceMe context stats
 The outer ``XSpace`` is read plane by plane from the (decompressed) stream:
 only one plane is held parsed at a time; :mod:`.xspace_build` turns each into
 columns.  A directory (a TensorBoard ``logs/``, ``plugins/profile/`` or a run
-directory) is resolved by :func:`find_in_directory`.
+directory) is resolved by :func:`find_in_directory` (the latest run's files, one
+per host; several hosts load as a TraceSet, see
+:func:`jupyter_profview.loader.load_any`).  ``metadata["host"]``: the XSpace's
+``hostnames`` entry, else the file name's ``<host>`` part.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import warnings
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -290,6 +311,7 @@ def _to_trace(source: Source, builder: Builder, extra: dict[str, list[str]]) -> 
     memory, allocations = _memory(builder, arrays, cols["name"], start)
     metadata = {"planes": builder.planes, "profile_start_time_ns": builder.profile_start,
                 "timestamps_normalised": bool(offset), **dict(extra),
+                "host": host_of(source.name, extra.get("hostnames", [])),
                 "steps": int(events["category"].eq("step").sum())}
     flows = _flows(builder, arrays, cols, contexts, events, raw_index)
     return make_trace(FORMAT.name, "ns", events, builder.quality, base=base, memory=memory,
@@ -315,12 +337,13 @@ def _value_start(key_at: int, value: bytes | bytearray) -> int:
     return key_at + 1 + length
 
 
-def find_in_directory(path: Path) -> Path:
-    """The XSpace file of a TensorBoard log directory: ``logs/``,
+def find_in_directory(path: Path) -> list[Path]:
+    """The XSpace files of a TensorBoard log directory: ``logs/``,
     ``logs/plugins/profile/`` or ``.../<run>/``.  Files are grouped by run
-    directory; the latest run (names are ``YYYY_MM_DD_HH_MM_SS``) is taken.  A
-    run with several hosts' files loads the first by name, with a warning that
-    names the others (load them one by one, or with ``profview.load_many``)."""
+    directory; the latest run (names are ``YYYY_MM_DD_HH_MM_SS``) is taken and
+    its files (one per host, ``<host>.xplane.pb``) are returned sorted by name.
+    What to do with several hosts is the loader's business
+    (:func:`jupyter_profview.loader.load_any`)."""
     found = sorted(p for p in path.rglob("*.xplane.pb*") if p.is_file() and
                    (p.name.endswith(".xplane.pb") or p.name.endswith(".xplane.pb.gz")))
     if not found:
@@ -330,14 +353,22 @@ def find_in_directory(path: Path) -> Path:
     for file in found:
         runs[file.parent].append(file)
     run = max(runs, key=lambda d: (d.name, str(d)))
-    files = runs[run]
-    if len(files) > 1:
-        warnings.warn(f"{run} holds {len(files)} hosts' profiles; loading {files[0].name} "
-                      f"(others: {', '.join(f.name for f in files[1:])}; all of them as one TraceSet: "
-                      f"profview.load_many(sorted(Path({str(run)!r}).glob('*.xplane.pb*'))))", stacklevel=3)
     if len(runs) > 1:
         log.info("%s: %d profile runs; loading the latest, %s", path, len(runs), run.name)
-    return files[0]
+    return runs[run]
+
+
+def host_of(source_name: str, hostnames: list[str]) -> str:
+    """The host a profile is from: the XSpace's first ``hostnames`` entry, else the
+    file name without ``.xplane.pb`` / ``.xplane.pb.gz`` (TensorBoard names the files
+    ``<host>.xplane.pb``), else ``""``."""
+    if hostnames and hostnames[0]:
+        return hostnames[0]
+    base = Path(source_name).name
+    for suffix in (".xplane.pb.gz", ".xplane.pb"):
+        if base.endswith(suffix):
+            return base[:-len(suffix)]
+    return ""
 
 
 FORMAT = TraceFormat(

@@ -9,6 +9,7 @@ columns overridden where one of the stats that feed a column is present.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -31,6 +32,22 @@ STAT_COLUMN = {"flops": "flops", "model_flops": "flops", "bytes_accessed": "byte
                "correlation_id": "correlation_id", "step_num": "step", "hlo_module": "hlo_module",
                "tf_op": "tf_op", **{k: "shapes" for k in SHAPE_STATS}}
 TF_OP_LINES = ("TensorFlow Ops", "TensorFlow Name Scope", "Framework Ops")
+# A TensorFlow op's TraceMe on a host thread: "scope/name:Type" (XProf's TF op full name)
+TF_OP_NAME = re.compile(r"^[\w./\-]+:([A-Za-z_]\w*)$")
+# Op name -> category where no hlo_category stat says it: the first rule with a token of the
+# name wins (tokens: the name split at non-letters and lowerCase->UpperCase, lower-cased, and
+# joined with "_", so "all-reduce.1" has "all_reduce" and "_MklNativeFusedMatMul" has "mat_mul").
+OP_RULES = (
+    ("communication", ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+                       "collective_broadcast", "allreduce", "allgather", "reducescatter", "alltoall",
+                       "send", "recv", "nccl")),
+    ("convolution", ("convolution", "conv")),
+    ("matmul", ("dot", "gemm", "matmul", "mat_mul", "cublas", "einsum")),
+    ("memory", ("copy", "memcpy", "memset")),
+    ("fusion", ("fusion",)),
+)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_NON_LETTERS = re.compile(r"[^a-z]+")
 
 
 def stat_value(stat: Any, names: dict[int, str]) -> Any:
@@ -52,7 +69,20 @@ def as_int(value: Any) -> int | None:
     return None
 
 
-def category(stats: dict[str, Any], line: str, host: bool, name: str) -> str:
+def op_category(op: str) -> str | None:
+    """The category of an XLA / TensorFlow op from its name (:data:`OP_RULES`), or None:
+    ``dot.4`` -> ``matmul``, ``multiply_add_fusion`` -> ``fusion``, ``all-reduce.1`` ->
+    ``communication``, ``copy-start`` -> ``memory``, ``Conv2D`` -> ``convolution``."""
+    key = "_" + _NON_LETTERS.sub("_", _CAMEL.sub("_", op).lower()).strip("_") + "_"
+    for cat, tokens in OP_RULES:
+        if any(f"_{t}_" in key for t in tokens):
+            return cat
+    return None
+
+
+def category(stats: dict[str, Any], line: str, host: bool, name: str, full_name: str | None = None) -> str:
+    """An event's category (see :mod:`.xspace`); ``name`` is its shown name, ``full_name``
+    its metadata ``name`` where that differs."""
     if "hlo_category" in stats:
         return str(stats["hlo_category"])
     if "step_num" in stats or line == "Steps":
@@ -60,11 +90,12 @@ def category(stats: dict[str, Any], line: str, host: bool, name: str) -> str:
     if name in MEMORY_EVENTS:
         return "memory"
     if "hlo_op" in stats or line == "XLA Ops":
-        return "xla_op"
+        return op_category(str(stats.get("hlo_op", name))) or "xla_op"
     if "hlo_module" in stats or line == "XLA Modules":
         return "xla_module"
-    if line in TF_OP_LINES:
-        return "tf_op"
+    tf_op = TF_OP_NAME.match(full_name or name) if host or line in TF_OP_LINES else None
+    if line in TF_OP_LINES or tf_op:
+        return op_category(tf_op.group(1) if tf_op else name) or "tf_op"
     if "correlation_id" in stats:
         return "launch" if host else "kernel"
     return "host" if host else "device"
@@ -230,7 +261,7 @@ class Builder:
         for value in uniq.tolist():
             m, ln = divmod(value, max(len(self.lanes), 1))
             plane, thread, host = self.lanes[ln]
-            cats.append(category(self.meta_stats[m], thread, host, self.meta_name[m]))
+            cats.append(category(self.meta_stats[m], thread, host, self.meta_name[m], self.meta_long[m]))
         cols["category"] = np.asarray(cats, dtype=object)[inverse.reshape(-1)]
         contexts: dict[int, dict[str, Any]] = {}
         meta_ctx = [any(k in s for k in CONTEXT_STATS) for s in self.meta_stats]
@@ -264,7 +295,8 @@ class Builder:
                 stats = self.stats(m, row)
                 if recat:
                     _, thread, host = self.lanes[lane_list[row]]
-                    cols["category"][row] = category(stats, thread, host, self.meta_name[m])
+                    cols["category"][row] = category(stats, thread, host, self.meta_name[m],
+                                                     self.meta_long[m])
                 if ctx:
                     contexts[row] = stats
         lanes = self.lanes

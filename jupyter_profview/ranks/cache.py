@@ -1,13 +1,14 @@
 """The Parquet cache of a loaded rank.
 
 One directory per trace file, ``<cache>/<file name>-<key>/``, where ``key``
-hashes the file's absolute path, size, modification time and the package
-version: a changed file or a new version of the package is a new entry.  It
+hashes the file's absolute path, size, modification time, the package
+version and :data:`CACHE_FORMAT`: a changed file, a new version of the
+package or a new entry layout is a new entry (old ones are never misread).  It
 holds one Parquet file per table (written by :func:`~jupyter_profview.export.write_frame`,
 LZ4, dictionary pages for categorical columns, statistics for time columns:
 ``events``, ``memory``, ``allocations``, ``nodes``, ``flows``, ``counters``
 where the trace has them, ``launches`` where the model has it, and
-``collectives``, see :func:`~jupyter_profview.analysis.ranks.collective_calls`)
+``collectives``, see :func:`~jupyter_profview.ranks.derived.collective_calls`)
 and ``rank.json`` (format, metadata, quality, row counts), written last: an
 entry is complete when ``rank.json`` exists.  An entry is built in a
 temporary directory and renamed into place, so concurrent loaders never see
@@ -40,6 +41,11 @@ CACHE_NAME = ".profview-cache"
 MANIFEST = "rank.json"
 TABLES = ("events", "memory", "allocations", "nodes", "flows", "counters", "launches", "collectives")
 TIME_COLUMNS = ("start", "end", "time", "alloc_time", "free_time")
+#: The layout of an entry (its tables, their columns, the manifest's keys).  Part of the cache
+#: key: increase it with any change to what an entry holds or how it is read, so that a source
+#: tree between two releases (same package version) does not read entries of the old layout.
+#: 1: the layout before this constant; 2: rank metadata with ``thread_names``.
+CACHE_FORMAT = 2
 #: Parquet codec of the cache: the entry is written on every first load, so
 #: write time counts more than size.  Per rank of 1M events (431 MB of JSON):
 #: "lz4" ~0.3 CPU-s, 0.10x the JSON; "none" ~0.2 CPU-s, 0.22x (zstd with
@@ -110,7 +116,7 @@ def _alive(pid: int) -> bool:
 
 
 def entry_key(path: Path, size: int, mtime_ns: int) -> str:
-    ident = f"{path.resolve()}\0{size}\0{mtime_ns}\0{package_version()}"
+    ident = f"{path.resolve()}\0{size}\0{mtime_ns}\0{package_version()}\0{CACHE_FORMAT}"
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -143,7 +149,8 @@ def write_entry(trace: Trace, entry: Path, tables: dict[str, pd.DataFrame], extr
             write_frame(frame, tmp / f"{name}.parquet", {"table": name}, compression=codec or CODEC,
                         statistics=stats, lean=True)
             rows[name] = len(frame)
-        manifest = {**meta, **json_safe(extra), "rows": rows, "tables": sorted(tables)}
+        manifest = {**meta, **json_safe(extra), "rows": rows, "tables": sorted(tables),
+                    "cache_format": CACHE_FORMAT}
         if timing is not None:
             manifest["load_time"] = timing()
         (tmp / MANIFEST).write_text(json.dumps(manifest))

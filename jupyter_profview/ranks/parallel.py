@@ -42,7 +42,7 @@ BYTES_PER_TRACE_BYTE = 2.0
 MEMORY_SHARE = 0.7
 #: imported once by the fork server, so every worker starts with them
 PRELOAD = ["jupyter_profview.loader", "jupyter_profview.formats.chrome.trace",
-           "jupyter_profview.analysis.ranks", "jupyter_profview.export", "pyarrow.parquet"]
+           "jupyter_profview.ranks.derived", "jupyter_profview.export", "pyarrow.parquet"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class Task:
 
 def load_rank(task: Task) -> dict[str, Any]:
     """Parse one file, write its cache entry; ``{"rank", "manifest"}`` or ``{"rank", "error"}``."""
-    from ..analysis.ranks import collective_calls
     from ..loader import load
+    from .derived import collective_calls
 
     entry = Path(task.entry)
     manifest = read_manifest(entry)

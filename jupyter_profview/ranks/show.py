@@ -141,11 +141,11 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
 
 def first_common_step(ts: TraceSet, ranks: Iterable[int] | None = None) -> int:
     """The lowest ``ProfilerStep#N`` number every chosen rank recorded."""
-    from ..analysis.ranks import step_times
     from ..errors import ProfviewError
+    from .derived import profiler_steps
 
     chosen = set(ts.ranks if ranks is None else ranks)
-    steps = step_times(ts)
+    steps = profiler_steps(ts)
     steps = steps[steps["rank"].isin(chosen)]
     per_step = steps.groupby("step")["rank"].nunique()
     common = per_step.index[per_step.to_numpy() == len(chosen)]

@@ -40,10 +40,13 @@ class TraceSet:
       rank has them; each with ``rank``, times on the common clock), out of
       core;
     * ``ts.per_rank(fn, ...)``: any analysis of one Trace on every rank, with ``rank``
-      (``summary``, ``phases``, ``top`` do this themselves when given a TraceSet);
+      (every analysis of :mod:`jupyter_profview.analysis` does this itself when given a
+      TraceSet, with its times on the common clock);
     * ``ts.quality`` (rank -> Quality), ``ts.errors`` (rank -> ProfviewError
       of the ranks skipped with ``on_error="skip"``), ``ts.missing`` (ranks
-      below the world size without a file), ``ts.info`` (one row per rank);
+      below the world size without a file), ``ts.problems`` (the files
+      disagree on the world size, or a rank is not below it: sentences naming
+      the files), ``ts.info`` (one row per rank);
     * the common clock: ``ts.offsets[r]`` is added to rank ``r``'s times;
       ``ts.origin_ns`` is its zero as epoch ns.  ``ts.aligned(step=N)``
       is the same set with offsets that make ``ProfilerStep#N`` start at
@@ -52,12 +55,13 @@ class TraceSet:
 
     def __init__(self, files: dict[int, RankFile], manifests: dict[int, dict[str, Any]], world_size: int,
                  missing: list[int], errors: dict[int, ProfviewError], cached: dict[int, bool],
-                 offsets: dict[int, int] | None = None) -> None:
+                 offsets: dict[int, int] | None = None, problems: list[str] | None = None) -> None:
         self.files = {r: f.path for r, f in files.items()}
         self._rank_files = files
         self._manifests = manifests
         self.world_size = world_size
         self.missing = missing
+        self.problems = list(problems or [])
         self.errors = errors
         self.cached = cached
         self.ranks = sorted(manifests)
@@ -122,6 +126,8 @@ class TraceSet:
             text += f" missing={ranks_text(self.missing)}"
         if self.errors:
             text += f" errors={ranks_text(sorted(self.errors))}"
+        if self.problems:
+            text += f" problems={len(self.problems)}"
         return text + ">"
 
     # -- tables on the common clock ---------------------------------------------
@@ -166,15 +172,27 @@ class TraceSet:
 
     @property
     def collectives(self) -> pd.DataFrame:
-        """Collective instances per rank (see :func:`~jupyter_profview.analysis.ranks.collective_calls`)."""
+        """Collective instances per rank (see :func:`~jupyter_profview.ranks.derived.collective_calls`)."""
         return self.table("collectives")
 
     def per_rank(self, analysis: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> pd.DataFrame:
-        """``analysis(trace, *args, **kwargs)`` on each rank (one rank in RAM at a time), stacked
-        with a ``rank`` column, e.g. ``ts.per_rank(analysis.kernel_breakdown)``."""
-        from ..analysis.summary import per_rank
+        """``analysis(ts[r], *args, **kwargs)`` on each rank (one rank in RAM at a time), stacked
+        with a ``rank`` column first, e.g. ``ts.per_rank(analysis.kernel_breakdown)``.
 
-        return per_rank(analysis, self, *args, **kwargs)
+        Each result's named index levels become columns (``summary``'s key, ``top``'s ``id``);
+        an unnamed index (a row number) is dropped.  Times stay on each rank's own clock, as in
+        ``ts[r]`` (the analyses, given a TraceSet, move them to the common clock)."""
+        frames = []
+        for rank in self.ranks:
+            out = analysis(self[rank], *args, **kwargs)
+            if not isinstance(out, pd.DataFrame):
+                raise TypeError(f"per_rank needs an analysis returning a DataFrame, "
+                                f"{getattr(analysis, '__name__', analysis)} returned {type(out).__name__}")
+            named = [n for n in out.index.names if n is not None]
+            out = (out.reset_index(level=named) if named else out).reset_index(drop=True)
+            out.insert(0, "rank", np.int64(rank))
+            frames.append(out)
+        return concat(frames) if frames else pd.DataFrame(columns=["rank"])
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over all ranks' Parquet files (see the class doc)."""
@@ -216,7 +234,8 @@ class TraceSet:
                 local[r] = int(ends[r]) - self.offsets[r]
         target = min(local[r] + self.offsets[r] for r in self.ranks)
         other = TraceSet(self._rank_files, self._manifests, self.world_size, self.missing, self.errors,
-                         self.cached, offsets={r: target - local[r] for r in self.ranks})
+                         self.cached, offsets={r: target - local[r] for r in self.ranks},
+                         problems=self.problems)
         other._keep = self  # keeps a temporary cache alive as long as either set
         return other
 
@@ -250,7 +269,9 @@ def load_many(source: Any, *, client: Any = None, cache: bool | str | Path = Tru
     ``source``: a directory, a glob or a list of files (``.gz`` too).  Ranks
     come from ``distributedInfo.rank``, else the file name (``rank-3``,
     ``rank_3``, ``rank3``), else sorted order; ranks below the world size
-    without a file are reported (``ts.missing`` and a warning).
+    without a file are reported (``ts.missing`` and a warning), and so are
+    files that disagree on the world size or ranks not below it
+    (``ts.problems`` and a warning listing them).
 
     Each rank is parsed by a worker process (``workers`` defaults to what the
     cores and memory allow), or by ``client`` (a ``dask.distributed.Client``),
@@ -265,9 +286,11 @@ def load_many(source: Any, *, client: Any = None, cache: bool | str | Path = Tru
     _require("pyarrow")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-    files, world, missing = discover(source)
+    files, world, missing, problems = discover(source)
     if missing:
         warnings.warn(f"{len(missing)} of {world} ranks have no file: {ranges(missing)}", stacklevel=2)
+    if problems:
+        warnings.warn("world size: " + " | ".join(problems), stacklevel=2)
     tmp: str | None = None
     if cache is True:
         roots = {d: cache_root(d) for d in {f.path.parent for f in files}}
@@ -299,7 +322,7 @@ def load_many(source: Any, *, client: Any = None, cache: bool | str | Path = Tru
         raise ProfviewError("no rank could be loaded", source=str(source),
                             expected="at least one readable trace file")
     ts = TraceSet({r: by_rank[r] for r in manifests}, manifests, world, missing, dict(sorted(errors.items())),
-                  cached)
+                  cached, problems=problems)
     if tmp is not None:
         ts._keep = weakref.finalize(ts, shutil.rmtree, tmp, True)
     return ts

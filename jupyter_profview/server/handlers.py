@@ -3,7 +3,8 @@
 ``POST api/sessions`` ``{"path": <path relative to the server root>}`` -> 202 ``{"id", "name", "size",
 "state"}``: loading starts in the worker process.
 ``GET api/sessions/<id>``: status (``state`` loading | ready | error, ``elapsed`` s, ``size`` bytes,
-``error``).
+``error``; once ready ``events`` and, for a run directory, ``run``: ``{"mode": "ranks", "ranks"}``
+or ``{"mode": "one-file", "file", "files", "reason"}`` when the ``ranks`` extra is missing).
 ``GET api/sessions/<id>/state``: waits for the load; the initial synced traits, framed (:mod:`.wire`).
 ``POST api/sessions/<id>/call/<command>``: a command of the widget's RPC (``_detail``, ``_table`` ...),
 body = its JSON request, reply framed.
@@ -12,6 +13,9 @@ body = its JSON request, reply framed.
 ``DELETE api/sessions/<id>``: close (evict) the session.
 Errors are JSON ``{"message": ...}``: 400 for a bad trace (the ProfviewError text) or request,
 403 outside the root, 404 for a missing file or session.
+
+Auth is jupyter-server's: authenticated (token, or the login cookie -- then POST and DELETE need the
+``X-XSRFToken`` header, as for every APIHandler) and authorized (``read`` on ``contents``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
@@ -49,6 +54,11 @@ def resolve(root: str | Path, api_path: str, allow_hidden: bool = False) -> Path
 
 
 class _Base(APIHandler):
+    #: jupyter-server authorization: every request of the viewer reads files under the root (POST
+    #: and DELETE open and close sessions, nothing is written), so each asks for ``read`` on
+    #: ``contents`` -- a user the server's Authorizer does not let read files gets 403.
+    auth_resource = "contents"
+
     @property
     def store(self) -> TraceStore:
         return self.settings["profview_store"]  # type: ignore[no-any-return]
@@ -76,6 +86,7 @@ class _Base(APIHandler):
 
 class SessionsHandler(_Base):
     @tornado.web.authenticated
+    @authorized("read")
     async def post(self) -> None:
         body = self.json_body()
         api_path = body.get("path") if isinstance(body, dict) else None
@@ -86,12 +97,14 @@ class SessionsHandler(_Base):
         self.finish(json.dumps(sess.status()))
 
     @tornado.web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         self.finish(json.dumps([s.status() for s in self.store.sessions.values()]))
 
 
 class SessionHandler(_Base):
     @tornado.web.authenticated
+    @authorized("read")
     async def get(self, sid: str) -> None:
         try:
             sess = self.store.get(sid)
@@ -100,6 +113,7 @@ class SessionHandler(_Base):
         self.finish(json.dumps(sess.status()))
 
     @tornado.web.authenticated
+    @authorized("read")
     async def delete(self, sid: str) -> None:
         closed = await self.store.close(sid)
         self.set_status(204 if closed else 404)
@@ -108,18 +122,21 @@ class SessionHandler(_Base):
 
 class StateHandler(_Base):
     @tornado.web.authenticated
+    @authorized("read")
     async def get(self, sid: str) -> None:
         self.send_frame(await self.guarded(self.store.state(sid)))
 
 
 class CallHandler(_Base):
     @tornado.web.authenticated
+    @authorized("read")
     async def post(self, sid: str, name: str) -> None:
         self.send_frame(await self.guarded(self.store.call(sid, name, self.json_body())))
 
 
 class TraitsHandler(_Base):
     @tornado.web.authenticated
+    @authorized("read")
     async def post(self, sid: str) -> None:
         changes = self.json_body()
         if not isinstance(changes, dict):

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 
@@ -20,7 +21,8 @@ PAGE = """<!doctype html>
 <link rel="stylesheet" href="{static}/widget.css">
 <style>body {{ margin: 0; padding: 8px; font-family: system-ui, sans-serif; }}
 .pv-standalone-head {{ display: flex; gap: 12px; align-items: baseline; margin: 0 0 6px; font-size: 13px; }}
-.pv-standalone-error {{ color: #b00020; white-space: pre-wrap; }}</style>
+.pv-standalone-error {{ color: #b00020; white-space: pre-wrap; }}
+.pv-standalone-note {{ margin: 0 0 6px; padding: 4px 8px; font-size: 13px; background: #fff4ce; }}</style>
 </head><body>
 <div class="pv-standalone-head"><strong>profview</strong><span>{name}</span></div>
 <div id="profview-root"></div>
@@ -31,7 +33,10 @@ PAGE = """<!doctype html>
 
 
 class ViewerPage(JupyterHandler):
+    auth_resource = "contents"  # as the API (handlers.py): the page shows a file under the root
+
     @tornado.web.authenticated
+    @authorized("read")
     def get(self) -> None:
         path = self.get_argument("path", self.settings.get("profview_default_path", ""))
         if not (STATIC / "standalone.js").is_file():

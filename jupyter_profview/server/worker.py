@@ -44,20 +44,25 @@ def warm() -> int:
     return os.getpid()
 
 
-def _load_directory(path: Path) -> Any:
+def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     """A run directory: all its ranks as one Trace with ``ranks.load_many`` (the ``ranks`` extra;
-    Parquet cache in the user cache dir, never next to the traces), else its first trace file."""
+    Parquet cache in the user cache dir, never next to the traces), else its first trace file.
+
+    Returns the trace and what was loaded (``run`` of the session's status): ``{"mode": "ranks",
+    "ranks": [...]}``, or ``{"mode": "one-file", "file": name, "files": n, "reason": text}`` when
+    the ``ranks`` extra is missing -- the tab says so, and its "Open in notebook" code loads that
+    one file."""
     try:
         ranks = importlib.import_module("jupyter_profview.ranks")
         show = importlib.import_module("jupyter_profview.ranks.show")
         cache = importlib.import_module("jupyter_profview.ranks.cache")
         ts = ranks.load_many(path, progress=False, cache=cache.user_cache_dir())
-    except ImportError:  # the package or its extra is missing: one file
-        pass
+    except ImportError as exc:  # the package or its extra is missing: one file
+        reason = str(exc) or f"{type(exc).__name__}: pip install 'jupyter_profview[ranks]'"
     else:
         trace = show.combined_trace(ts)
         trace.metadata.setdefault("source", str(path))
-        return trace
+        return trace, {"mode": "ranks", "ranks": [int(r) for r in ts.ranks]}
     files = sorted(p for p in path.iterdir()
                    if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES))
     if not files:
@@ -67,11 +72,12 @@ def _load_directory(path: Path) -> Any:
 
     trace = load(files[0])
     trace.metadata["run_files"] = [p.name for p in files]
-    return trace
+    return trace, {"mode": "one-file", "file": files[0].name, "files": len(files), "reason": reason}
 
 
 def open_session(sid: str, path: str) -> dict[str, Any]:
-    """Load ``path`` (a file, or a run directory) for session ``sid``; returns timing facts.
+    """Load ``path`` (a file, or a run directory) for session ``sid``; returns facts for its
+    status: ``events``, timings and, for a directory, ``run`` (see :func:`_load_directory`).
 
     Raises :class:`ProfviewError` for a bad trace (the store sends its text to the browser).
     """
@@ -79,11 +85,15 @@ def open_session(sid: str, path: str) -> dict[str, Any]:
 
     began = time.perf_counter()
     p = Path(path)
-    trace = _load_directory(p) if p.is_dir() else load(p)
+    facts: dict[str, Any] = {}
+    if p.is_dir():
+        trace, facts["run"] = _load_directory(p)
+    else:
+        trace = load(p)
     loaded = time.perf_counter()
     data = rpc.WidgetData(trace, "auto")
     SESSIONS[sid] = {"data": data, "selected": np.zeros(0, np.int64), "path": path}
-    return {"events": data.n, "load_s": loaded - began, "index_s": time.perf_counter() - loaded}
+    return {"events": data.n, "load_s": loaded - began, "index_s": time.perf_counter() - loaded, **facts}
 
 
 def _session(sid: str) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 handlers (:mod:`.rpc`, on the per-trace state of :mod:`.state`, requests validated by
 :mod:`.requests`), level of detail (:mod:`.lod` for the timeline, :mod:`.memory_lod` for the
 memory panel), the binary wire codec (:mod:`.codec`),
-the number formatting shared with the front end (:mod:`.numbers`) and the self-contained HTML
-export (:mod:`.static_html`).
+the number formatting shared with the front end (:mod:`.numbers`, re-exporting
+:mod:`jupyter_profview.numbers`), the self-contained HTML export (:mod:`.static_html`) and the
+side-by-side view of two runs (:mod:`.compare`).
 
 ``TraceWidget`` is imported on first use, so that the pure modules (codec, lod, numbers, rpc)
-load without anywidget and ipywidgets (the command line uses :mod:`.numbers`).
+load without anywidget and ipywidgets.
 """
 
 from __future__ import annotations

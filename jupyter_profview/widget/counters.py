@@ -4,8 +4,10 @@ Besides memory in use (bytes) the panel draws, each toggleable in the front end:
 
 * ``GPU utilisation`` per GPU (unit ``fraction``): the share of each pixel
   column during which the GPU runs at least one kernel / memcpy / memset,
-  computed here for every requested window and width (:class:`Utilisation`;
-  the same definition as :func:`jupyter_profview.analysis.utilisation`);
+  computed for every requested window and width by the analysis' own code
+  (:class:`Utilisation`: the GPU's merged intervals, taken once, and
+  :func:`jupyter_profview.analysis.gpu.busy_fraction`, the per-column step of
+  :func:`jupyter_profview.analysis.utilisation`);
 * ``queue length`` per GPU stream (unit ``count``): launches issued and not
   yet started (:func:`jupyter_profview.analysis.queue_length_series`);
 * the trace's own ``ph: "C"`` counters that are not memory (unit ``value``).
@@ -27,20 +29,16 @@ from ..model import Trace
 
 @dataclass
 class Utilisation:
-    """Merged activity intervals of one GPU, for busy fractions per column."""
+    """Merged activity intervals of one GPU (:func:`~jupyter_profview.analysis.gpu.merge_intervals`,
+    computed once), for busy fractions per column."""
 
     start: np.ndarray
     end: np.ndarray
-    before: np.ndarray  # busy time before each interval
 
     def __call__(self, edges: np.ndarray) -> np.ndarray:
-        """Busy fraction of each ``[edges[i], edges[i + 1])``."""
-        k = np.searchsorted(self.start, edges, side="right") - 1
-        safe = np.maximum(k, 0)
-        upto = np.where(k >= 0, self.before[safe] + np.clip(edges - self.start[safe], 0,
-                                                             (self.end - self.start)[safe]), 0.0)
-        width = np.diff(edges)
-        return np.where(width > 0, np.diff(upto) / np.where(width > 0, width, 1), 0.0)
+        """Busy fraction of each ``[edges[i], edges[i + 1])``
+        (:func:`~jupyter_profview.analysis.gpu.busy_fraction`)."""
+        return gpu.busy_fraction(self.start, self.end, edges)
 
 
 def counter_series(trace: Trace) -> list[dict[str, Any]]:
@@ -55,8 +53,7 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
         for name in sorted(set(gpus.tolist())):
             pick = gpus == name
             s, e = gpu.merge_intervals(start[pick], end[pick])
-            busy = Utilisation(s.astype(np.float64), e.astype(np.float64),
-                               np.concatenate([[0.0], np.cumsum((e - s).astype(np.float64))]))
+            busy = Utilisation(s, e)
             out.append({"device": f"{name} utilisation", "kind": "utilisation", "unit": "fraction",
                         "time": np.array([float(s[0]), float(e[-1])]), "values": np.array([0.0, 0.0]),
                         "busy": busy})

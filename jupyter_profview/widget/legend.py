@@ -1,4 +1,14 @@
-"""Event colours for the widget: a legend of categories (or phases) and a colour code per event."""
+"""Event colours for the widget: a legend of categories (or phases) and a colour code per event.
+
+Colouring by category, GPU device activities (the kernels, memcpy and memset of
+``trace.launches``) take their type as colour key instead of the raw ``cat`` of
+the file: ``kernel``, ``memcpy``, ``memset``, and ``communication`` for NCCL /
+RCCL kernels (which Kineto files the same ``kernel`` category as compute
+kernels).  Only the colour changes: ``trace.events["category"]`` keeps the raw
+category (``kernel``, ``gpu_memcpy``, older ``Kernel`` / ``Memcpy`` ...), and
+``trace.launches["type"]`` holds the type.  The device types present always
+have a legend entry of their own (they are never folded into "other").
+"""
 
 from __future__ import annotations
 
@@ -9,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..model import PHASES
+from ..model import KERNEL_TYPES, PHASES
 from ..palette import OTHER_COLOR, PALETTE, PHASE_COLORS
 
 LEGEND_TOP = 11
@@ -24,11 +34,14 @@ class Legend:
     codes: np.ndarray  # uint16, one per event id
 
 
-def build_legend(events: pd.DataFrame, color_by: str = "auto") -> Legend:
+def build_legend(events: pd.DataFrame, color_by: str = "auto",
+                 launches: pd.DataFrame | None = None) -> Legend:
     """Colour by ``category`` (top 11 by total duration, the rest "other") or ``phase``.
 
     Category colours are stable across traces: a category's palette slot comes
-    from a hash of its name (probing on collision), not from its rank.
+    from a hash of its name (probing on collision), not from its rank.  With
+    ``launches`` (``trace.launches``), device activities are coloured by their
+    type (see the module doc).
     """
     n = len(events)
     if color_by == "auto":
@@ -39,6 +52,9 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto") -> Legend:
     if n == 0:
         return Legend(color_by, [], np.zeros(0, np.uint16))
     column = pd.Categorical(events[color_by])
+    pinned: set[int] = set()
+    if color_by == "category" and launches is not None and len(launches):
+        column, pinned = device_type_keys(events, column, launches)
     codes = column.codes.astype(np.int64)
     ncat = len(column.categories)
     valid = codes >= 0
@@ -52,7 +68,9 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto") -> Legend:
         colors = [PHASE_COLORS.get(str(column.categories[c]), OTHER_COLOR) for c in keep]
     else:
         ranked = sorted((c for c in range(ncat) if count[c] > 0), key=lambda c: (-total[c], -count[c]))
-        keep = ranked[:LEGEND_TOP]
+        room = max(LEGEND_TOP - sum(c in pinned for c in ranked), 0)
+        others = set([c for c in ranked if c not in pinned][:room])
+        keep = [c for c in ranked if c in pinned or c in others]
         taken: set[int] = set()
         colors = []
         for c in keep:
@@ -72,3 +90,20 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto") -> Legend:
     if rest:
         entries.append({"key": "other", "color": OTHER_COLOR, "count": rest})
     return Legend(color_by, entries, event_codes.astype(np.uint16))
+
+
+def device_type_keys(events: pd.DataFrame, column: pd.Categorical[Any],
+                     launches: pd.DataFrame) -> tuple[pd.Categorical[Any], set[int]]:
+    """``column`` (the events' categories) with each device activity of ``launches`` recoded
+    to its type (``kernel``, ``memcpy``, ``memset``, ``communication``), and the codes of the
+    types present."""
+    categories = [str(c) for c in column.categories]
+    categories += [t for t in KERNEL_TYPES if t not in categories]  # appended: old codes stay valid
+    index = pd.Index(categories)
+    codes = np.asarray(column.codes, np.int64).copy()
+    pos = events.index.get_indexer(pd.Index(launches["kernel"].to_numpy(np.int64)))
+    known = pos >= 0
+    types = index.get_indexer(pd.Index(launches["type"].astype(str)))
+    codes[pos[known]] = types[known]
+    recoded = pd.Categorical.from_codes(codes, categories=index)
+    return recoded, set(np.unique(types[known]).tolist())

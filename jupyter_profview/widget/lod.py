@@ -103,7 +103,7 @@ class TimelineIndex:
 
     def __init__(self, trace: Trace, legend: Legend | None = None) -> None:
         ev = trace.events
-        self.legend = legend if legend is not None else build_legend(ev)
+        self.legend = legend if legend is not None else build_legend(ev, launches=trace.launches)
         self.tracks = track_table(trace)
         n = len(ev)
         self.n = n

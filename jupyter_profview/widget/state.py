@@ -27,7 +27,7 @@ class WidgetData:
         events = trace.events
         self.events = events
         self.n = len(events)
-        self.legend: Legend = build_legend(events, color_by)
+        self.legend: Legend = build_legend(events, color_by, getattr(trace, "launches", None))
         self.timeline = TimelineIndex(trace, self.legend)
         self.memory = MemoryIndex(trace)
         self.ids = events.index.to_numpy()
@@ -66,7 +66,7 @@ class WidgetData:
         return self._table_orders[cache_key]
 
     def recolor(self, color_by: str) -> None:
-        self.legend = build_legend(self.events, color_by)
+        self.legend = build_legend(self.events, color_by, getattr(self.trace, "launches", None))
         self.timeline.set_legend(self.legend)
 
     # -- ids <-> positions ---------------------------------------------------

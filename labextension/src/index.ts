@@ -2,13 +2,14 @@
 // browser in a "Profile viewer" tab (documents example of jupyterlab/extension-examples); the data
 // comes from the server extension (jupyter_profview/server), the drawing from js/src (one view code).
 
-import { type JupyterFrontEnd, type JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { ILabShell, type JupyterFrontEnd, type JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { MainAreaWidget, ToolbarButton } from "@jupyterlab/apputils";
-import { PathExt } from "@jupyterlab/coreutils";
+import { PageConfig, PathExt, URLExt } from "@jupyterlab/coreutils";
 import { ABCWidgetFactory, DocumentWidget, TextModelFactory, type DocumentRegistry } from "@jupyterlab/docregistry";
 import { IFileBrowserFactory } from "@jupyterlab/filebrowser";
 import type { Contents } from "@jupyterlab/services";
 import { LabIcon, notebookIcon } from "@jupyterlab/ui-components";
+import type { SessionStatus } from "../../js/src/transport_http";
 import { ProfviewPanel } from "./panel";
 
 export const FACTORY = "Profile viewer";
@@ -30,8 +31,8 @@ export const traceIcon = new LabIcon({
 export const FILE_TYPES: Array<Partial<DocumentRegistry.IFileType>> = [
   { name: "profview-pytorch-trace", displayName: "PyTorch profiler trace", extensions: [".pt.trace.json", ".pt.trace.json.gz"] },
   { name: "profview-chrome-trace", displayName: "Chrome trace", extensions: [".trace.json", ".trace.json.gz"] },
-  { name: "profview-xplane", displayName: "XPlane profile", extensions: [".xplane.pb"] },
-  { name: "profview-run-metadata", displayName: "TensorFlow RunMetadata", extensions: [".pb", ".pbtxt"] },
+  { name: "profview-xplane", displayName: "XPlane profile", extensions: [".xplane.pb", ".xplane.pb.gz"] },
+  { name: "profview-run-metadata", displayName: "TensorFlow RunMetadata", extensions: [".pb", ".pb.gz", ".pbtxt"] },
 ];
 
 /** The document model asks for no content: the server's worker reads the file, not the browser. */
@@ -49,11 +50,23 @@ class NoContentModelFactory extends TextModelFactory {
   }
 }
 
-export function notebookFor(path: string, isDir: boolean): Record<string, unknown> {
+/** The notebook "Open in notebook" writes next to `path`: code that loads what the tab shows
+ * (`status` of the loaded session; a run directory the server opened as one file -- the `ranks`
+ * extra is missing -- loads that file, not `load_many`). */
+export function notebookFor(path: string, isDir: boolean, status: SessionStatus | null = null): Record<string, unknown> {
   const name = PathExt.basename(path);
-  const source = isDir
-    ? `import jupyter_profview as profview\n\nt = profview.load_many(${JSON.stringify(name)})\nprofview.show(t)`
-    : `import jupyter_profview as profview\n\nt = profview.load(${JSON.stringify(name)})\nprofview.show(t)`;
+  const run = status?.run;
+  let code: string;
+  if (isDir && run?.mode === "one-file") {
+    const reason = run.reason.replace(/\s+/g, " ");
+    code = `# one file of the run, as in the viewer tab (${reason})\n` +
+      `t = profview.load(${JSON.stringify(`${name}/${run.file}`)})`;
+  } else if (isDir) {
+    code = `t = profview.load_many(${JSON.stringify(name)})`;
+  } else {
+    code = `t = profview.load(${JSON.stringify(name)})`;
+  }
+  const source = `import jupyter_profview as profview\n\n${code}\nprofview.show(t)`;
   return {
     cells: [{ cell_type: "code", execution_count: null, metadata: {}, outputs: [], source }],
     metadata: { kernelspec: { display_name: "Python 3 (ipykernel)", language: "python", name: "python3" } },
@@ -61,19 +74,27 @@ export function notebookFor(path: string, isDir: boolean): Record<string, unknow
   };
 }
 
-async function openInNotebook(app: JupyterFrontEnd, path: string, isDir: boolean): Promise<void> {
+async function openInNotebook(
+  app: JupyterFrontEnd, path: string, isDir: boolean, loaded: Promise<SessionStatus | null> = Promise.resolve(null),
+): Promise<void> {
+  const status = await loaded;  // the code follows what the tab loaded
   const contents = app.serviceManager.contents;
   const made = await contents.newUntitled({ path: PathExt.dirname(path), type: "notebook" });
-  await contents.save(made.path, { type: "notebook", format: "json", content: notebookFor(path, isDir) });
+  await contents.save(made.path, { type: "notebook", format: "json", content: notebookFor(path, isDir, status) });
   await app.commands.execute("docmanager:open", { path: made.path, factory: "Notebook" });
 }
 
-function notebookButton(app: JupyterFrontEnd, path: string, isDir: boolean): ToolbarButton {
+function notebookButton(app: JupyterFrontEnd, panel: ProfviewPanel, isDir: boolean): ToolbarButton {
   return new ToolbarButton({
     icon: notebookIcon, label: "Open in notebook", className: "jp-ProfviewPanel-notebook",
     tooltip: "A new notebook with t = profview.load(path); profview.show(t)",
-    onClick: () => void openInNotebook(app, path, isDir),
+    onClick: () => void openInNotebook(app, panel.path, isDir, panel.loaded),
   });
+}
+
+/** `{base_url}profview/view?path=...`: the viewer as a page of its own (server/page.py). */
+export function viewerPageUrl(path: string): string {
+  return URLExt.join(PageConfig.getBaseUrl(), "profview/view") + "?path=" + encodeURIComponent(path);
 }
 
 class ProfviewFactory extends ABCWidgetFactory<DocumentWidget<ProfviewPanel>> {
@@ -86,7 +107,7 @@ class ProfviewFactory extends ABCWidgetFactory<DocumentWidget<ProfviewPanel>> {
     context.model.readOnly = true;
     const content = new ProfviewPanel(context.path);
     const doc = new DocumentWidget({ content, context });
-    doc.toolbar.addItem("profview-notebook", notebookButton(this.app, context.path, false));
+    doc.toolbar.addItem("profview-notebook", notebookButton(this.app, content, false));
     void context.ready.then(() => content.load());
     return doc;
   }
@@ -96,8 +117,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: "jupyter-profview:plugin",
   description: "Open profiler traces from the file browser in a Profile viewer tab.",
   autoStart: true,
-  optional: [IFileBrowserFactory],
-  activate: (app: JupyterFrontEnd, browsers: IFileBrowserFactory | null) => {
+  optional: [IFileBrowserFactory, ILabShell],
+  activate: (app: JupyterFrontEnd, browsers: IFileBrowserFactory | null, labShell: ILabShell | null) => {
     const names: string[] = [];
     for (const ft of FILE_TYPES) {
       app.docRegistry.addFileType({
@@ -111,6 +132,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       readOnly: true,
     }));
 
+    // one tab per run directory: opening it again shows the open one
+    const runs = new Map<string, MainAreaWidget<ProfviewPanel>>();
+    let opened = 0;
     app.commands.addCommand(OPEN_RUN, {
       label: "Open run in profile viewer",
       isVisible: () => {
@@ -124,14 +148,30 @@ const plugin: JupyterFrontEndPlugin<void> = {
           if (!item || item.done) return;
           path = item.value.path;
         }
+        if (!labShell) {
+          // Notebook 7: its shell keeps the one widget of a page's main area (adding another is
+          // ignored), documents open in browser tabs of their own: so does the run, as the viewer page
+          window.open(viewerPageUrl(path), "_blank");
+          return;
+        }
+        const open = runs.get(path);
+        if (open && !open.isDisposed) {
+          labShell.activateById(open.id);
+          return;
+        }
         const content = new ProfviewPanel(path);
         const main = new MainAreaWidget({ content });
-        main.id = `profview-${path}`;
+        main.id = `profview-run-${++opened}`;
         main.title.label = PathExt.basename(path) || path;
+        main.title.caption = path;
         main.title.closable = true;
         main.title.icon = traceIcon;
-        main.toolbar.addItem("profview-notebook", notebookButton(app, path, true));
-        app.shell.add(main, "main");
+        main.toolbar.addItem("profview-notebook", notebookButton(app, content, true));
+        runs.set(path, main);
+        main.disposed.connect(() => {
+          if (runs.get(path) === main) runs.delete(path);
+        });
+        labShell.add(main, "main");
         void content.load();
       },
     });

@@ -1,5 +1,7 @@
 """``Comparison.show()`` in JupyterLab under Debian Chromium (marked ``browser``): two timelines
-whose zoom is synced through the alignment offset, and an ops table whose rows highlight in both."""
+whose zoom and pan are synced through the alignment offset both ways (A -> B and B -> A), and an
+ops table whose rows highlight in both.  Every step waits for state (the front ends' view
+attributes, the kernel's ``visible``), never for a fixed time."""
 
 from __future__ import annotations
 
@@ -37,6 +39,39 @@ def digest(root: Any) -> str:
     }"""))
 
 
+def wheel_zoom(page: Any, root: Any, times: int, at: float = 0.4) -> None:
+    """Wheel-zoom into ``root``'s timeline at ``at`` of its width, one notch at a time: each notch
+    waits until that timeline's view has changed (paced by the page, not by a clock)."""
+    canvas = root.locator(".pv-timeline canvas").first
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * at, box["y"] + box["height"] * 0.3)
+    for _ in range(times):
+        before = view_of(root)
+        page.mouse.wheel(0, -300)
+        changed = wait_until(lambda before=before: view_of(root) != before, timeout=10)
+        assert changed, "a wheel notch did nothing"
+
+
+def drag_pan(page: Any, root: Any, fraction: float) -> None:
+    """Drag ``root``'s timeline left by ``fraction`` of its width (later times come into view)."""
+    canvas = root.locator(".pv-timeline canvas").first
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    x0, y = box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.3
+    page.mouse.move(x0, y)
+    page.mouse.down()
+    page.mouse.move(x0 - box["width"] * fraction, y, steps=12)
+    page.mouse.up()
+
+
+def in_step(a: tuple[float, float], b: tuple[float, float], offset: float) -> bool:
+    """B's window is A's moved by the offset (to 1e-3 of the span)."""
+    span = a[1] - a[0]
+    return span > 0 and abs(b[0] - (a[0] + offset)) < 1e-3 * span \
+        and abs(b[1] - (a[1] + offset)) < 1e-3 * span
+
+
 def test_compare_view_syncs_zoom_and_highlights_rows(lab: LabServer, page: Any) -> None:
     nb = LabNotebook(lab, page, "compare", CELLS)
     nb.run_all()
@@ -51,27 +86,49 @@ def test_compare_view_syncs_zoom_and_highlights_rows(lab: LabServer, page: Any) 
     full_a = view_of(root_a)
 
     # wheel-zoom A's timeline: B's front end follows, and so does B's visible in the kernel
-    canvas = root_a.locator(".pv-timeline canvas").first
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.3)
-    for _ in range(4):
-        page.mouse.wheel(0, -300)
-        page.wait_for_timeout(100)  # paced like a hand on a wheel
+    wheel_zoom(page, root_a, 4)
 
     def synced() -> bool:
         a, b = view_of(root_a), view_of(root_b)
-        span = a[1] - a[0]
-        return span < (full_a[1] - full_a[0]) * 0.8 and abs(b[0] - (a[0] + offset)) < 1e-3 * span \
-            and abs(b[1] - (a[1] + offset)) < 1e-3 * span
+        return a[1] - a[0] < (full_a[1] - full_a[0]) * 0.8 and in_step(a, b, offset)
 
     assert wait_until(synced, timeout=20), (view_of(root_a), view_of(root_b))
-    def kernel_synced() -> bool:  # the front ends send _view debounced (~150 ms)
-        (a0, a1), (b0, b1) = nb.value("[list(view.a.visible), list(view.b.visible)]")
-        return a1 - a0 < (full_a[1] - full_a[0]) * 0.8 \
-            and abs(b0 - (a0 + offset)) < 1e-3 * (a1 - a0) and abs(b1 - (a1 + offset)) < 1e-3 * (a1 - a0)
 
-    assert wait_until(kernel_synced, timeout=20), nb.value("[list(view.a.visible), list(view.b.visible)]")
+    def kernel_views() -> tuple[tuple[float, float], tuple[float, float]]:
+        (a0, a1), (b0, b1) = nb.value("[list(view.a.visible), list(view.b.visible)]")
+        return (a0, a1), (b0, b1)
+
+    def kernel_synced(front: tuple[float, float]) -> bool:  # the front ends send _view debounced
+        a, b = kernel_views()
+        return abs(a[0] - front[0]) < 1e-3 * (a[1] - a[0]) and in_step(a, b, offset)
+
+    zoomed_a = view_of(root_a)
+    assert wait_until(lambda: kernel_synced(zoomed_a), timeout=20), kernel_views()
+
+    # pan A by dragging: the window moves to later times at the same span; B follows
+    drag_pan(page, root_a, 0.3)
+    span = zoomed_a[1] - zoomed_a[0]
+
+    def panned() -> bool:
+        a, b = view_of(root_a), view_of(root_b)
+        moved = a[0] > zoomed_a[0] + 0.1 * span and abs((a[1] - a[0]) - span) < 1e-3 * span
+        return moved and in_step(a, b, offset)
+
+    assert wait_until(panned, timeout=20), (zoomed_a, view_of(root_a), view_of(root_b))
+    panned_a = view_of(root_a)
+    assert wait_until(lambda: kernel_synced(panned_a), timeout=20), kernel_views()
+
+    # now zoom B: A follows, mapped back through the offset (B -> A)
+    wheel_zoom(page, root_b, 3, at=0.6)
+
+    def b_led() -> bool:
+        a, b = view_of(root_a), view_of(root_b)
+        return b[1] - b[0] < 0.8 * span and in_step(a, b, offset)
+
+    assert wait_until(b_led, timeout=20), (view_of(root_a), view_of(root_b))
+    zoomed_b_a = view_of(root_a)
+    assert zoomed_b_a[1] - zoomed_b_a[0] < 0.8 * span  # A zoomed in with B
+    assert wait_until(lambda: kernel_synced(zoomed_b_a), timeout=20), kernel_views()
 
     # click the aten::mm row of the ops table: both timelines highlight its events
     before = digest(root_a), digest(root_b)

@@ -8,13 +8,17 @@ the config file the wheel ships, as ``pip install`` would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
 import sys
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,41 +29,51 @@ import pytest
 import jupyter_profview as profview
 from tests.browser import lab as lab_module
 from tests.browser.lab import REPO, TIMEOUT_MS, LabServer, canvas_ink, wait_until
+from tests.server_helpers import copy_run, profview_serve, timeline_events, without_ranks_extra
 
 TOKEN = secrets.token_hex(16)
 PREBUILT = REPO / "jupyter_profview" / "labextension"
 FIXTURE = REPO / "tests" / "data" / "torch_mlp_train.json"
 TRACE = "train.pt.trace.json"
 TIMELINE = ".jp-ProfviewPanel .pv-timeline canvas"
+PAGE_TIMELINE = "#profview-root .pv-timeline canvas"  # the viewer page (server/page.py)
 
 pytestmark = pytest.mark.skipif(
     not (PREBUILT / "package.json").is_file(),
     reason="labextension not built: cd labextension && npm install && npm run build")
 
 
-def _get_json_with_token(url: str) -> Any:
-    req = urllib.request.Request(url, headers={"Authorization": f"token {TOKEN}"})
-    with urllib.request.urlopen(req, timeout=5) as r:
-        return json.loads(r.read())
+def _get_json_with_token(url: str, attempts: int = 1) -> Any:
+    """lab.py's ``_get_json`` with this module's token (5xx answers asked again as there)."""
+    for attempt in range(attempts):
+        req = urllib.request.Request(url, headers={"Authorization": f"token {TOKEN}"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            if e.code < 500 or attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
-@pytest.fixture(scope="module")
-def lab_ext(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    top = tmp_path_factory.mktemp("labext")
+def sessions(lab: LabServer) -> list[dict[str, Any]]:
+    """The open sessions of the server extension (their status: events, run ...)."""
+    return list(_get_json_with_token(f"{lab.base}/profview/api/sessions"))
+
+
+def start_lab(top: Path, env: dict[str, str] | None = None) -> LabServer:
+    """JupyterLab on ``top/root`` with the prebuilt extension (from a temp data dir) and the
+    server extension enabled by the wheel's config file, as ``pip install`` leaves them."""
     data = top / "data" / "labextensions"
     data.mkdir(parents=True)
     (data / "jupyter-profview").symlink_to(PREBUILT, target_is_directory=True)
-    root = top / "root"
-    root.mkdir()
-    shutil.copy(FIXTURE, root / TRACE)
-    shutil.copy(FIXTURE, root / "plain.json")  # no profiler name: Open With only
-    text = FIXTURE.read_text()
-    (root / "bad.pt.trace.json").write_text(text[: len(text) // 2])
-    (root / "run").mkdir()
-    shutil.copy(FIXTURE, root / "run" / "rank0.pt.trace.json")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", str(top / "data"))
+        mp.setenv("PROFVIEW_CACHE_DIR", str(top / "profview-cache"))  # load_many's, not ~/.cache
         mp.setenv("JUPYTER_CONFIG_PATH", str(REPO / "jupyter-config"))
+        for name, value in (env or {}).items():
+            mp.setenv(name, value)
         # with a real token (LabServer's default is none): the extension's requests must carry
         # JupyterLab's auth (token + XSRF) to be answered
         orig = subprocess.Popen
@@ -70,33 +84,114 @@ def lab_ext(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 
         mp.setattr(subprocess, "Popen", popen)
         mp.setattr(lab_module, "_get_json", _get_json_with_token)
-        server = LabServer(root)
+        server = LabServer(top / "root")
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:  # the token is in force
             urllib.request.urlopen(f"{server.base}/profview/api/sessions", timeout=10)
         assert refused.value.code == 403
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@pytest.fixture(scope="module")
+def lab_ext(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    top = tmp_path_factory.mktemp("labext")
+    root = top / "root"
+    root.mkdir()
+    shutil.copy(FIXTURE, root / TRACE)
+    shutil.copy(FIXTURE, root / "plain.json")  # no profiler name: Open With only
+    text = FIXTURE.read_text()
+    (root / "bad.pt.trace.json").write_text(text[: len(text) // 2])
+    copy_run(root / "run")  # 4 ranks of a real DDP run
+    server = start_lab(top)
+    try:
         yield server
     finally:
         server.stop()
 
 
+def record_api_calls(page: Any) -> None:
+    """``page.profview_calls``: the URLs of the extension's API requests, ``page.profview_requests``
+    the same as (method, URL)."""
+    calls: list[str] = []
+    requests: list[tuple[str, str]] = []
+
+    def seen(r: Any) -> None:
+        if "/profview/api/" in r.url:
+            calls.append(r.url)
+            requests.append((r.method, r.url))
+
+    page.on("request", seen)
+    page.profview_calls = calls
+    page.profview_requests = requests
+
+
+@contextlib.contextmanager
+def screenshot_on_failure(request: pytest.FixtureRequest, tmp_path: Path, pages: Any) -> Iterator[None]:
+    """After the test: a screenshot of each of ``pages()`` into the test's temporary directory
+    (pytest keeps the last few runs) if it failed; never into the source tree."""
+    yield
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        for i, pg in enumerate(pages()):
+            shot = tmp_path / f"failure-{i}.png"
+            with contextlib.suppress(Exception):
+                pg.screenshot(path=str(shot), full_page=True)
+                print(f"screenshot of the failure: {shot}")
+
+
 @pytest.fixture
-def lab_page(browser: Any, lab_ext: LabServer, request: pytest.FixtureRequest) -> Iterator[Any]:
+def lab_page(browser: Any, lab_ext: LabServer, request: pytest.FixtureRequest,
+             tmp_path: Path) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
-    calls: list[str] = []
-    pg.on("request", lambda r: calls.append(r.url) if "/profview/api/" in r.url else None)
-    pg.profview_calls = calls  # type: ignore[attr-defined]
+    record_api_calls(pg)
     pg.goto(f"{lab_ext.base}/lab/workspaces/{request.node.name}?reset&token={TOKEN}")
     pg.wait_for_selector(".jp-DirListing-item", timeout=TIMEOUT_MS)
-    yield pg
-    failed = getattr(request.node, "rep_call", None)
-    if failed is not None and failed.failed:
-        out = REPO / "test-artifacts" / "browser"
-        out.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(out / f"{request.node.name}.png"), full_page=True)
+    with screenshot_on_failure(request, tmp_path, lambda: context.pages):
+        yield pg
     context.close()
+
+
+@pytest.fixture
+def context(browser: Any, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A browser context for tests that open pages of their own (Notebook 7, the viewer page)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.set_default_timeout(TIMEOUT_MS)
+    with screenshot_on_failure(request, tmp_path, lambda: ctx.pages):
+        yield ctx
+    ctx.close()
+
+
+def api_requests(page: Any, method: str, path: str) -> int:
+    """How many ``method`` requests for ``{base}/profview/api/{path}`` the page made (JupyterLab
+    adds a cache-busting query to each URL: the path is compared).  Lets Playwright deliver the
+    page's pending request events first (it does while a call of the test waits)."""
+    page.wait_for_timeout(50)
+    return sum(m == method and urllib.parse.urlsplit(u).path.endswith(f"/profview/api/{path}")
+               for m, u in page.profview_requests)
+
+
+def session_id(page: Any, nth: int = -1) -> str:
+    """The id of a session the page opened (the ``nth`` state request it made)."""
+    ids = [m.group(1) for u in page.profview_calls if (m := re.search(r"/sessions/([0-9a-f]{16})/state", u))]
+    assert ids, page.profview_calls
+    return ids[nth]
+
+
+def session_status(lab: LabServer, sid: str) -> dict[str, Any]:
+    return dict(_get_json_with_token(f"{lab.base}/profview/api/sessions/{sid}"))
+
+
+def format_bytes(n: float) -> str:
+    """js/src/transport_http.ts formatBytes."""
+    units, i = ["B", "kB", "MB", "GB", "TB"], 0
+    while n >= 1000 and i < len(units) - 1:
+        n, i = n / 1000, i + 1
+    return f"{n:.1f} {units[i]}" if i else f"{n:g} {units[i]}"
 
 
 def item(page: Any, name: str) -> Any:
@@ -172,19 +267,84 @@ def test_corrupt_file_shows_the_profview_error(lab_page: Any, lab_ext: LabServer
     assert page.locator(TIMELINE).count() == 0
 
 
-def test_open_run_directory_and_open_in_notebook(lab_page: Any, lab_ext: LabServer) -> None:
+def test_loading_progress_shows_in_the_tab(lab_page: Any, lab_ext: LabServer) -> None:
+    """While the state request is held back (the trace still loading, as for a large file) the
+    tab shows the file's name, size and the time so far; then the timeline replaces it."""
     page = lab_page
-    item(page, "run").click(button="right")
-    page.locator(".lm-Menu-item:has-text('Open run in profile viewer')").first.click()
+    held: list[Any] = []
+    # JupyterLab's GETs carry a cache-busting query: match the URL's path
+    state = re.compile(r"/profview/api/sessions/[0-9a-f]{16}/state(\?\d*)?$")
+    page.route(state, lambda route: held.append(route))
+    item(page, TRACE).dblclick()
+    status = page.locator(".jp-ProfviewPanel-status").first
+    size = format_bytes((lab_ext.root / TRACE).stat().st_size)
+    loading = re.compile(rf"Loading {re.escape(TRACE)} \({re.escape(size)}\)… \d+\.\d s")
+    # (the locator call first: Playwright runs the route handler while a call of the test waits)
+    assert wait_until(lambda: loading.fullmatch(status.inner_text().strip()) and held), status.inner_text()
+    assert page.locator(TIMELINE).count() == 0
+    for route in held:
+        route.continue_()
+    page.unroute(state)
     page.wait_for_selector(TIMELINE)
     assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
+    assert page.locator(".jp-ProfviewPanel-status").count() == 0
+
+
+def test_closing_the_tab_closes_the_session(lab_page: Any, lab_ext: LabServer) -> None:
+    page = lab_page
+    item(page, TRACE).dblclick()
+    page.wait_for_selector(TIMELINE)
+    assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
+    sid = session_id(page)
+    assert session_status(lab_ext, sid)["state"] == "ready"
+    assert api_requests(page, "DELETE", f"sessions/{sid}") == 0
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").click()
+    assert wait_until(lambda: api_requests(page, "DELETE", f"sessions/{sid}") == 1), page.profview_requests
+    # the server let go of it (the worker's cache is freed)
+    assert wait_until(lambda: all(s["id"] != sid for s in sessions(lab_ext)))
+
+
+def test_open_run_directory_loads_every_rank_and_its_notebook_runs(lab_page: Any, lab_ext: LabServer) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    page = lab_page
+    files = sorted((lab_ext.root / "run").glob("rank-*"))
+
+    def open_run() -> None:
+        item(page, "run").click(button="right")
+        page.locator(".lm-Menu-item:has-text('Open run in profile viewer')").first.click()
+
+    open_run()
+    page.wait_for_selector(TIMELINE)
+    assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
+    # every rank: the event count is the sum over the rank files, each counted from its JSON
+    status = session_status(lab_ext, session_id(page))
+    assert status["run"] == {"mode": "ranks", "ranks": list(range(len(files)))}
+    assert status["events"] == sum(timeline_events(f) for f in files)
+    assert page.locator(".jp-ProfviewPanel-note").count() == 0
+    # opening the run again shows its tab: no second tab, no second session
+    posts = api_requests(page, "POST", "sessions")
+    assert posts == 1
+    labels = page.locator("#jp-main-dock-panel .lm-TabBar-tab .lm-TabBar-tabLabel")
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab .lm-TabBar-tabLabel:text-is('Launcher')").first.click()
+    open_run()
+    current = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").first
+    assert wait_until(lambda: current.inner_text() == "run")
+    page.wait_for_timeout(1000)  # nothing to wait for: no second session may start
+    assert [t for t in labels.all_inner_texts() if t == "run"] == ["run"]
+    assert api_requests(page, "POST", "sessions") == posts
+    # "Open in notebook": load_many of the run, and the notebook runs
     before = set(lab_ext.root.glob("*.ipynb"))
-    page.locator(".jp-ProfviewPanel-notebook").first.click()
+    page.locator(".jp-ProfviewPanel-notebook:visible").first.click()
     page.wait_for_selector(".jp-Notebook .jp-Cell")
     path = new_notebook(lab_ext.root, before)
-    nb = json.loads(path.read_text())
-    source = "".join(nb["cells"][0]["source"])
+    nb = nbformat.read(str(path), as_version=4)
+    source = nb.cells[0].source
     assert 'profview.load_many("run")' in source and "profview.show(t)" in source
+    NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(lab_ext.root)}}).execute()
+    outputs = nb.cells[0].outputs
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
 
 
 def test_notebook_from_a_file_runs(lab_page: Any, lab_ext: LabServer) -> None:
@@ -204,22 +364,145 @@ def test_notebook_from_a_file_runs(lab_page: Any, lab_ext: LabServer) -> None:
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
 
 
-def test_notebook7_file_browser_opens_the_viewer(browser: Any, lab_ext: LabServer) -> None:
+def test_run_without_the_ranks_extra_says_so_and_its_notebook_loads_that_file(
+        browser: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """JupyterLab whose server (and its worker) cannot import pyarrow/duckdb: the run opens as its
+    first file, the tab says so, and "Open in notebook" writes code that loads that file."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    (tmp_path / "root").mkdir()
+    files = sorted(copy_run(tmp_path / "root" / "run").iterdir())
+    (tmp_path / "site").mkdir()
+    lab = start_lab(tmp_path, env=without_ranks_extra(tmp_path / "site"))
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(TIMEOUT_MS)
     try:
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        page.goto(f"{lab_ext.base}/tree?token={TOKEN}")
-        page.wait_for_selector(".jp-DirListing-item")
-        with context.expect_page() as opened:
-            item(page, TRACE).dblclick()
-        tab = opened.value
-        tab.set_default_timeout(TIMEOUT_MS)
-        tab.wait_for_selector(TIMELINE)
-        assert f"/edit/{TRACE}" in tab.url
-        assert wait_until(lambda: canvas_ink(tab, TIMELINE) > 2000), "nothing drawn in Notebook 7"
+        with screenshot_on_failure(request, tmp_path, lambda: context.pages):
+            page = context.new_page()
+            record_api_calls(page)
+            page.goto(f"{lab.base}/lab/workspaces/no-ranks?reset&token={TOKEN}")
+            item(page, "run").click(button="right")
+            page.locator(".lm-Menu-item:has-text('Open run in profile viewer')").first.click()
+            page.wait_for_selector(TIMELINE)
+            assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
+            note = page.locator(".jp-ProfviewPanel-note").first
+            assert note.inner_text().strip() == (
+                f"Showing only {files[0].name} (1 of {len(files)} trace files), not all ranks of the run: "
+                "load_many needs pyarrow: pip install 'jupyter_profview[ranks]'")
+            status = session_status(lab, session_id(page))
+            assert status["run"]["mode"] == "one-file"
+            assert status["events"] == timeline_events(files[0])
+            before = set(lab.root.glob("*.ipynb"))
+            page.locator(".jp-ProfviewPanel-notebook:visible").first.click()
+            path = new_notebook(lab.root, before)
+            nb = nbformat.read(str(path), as_version=4)
+            source = nb.cells[0].source
+            assert f'profview.load("run/{files[0].name}")' in source and "profview.load_many(" not in source
+            NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(lab.root)}}).execute()
+            outputs = nb.cells[0].outputs
+            assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
     finally:
         context.close()
+        lab.stop()
+
+
+def notebook7_tree(context: Any, lab: LabServer) -> Any:
+    page = context.new_page()
+    record_api_calls(page)
+    page.goto(f"{lab.base}/tree?token={TOKEN}")
+    page.wait_for_selector(".jp-DirListing-item")
+    return page
+
+
+def opened_tab(context: Any, action: Any) -> Any:
+    """The browser tab ``action()`` opens (Notebook 7 opens documents in tabs of their own)."""
+    with context.expect_page() as opened:
+        action()
+    tab = opened.value
+    tab.set_default_timeout(TIMEOUT_MS)
+    record_api_calls(tab)
+    return tab
+
+
+def test_notebook7_file_browser_opens_the_viewer(context: Any, lab_ext: LabServer) -> None:
+    page = notebook7_tree(context, lab_ext)
+    tab = opened_tab(context, lambda: item(page, TRACE).dblclick())
+    tab.wait_for_selector(TIMELINE)
+    assert f"/edit/{TRACE}" in tab.url
+    assert wait_until(lambda: canvas_ink(tab, TIMELINE) > 2000), "nothing drawn in Notebook 7"
+
+
+def test_notebook7_open_with_lists_profile_viewer(context: Any, lab_ext: LabServer) -> None:
+    page = notebook7_tree(context, lab_ext)
+    item(page, "plain.json").click(button="right")
+    page.locator(".lm-Menu-item:has-text('Open With')").first.hover()
+    entry = page.locator(".lm-Menu-item:has-text('Profile viewer')").first
+    entry.wait_for()
+    tab = opened_tab(context, entry.click)
+    tab.wait_for_selector(TIMELINE)
+    assert "/edit/plain.json" in tab.url
+    assert wait_until(lambda: canvas_ink(tab, TIMELINE) > 2000), "nothing drawn in Notebook 7"
+
+
+def test_notebook7_corrupt_file_shows_the_profview_error(context: Any, lab_ext: LabServer) -> None:
+    with pytest.raises(profview.ProfviewError) as expected:
+        profview.load(lab_ext.root / "bad.pt.trace.json")
+    page = notebook7_tree(context, lab_ext)
+    tab = opened_tab(context, lambda: item(page, "bad.pt.trace.json").dblclick())
+    error = tab.locator(".jp-ProfviewPanel-error").first
+    error.wait_for()
+    assert error.inner_text().strip() == str(expected.value)
+    assert tab.locator(TIMELINE).count() == 0
+
+
+def test_notebook7_open_run_directory_draws(context: Any, lab_ext: LabServer) -> None:
+    """Notebook 7's shell shows one widget per page: the run opens as the viewer page in a browser
+    tab of its own (cookie login + XSRF header, no token in its URL), all ranks."""
+    page = notebook7_tree(context, lab_ext)
+    item(page, "run").click(button="right")
+    entry = page.locator(".lm-Menu-item:has-text('Open run in profile viewer')").first
+    tab = opened_tab(context, entry.click)
+    tab.wait_for_selector(PAGE_TIMELINE)
+    assert tab.url == f"{lab_ext.base}/profview/view?path=run"
+    assert wait_until(lambda: canvas_ink(tab, PAGE_TIMELINE) > 2000), "nothing drawn in the viewer page"
+    files = sorted((lab_ext.root / "run").glob("rank-*"))
+    status = session_status(lab_ext, session_id(tab))
+    assert status["events"] == sum(timeline_events(f) for f in files)
+
+
+def test_profview_serve_page_draws_every_rank(context: Any, tmp_path: Path) -> None:
+    """`profview serve RUN`: the printed URL opens the viewer page, which draws all ranks."""
+    files = sorted(copy_run(tmp_path / "run").iterdir())
+    with profview_serve(tmp_path / "run", tmp_path / "serve.log") as (http, url):
+        page = context.new_page()
+        record_api_calls(page)
+        page.goto(url)
+        page.wait_for_selector(PAGE_TIMELINE)
+        assert wait_until(lambda: canvas_ink(page, PAGE_TIMELINE) > 2000), "nothing drawn by profview serve"
+        status, body = http.request("GET", f"/profview/api/sessions/{session_id(page)}")
+        assert status == 200 and json.loads(body)["events"] == sum(timeline_events(f) for f in files)
+        assert page.locator(".pv-standalone-note").count() == 0
+        assert page.locator(".pv-standalone-error").count() == 0
+
+
+def test_profview_serve_without_the_ranks_extra_says_so(context: Any, tmp_path: Path) -> None:
+    """Without pyarrow/duckdb the run opens as its first file, and the page says so."""
+    files = sorted(copy_run(tmp_path / "run").iterdir())
+    (tmp_path / "site").mkdir()
+    env = without_ranks_extra(tmp_path / "site")
+    with profview_serve(tmp_path / "run", tmp_path / "serve.log", env=env) as (http, url):
+        page = context.new_page()
+        record_api_calls(page)
+        page.goto(url)
+        page.wait_for_selector(PAGE_TIMELINE)
+        assert wait_until(lambda: canvas_ink(page, PAGE_TIMELINE) > 2000)
+        note = page.locator(".pv-standalone-note").first
+        assert note.inner_text().strip() == (
+            f"Showing only {files[0].name} (1 of {len(files)} trace files), not all ranks of the run: "
+            "load_many needs pyarrow: pip install 'jupyter_profview[ranks]'")
+        status, body = http.request("GET", f"/profview/api/sessions/{session_id(page)}")
+        assert json.loads(body)["events"] == timeline_events(files[0])
 
 
 def test_voila_renders_the_quickstart_widget(browser: Any, tmp_path: Path) -> None:

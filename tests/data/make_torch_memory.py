@@ -28,6 +28,10 @@ Memory snapshots (``torch_snapshot`` format), pickles:
   recording), a segment reserved during it, allocations with stack frames,
   free_requested / free_completed, an ``oom`` entry and a segment_free.
 
+``tests/data/torch_memory/`` holds symlinks to the bundled examples
+(``jupyter_profview/examples/torch_memory/``: the trace, both memory timelines and
+the synthetic CUDA snapshot); writing through them replaces the one copy.
+
 The ``.html`` variant only embeds a PNG picture of the plot (and needs
 matplotlib), so it is not generated; the tests build one from torch's template.
 Re-running changes timings; the tests derive expected values from the files.

@@ -6,9 +6,13 @@ script uses them)::
     pip install tensorflow-cpu "jax[cpu]"
     python tests/data/make_xspace.py
 
-Writes, under ``tests/data/xspace/``:
+Writes the bundled examples, under ``jupyter_profview/examples/xspace/``
+(``profview.example("xspace_tf_logs")`` / ``"xspace_jax"``, for the notebook and
+Binder); ``tests/data/xspace/`` holds symlinks to them (``tf_keras`` -> the whole
+``tf_keras_logs`` directory, so a new run directory name needs no new link), so
+re-running replaces the one copy:
 
-- ``tf_keras/plugins/profile/<run>/<host>.xplane.pb``: a tiny Keras model
+- ``tf_keras_logs/plugins/profile/<run>/<host>.xplane.pb``: a tiny Keras model
   trained with ``model.fit`` and the TensorBoard callback profiling batches
   2-4 (``profile_batch=(2, 4)``): the layout TensorBoard's profile plugin reads
   (``logs/plugins/profile/<run>/``), host plane with TF ops and step markers.
@@ -28,7 +32,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).parent / "xspace"
+HERE = Path(__file__).resolve().parent / "xspace"  # the tests' symlinks
+EXAMPLES = Path(__file__).resolve().parents[2] / "jupyter_profview" / "examples" / "xspace"
+TF_LOGS = EXAMPLES / "tf_keras_logs"
+JAX_FILE = EXAMPLES / "jax_cpu.xplane.pb.gz"
 LIMIT = 500_000
 
 
@@ -58,8 +65,8 @@ def make_tf() -> None:
         model.fit(x, y, batch_size=8, epochs=1, callbacks=[callback], verbose=0)
         src = _only_xplane(Path(tmp))
         rel = src.relative_to(Path(tmp))
-        out_root = HERE / "tf_keras"
-        shutil.rmtree(out_root, ignore_errors=True)
+        out_root = TF_LOGS
+        shutil.rmtree(out_root, ignore_errors=True)  # the previous run: one copy only
         # keep only plugins/profile/<run>/<host>.xplane.pb (drop events files etc.)
         parts = rel.parts[rel.parts.index("plugins"):]
         dest = out_root.joinpath(*parts)
@@ -97,7 +104,7 @@ def make_jax() -> None:
                     params = step(params, x, y)
             jax.block_until_ready(params)
         data = _only_xplane(Path(tmp)).read_bytes()
-    dest = HERE / "jax_cpu.xplane.pb.gz"
+    dest = JAX_FILE
     dest.write_bytes(gzip.compress(data, mtime=0))
     size = dest.stat().st_size
     print(f"{dest}: {size} bytes ({len(data)} uncompressed)")
@@ -105,7 +112,26 @@ def make_jax() -> None:
         raise SystemExit(f"{dest} is {size} bytes, over {LIMIT}")
 
 
+def link(name: str, target: Path) -> None:
+    """``tests/data/xspace/<name>`` -> ``target`` (relative), replacing a stale link or a
+    directory of links left by an older version of this script (never real files)."""
+    path = HERE / name
+    if path.is_symlink():
+        path.unlink()
+    elif path.is_dir():
+        real = [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+        if real:
+            raise SystemExit(f"{path} holds files that are not links ({real[0]}): move them first")
+        shutil.rmtree(path)
+    elif path.exists():
+        raise SystemExit(f"{path} is a file, not a link to {target}")
+    path.symlink_to(os.path.relpath(target, HERE))
+
+
 if __name__ == "__main__":
+    EXAMPLES.mkdir(parents=True, exist_ok=True)
     HERE.mkdir(parents=True, exist_ok=True)
     make_tf()
     make_jax()
+    link("tf_keras", TF_LOGS)
+    link("jax_cpu.xplane.pb.gz", JAX_FILE)

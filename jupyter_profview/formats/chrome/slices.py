@@ -73,6 +73,11 @@ class Labels:
     take that label and sort after the host processes, by GPU index; their
     unnamed threads in ``streams`` (those with device activity) are
     ``stream <tid>``.
+
+    A thread with two different ``thread_name`` records (Kineto names gloo
+    threads ``... (python)`` and ``... (pt_gloo_runloop)``, in either order)
+    takes the name not ending ``(python)`` (else the last one); all its names
+    are in :meth:`renamed_threads`.
     """
 
     columns: ChromeColumns
@@ -81,6 +86,7 @@ class Labels:
     process_sort: dict[int, float] = field(default_factory=dict)
     thread_name: dict[tuple[int, int], str] = field(default_factory=dict)
     thread_sort: dict[tuple[int, int], float] = field(default_factory=dict)
+    thread_names_seen: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     other: list[dict[str, Any]] = field(default_factory=list)
     devices: dict[int, tuple[str, int]] = field(default_factory=dict)
     streams: set[tuple[int, int]] = field(default_factory=set)  # (pid, tid) codes with device activity
@@ -126,19 +132,21 @@ class Labels:
             elif kind == "process_sort_index":
                 self.process_sort[pid] = float(value)
             elif kind == "thread_name":
-                # a second name for one thread (Kineto gives gloo threads "(python)" and
-                # "(pt_gloo_runloop)", in either order): keep the one not ending "(python)", the
-                # other goes to ``other_metadata``
+                seen = self.thread_names_seen.setdefault((pid, tid), [])
+                if value not in seen:
+                    seen.append(value)
                 old = self.thread_name.get((pid, tid))
-                if old is not None and old != value:
-                    keep, drop = (old, value) if value.endswith("(python)") else (value, old)
-                    self.thread_name[(pid, tid)] = keep
-                    self.other.append({"name": "thread_name", "pid": token_label(self._tok(pid)),
-                                       "tid": token_label(self._tok(tid)), "args": {"name": drop}})
-                else:
+                if old is None or not value.endswith("(python)"):  # else keep old (see the class doc)
                     self.thread_name[(pid, tid)] = value
             else:
                 self.thread_sort[(pid, tid)] = float(value)
+
+    def renamed_threads(self) -> list[dict[str, Any]]:
+        """Threads with more than one ``thread_name``: ``pid``, ``tid``, ``names`` (each
+        distinct name, in file order) and ``kept`` (the thread's name here)."""
+        return [{"pid": token_label(self._tok(pid)), "tid": token_label(self._tok(tid)), "names": list(names),
+                 "kept": self.thread_name[(pid, tid)]}
+                for (pid, tid), names in self.thread_names_seen.items() if len(names) > 1]
 
     def finish(self) -> None:
         """Fix the process labels (call after :meth:`read_metadata`)."""

@@ -60,6 +60,8 @@ maps to its full ``GPU n · name`` label), ``gpu`` (counts of device
 activities linked / without correlation / launch not in the trace),
 ``display_time_unit``, ``device_properties``,
 ``distributed_info``, ``other_metadata`` (unrecognised ``M`` records),
+``thread_names`` (threads named twice: every name, and the one kept; see
+:class:`~.slices.Labels`),
 ``top_level`` (all top-level keys but ``traceEvents``), ``decoder``.
 """
 
@@ -381,6 +383,9 @@ def _metadata(c: ChromeColumns, labels: Labels, events: pd.DataFrame, base: int)
                               for p, v in labels.process_labels.items()}  # a device: its full label
     if labels.other:
         meta["other_metadata"] = labels.other
+    renamed = labels.renamed_threads()
+    if renamed:
+        meta["thread_names"] = renamed
     return meta
 
 

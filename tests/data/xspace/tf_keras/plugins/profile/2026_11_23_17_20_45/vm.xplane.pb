@@ -1,1 +1,0 @@
-../../../../../../../jupyter_profview/examples/xspace/tf_keras_logs/plugins/profile/2026_11_23_17_20_45/vm.xplane.pb
