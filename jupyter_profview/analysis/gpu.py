@@ -38,7 +38,13 @@ kernels before the last ``ProfilerStep``): span 435.588 ms here vs 435.586 ms
 in HTA; compute 76.94 vs 75.17 ms and idle 336.42 vs 338.78 ms (HTA's µs
 rounding shortens every kernel); communication overlapped 14.76 % vs 14.31 %;
 stream 7 host wait 355.5 vs 357.2 ms; queue-length max 10 in both (HTA's
-sample mean 0.81 vs the time-weighted mean 0.21 here).
+sample mean 0.81 vs the time-weighted mean 0.21 here).  Memory activities:
+the same 716 memcpy/memset rows in both, 1.753 ms here vs 1.015 ms summed
+over HTA's per-kernel rows: they average 2.45 µs and HTA's rounding (start up,
+end down) takes about 1 µs off each; the difference, 738.003 µs, is exactly
+the rounding loss summed from the file's decimal timestamps.  Short kernels
+(< 10 µs by default): 1,380 here vs HTA's 1,347; HTA's rule applied to its
+rounded durations gives its count exactly.
 
 A TraceSet (many ranks) gives each rank's result with a ``rank`` column first:
 rank by rank, so that every rank's ``GPU 0`` stays its own device; times
