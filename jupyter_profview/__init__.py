@@ -102,7 +102,7 @@ def sql(trace: Trace | TraceSet, query: str) -> Any:
 
     if isinstance(trace, TraceSet):
         return trace.sql(query)
-    from .ranks.sql import trace_sql
+    from .query import trace_sql
 
     return trace_sql(trace, query)
 

@@ -234,8 +234,8 @@ class Trace:
         (its ``id`` index as a column), ``memory``, ``allocations``, ``flows``, ``nodes``,
         ``launches`` and ``counters`` where present (times as in the tables: this trace's
         clock).  Needs duckdb, imported when a query runs
-        (:func:`jupyter_profview.ranks.sql.trace_sql`)."""
-        from .ranks.sql import trace_sql
+        (:func:`jupyter_profview.query.trace_sql`)."""
+        from .query import trace_sql
 
         return trace_sql(self, query)
 

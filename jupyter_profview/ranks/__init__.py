@@ -14,7 +14,7 @@ with that command when it is first needed.
 
 from __future__ import annotations
 
-from .sql import trace_sql
+from ..query import trace_sql
 from .traceset import TraceSet, load_many
 
 __all__ = ["TraceSet", "load_many", "trace_sql"]

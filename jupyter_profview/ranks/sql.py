@@ -1,8 +1,4 @@
-"""SQL over traces with DuckDB (imported only when a query runs).
-
-``profview.sql(trace, query)``: one Trace's DataFrames as the views
-``events`` (with its ``id`` index as a column), ``memory``, ``allocations``,
-``flows``, ``nodes``, ``counters``/``launches`` where present.
+"""SQL over all ranks with DuckDB (imported only when a query runs; one trace: :mod:`..query`).
 
 ``TraceSet.sql(query)``: views of the same names over every rank's Parquet
 files (``read_parquet`` of the list, ``union_by_name``), each with a
@@ -17,33 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..model import Trace
+from ..query import TRACE_TABLES, duckdb
 
 if TYPE_CHECKING:
     from .traceset import TraceSet
-
-TRACE_TABLES = ("events", "memory", "allocations", "flows", "nodes", "counters", "launches", "collectives")
-
-
-def duckdb() -> Any:
-    try:
-        import duckdb as module
-    except ImportError as exc:
-        raise ImportError("SQL queries need duckdb: pip install 'jupyter_profview[ranks]'") from exc
-    return module
-
-
-def trace_sql(trace: Trace, query: str) -> pd.DataFrame:
-    """Run a DuckDB query over one Trace's tables (see the module doc)."""
-    con = duckdb().connect()
-    try:
-        for name in TRACE_TABLES:
-            frame = getattr(trace, name, None)
-            if isinstance(frame, pd.DataFrame):
-                con.register(name, frame.reset_index() if name == "events" else frame)
-        return con.execute(query).df()
-    finally:
-        con.close()
 
 
 def _quote(text: str) -> str:
