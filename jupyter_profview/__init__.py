@@ -87,7 +87,7 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, **options: Any) -
     if not isinstance(source, (Trace, TraceSet)):
         source = load_any(source)  # a TraceSet too: a multi-host XSpace run directory
     if isinstance(source, TraceSet):
-        from .ranks.show import show_ranks
+        from .widget.ranks import show_ranks
 
         return show_ranks(source, ranks, align=align, **options)  # type: ignore[no-any-return]
     if align is not None:

@@ -715,32 +715,6 @@ def test_input_dims_from_the_args_blob(decoder: str) -> None:
 
 # -- layering: formats -> model -> analysis -> front ends ------------------------------------------
 
-def _imports(path: Path) -> set[str]:
-    import ast
-
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            found.add("." * node.level + (node.module or ""))
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-    return found
-
-
-def test_layering_of_compare_and_formats() -> None:
-    pkg = Path(profview.__file__).parent
-    for path in sorted((pkg / "formats").rglob("*.py")):
-        bad = {m for m in _imports(path) if re.search(r"(^|\.)(loader|analysis|widget|ranks)(\.|$)", m)}
-        assert not bad, (path.name, bad)
-    for name in ("compare.py", "compare_view.py"):
-        source = (pkg / "analysis" / name).read_text(encoding="utf-8")
-        widget = [line.strip() for line in source.splitlines()
-                  if re.search(r"import .*widget|widget.* import", line)]
-        # the one lazy import of Comparison.show(); all widget code is in widget/compare.py
-        expected = ["from ..widget.compare import CompareView"] if name == "compare.py" else []
-        assert widget == expected, widget
-
-
 def test_comparing_and_the_verdict_load_no_widget_code() -> None:
     import subprocess
     import sys

@@ -641,7 +641,7 @@ def test_per_rank_runs_any_single_trace_analysis(tmp_path: Path) -> None:
 
 def test_show_carries_launches_and_flows_to_the_right_events(tmp_path: Path) -> None:
     pytest.importorskip("anywidget")
-    from jupyter_profview.ranks.show import combined_trace
+    from jupyter_profview.widget.ranks import combined_trace
 
     with pytest.warns(UserWarning, match="126 of 128"):
         got = load_many(HTA_RANKS, progress=False, cache=tmp_path)

@@ -9,7 +9,6 @@ given.  Row counts for ``Trace.sql`` come from the JSON (``tests.format_helpers.
 
 from __future__ import annotations
 
-import ast
 import gzip
 import subprocess
 import sys
@@ -188,28 +187,6 @@ def test_memory_peak_and_live_set_per_rank(memory_set: TraceSet) -> None:
 
 
 # -- layers --------------------------------------------------------------------------------------
-
-def imported_modules(path: Path, package: str) -> set[str]:
-    """Absolute names of every module ``path`` imports, at any level (lazy imports too)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            name = ".".join([*base, node.module] if node.module else base)
-            found.add(name)
-            found.update(f"{name}.{alias.name}" for alias in node.names)
-    return found
-
-
-def test_the_ranks_layer_does_not_import_the_analyses() -> None:
-    ranks = ROOT / "jupyter_profview" / "ranks"
-    for path in sorted(ranks.glob("*.py")):
-        upward = {m for m in imported_modules(path, "jupyter_profview.ranks")
-                  if m.startswith("jupyter_profview.analysis")}
-        assert not upward, f"{path.name} imports {sorted(upward)}"
-
 
 def test_model_and_loading_do_not_import_duckdb() -> None:
     code = ("import sys, jupyter_profview as p; import jupyter_profview.model; "

@@ -54,7 +54,7 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     one file."""
     try:
         ranks = importlib.import_module("jupyter_profview.ranks")
-        show = importlib.import_module("jupyter_profview.ranks.show")
+        show = importlib.import_module("jupyter_profview.widget.ranks")
         cache = importlib.import_module("jupyter_profview.ranks.cache")
         ts = ranks.load_many(path, progress=False, cache=cache.user_cache_dir())
     except ImportError as exc:  # the package or its extra is missing: one file

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from ..model import Quality, Trace
-from .traceset import concat
+from ..ranks.traceset import concat
 
 if TYPE_CHECKING:
-    from .traceset import TraceSet
+    from ..ranks.traceset import TraceSet
 
 SEP = " · "
 LAUNCH_IDS = ("kernel", "launch", "cpu_op")
@@ -59,7 +59,7 @@ def _shift(frame: pd.DataFrame, columns: Iterable[str], by: int) -> None:
 
 def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
     """One Trace of the chosen ranks (default: all), see the module doc."""
-    from ..widget.lod import group_name
+    from .lod import group_name
 
     chosen = list(ts.ranks if ranks is None else ranks)
     events, memory, flows, launches, order = [], [], [], [], []
@@ -142,7 +142,7 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
 def first_common_step(ts: TraceSet, ranks: Iterable[int] | None = None) -> int:
     """The lowest ``ProfilerStep#N`` number every chosen rank recorded."""
     from ..errors import ProfviewError
-    from .derived import profiler_steps
+    from ..ranks.derived import profiler_steps
 
     chosen = set(ts.ranks if ranks is None else ranks)
     steps = profiler_steps(ts)
@@ -163,7 +163,7 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
     ``ProfilerStep`` every rank has starts at the same time (``ts.aligned``), and
     makes that time 0: what came before it has negative times (the widget's axis
     starts there); ``metadata["align"]`` records the step and ``at`` = 0."""
-    from ..widget import TraceWidget
+    from .widget import TraceWidget
 
     chosen = list(ts.ranks if ranks is None else ranks)
     step: int | None = None
