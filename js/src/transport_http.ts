@@ -4,6 +4,7 @@
 // Used by the JupyterLab document (labextension/) and by `profview serve` (standalone.ts).
 
 import type { AnyModel, Experimental } from "@anywidget/types";
+import { formatBytes, formatTime } from "./axis";
 
 /** Fetch `path` under `{base_url}profview/api/` with the server's auth (token / XSRF). */
 export type Fetcher = (path: string, init?: RequestInit) => Promise<Response>;
@@ -196,19 +197,9 @@ export class HttpModel implements AnyModel {
   }
 }
 
-export function formatBytes(n: number): string {
-  const units = ["B", "kB", "MB", "GB", "TB"];
-  let i = 0;
-  while (n >= 1000 && i < units.length - 1) {
-    n /= 1000;
-    i++;
-  }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
-}
-
-/** "Loading x.json (12.3 MB)… 2.1 s" */
+/** "Loading x.json (12.3 MiB)… 2.1 s" (sizes and times by the shared number rule) */
 export function progressText(s: SessionStatus): string {
-  return `Loading ${s.name} (${formatBytes(s.size)})… ${s.elapsed.toFixed(1)} s`;
+  return `Loading ${s.name} (${formatBytes(s.size)})… ${formatTime(s.elapsed * 1e9)}`;
 }
 
 /** The line a tab shows when a run directory opened as one file (the `ranks` extra is missing);
