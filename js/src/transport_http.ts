@@ -4,7 +4,7 @@
 // Used by the JupyterLab document (labextension/) and by `profview serve` (standalone.ts).
 
 import type { AnyModel, Experimental } from "@anywidget/types";
-import { formatBytes, formatTime } from "./axis";
+import { formatBytes } from "./axis";
 
 /** Fetch `path` under `{base_url}profview/api/` with the server's auth (token / XSRF). */
 export type Fetcher = (path: string, init?: RequestInit) => Promise<Response>;
@@ -197,9 +197,9 @@ export class HttpModel implements AnyModel {
   }
 }
 
-/** "Loading x.json (12.3 MiB)… 2.1 s" (sizes and times by the shared number rule) */
+/** "Loading x.json (12.3 MiB)… 2.1 s" (the size by the shared byte rule; seconds so far, one decimal) */
 export function progressText(s: SessionStatus): string {
-  return `Loading ${s.name} (${formatBytes(s.size)})… ${formatTime(s.elapsed * 1e9)}`;
+  return `Loading ${s.name} (${formatBytes(s.size)})… ${s.elapsed.toFixed(1)} s`;
 }
 
 /** The line a tab shows when a run directory opened as one file (the `ranks` extra is missing);

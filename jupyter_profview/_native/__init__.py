@@ -22,6 +22,7 @@ import os
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint8, c_void_p
 from functools import lru_cache
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -171,8 +172,20 @@ def warn_if_unavailable() -> None:
     warnings.warn(
         f"jupyter_profview: the native scanner is not used ({_refusal}); traces load on the "
         f"pure-Python path, same results but much slower. To get it: {HOW_TO_BUILD}.",
-        NativeUnavailableWarning, stacklevel=3,
+        NativeUnavailableWarning, stacklevel=_caller_level(),
     )
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package."""
+    import sys
+
+    package = str(Path(__file__).resolve().parents[1])
+    frame: FrameType | None = sys._getframe(1)  # warn_if_unavailable: level 1
+    level = 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _lib() -> ctypes.CDLL:
