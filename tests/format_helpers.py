@@ -64,3 +64,15 @@ def ns(us: Any) -> int:
     from decimal import Decimal
 
     return int(Decimal(us) * 1000)
+
+
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of [start, end) intervals (plain Python, the tests' own count)."""
+    total, reach = 0, None
+    for a, b in sorted(intervals):
+        if reach is None or a > reach[1]:
+            total += 0 if reach is None else reach[1] - reach[0]
+            reach = [a, b]
+        else:
+            reach[1] = max(reach[1], b)
+    return total + (0 if reach is None else reach[1] - reach[0])

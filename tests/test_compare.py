@@ -25,6 +25,7 @@ import pytest
 import jupyter_profview as profview
 from jupyter_profview import ProfviewError
 from jupyter_profview.analysis.compare import DEVICE_CATEGORIES
+from tests.format_helpers import union_ns
 
 DATA = Path(__file__).parent / "data"
 BASE, TEST = DATA / "compare" / "base.pt.trace.json.gz", DATA / "compare" / "test.pt.trace.json.gz"
@@ -91,18 +92,6 @@ def self_times(events: list[dict[str, Any]], group: str) -> dict[str, int]:
     for e in slices(events, group):
         out[e["name"]] += own[id(e)]
     return dict(out)
-
-
-def union(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals."""
-    total, cur = 0, None
-    for start, end in sorted(intervals):
-        if cur is None or start > cur[1]:
-            total += 0 if cur is None else cur[1] - cur[0]
-            cur = [start, end]
-        else:
-            cur[1] = max(cur[1], end)
-    return total + (0 if cur is None else cur[1] - cur[0])
 
 
 def children(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
@@ -348,7 +337,7 @@ def phases_from_file(path: Path) -> dict[str, int]:
         for e in xs:
             if pick(e):
                 by_pid[e["pid"]].append(span(e))
-        return sum(union(v) for v in by_pid.values())
+        return sum(union_ns(v) for v in by_pid.values())
 
     kids = children(events)
     forward: list[tuple[int, int]] = []
@@ -360,7 +349,7 @@ def phases_from_file(path: Path) -> dict[str, int]:
     out = {"busy": per_process(lambda e: True),
            "optimizer": per_process(lambda e: e["name"].startswith("Optimizer.")),
            "backward": per_process(lambda e: e["name"].startswith("autograd::engine::evaluate_function")),
-           "forward": union(forward), "communication": 0}
+           "forward": union_ns(forward), "communication": 0}
     out["other"] = out["busy"] - out["forward"] - out["backward"] - out["optimizer"]
     return out
 

@@ -29,7 +29,7 @@ import jupyter_profview as profview
 from jupyter_profview import ProfviewError, TraceSet, load_many
 from jupyter_profview.analysis import collective_skew, step_times, stragglers
 from jupyter_profview.ranks import parallel
-from tests.format_helpers import ns, read_json
+from tests.format_helpers import ns, read_json, union_ns
 
 DATA = Path(__file__).parent / "data"
 DDP = DATA / "ddp"
@@ -326,18 +326,6 @@ def test_step_times_numbers_and_durations_match_the_json(ts: TraceSet, docs: dic
                       for e in d["traceEvents"] if re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")))
     assert list(zip(got["step"], got["rank"], got["dur"], strict=True)) == expected
     assert got["step"].min() == 2  # schedule(wait=1, warmup=1): the first recorded step is #2
-
-
-def union_ns(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals (plain Python)."""
-    total, reach = 0, None
-    for a, b in sorted(intervals):
-        if reach is None or a > reach[1]:
-            total += 0 if reach is None else reach[1] - reach[0]
-            reach = [a, b]
-        else:
-            reach[1] = max(reach[1], b)
-    return total + (0 if reach is None else reach[1] - reach[0])
 
 
 def step_waits(doc: dict[str, Any]) -> dict[int, tuple[int, int]]:

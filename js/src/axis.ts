@@ -162,7 +162,31 @@ export function formatTime(v: number, unit: TimeUnit = "ns"): string {
   }
 }
 
-const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+const BYTE_UNITS = [" B", " KiB", " MiB", " GiB", " TiB", " PiB"];
+const SI_PREFIXES = ["", " k", " M", " G", " T", " P", " E"];
+
+/** |v| in the largest unit of `units` (each `base` times the last) that keeps it >= 1, by the
+ * 4-significant-digit rule; a value that rounds to `base` moves to the next unit; whole numbers
+ * in the first unit when `wholeFirst`; NaN → "–". */
+function formatScaled(v: number, base: number, units: string[], wholeFirst: boolean): string {
+  if (!Number.isFinite(v)) return NO_VALUE;
+  let x = Math.abs(v);
+  let i = 0;
+  while (x >= base && i < units.length - 1) {
+    x /= base;
+    i++;
+  }
+  for (;;) {
+    const text = toFixedHalfUp(x, i === 0 && wholeFirst ? 0 : decimals4(x));
+    if (i < units.length - 1 && Number(text) >= base) {
+      x /= base;
+      i++;
+      continue;
+    }
+    const out = stripZeros(text);
+    return `${v < 0 && out !== "0" ? "-" : ""}${out}${units[i]}`;
+  }
+}
 
 /**
  * Bytes with binary prefixes: 1536 → "1.5 KiB" (same rule as durations: 4 significant digits,
@@ -170,26 +194,8 @@ const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
  * rounds to 1024 moves to the next prefix; NaN → "–").
  */
 export function formatBytes(b: number): string {
-  if (!Number.isFinite(b)) return NO_VALUE;
-  let v = Math.abs(b);
-  let i = 0;
-  while (v >= 1024 && i < BYTE_UNITS.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  for (;;) {
-    const text = toFixedHalfUp(v, i === 0 ? 0 : decimals4(v));
-    if (i < BYTE_UNITS.length - 1 && Number(text) >= 1024) {
-      v /= 1024;
-      i++;
-      continue;
-    }
-    const out = stripZeros(text);
-    return `${b < 0 && out !== "0" ? "-" : ""}${out} ${BYTE_UNITS[i]}`;
-  }
+  return formatScaled(b, 1024, BYTE_UNITS, true);
 }
-
-const SI_PREFIXES = ["", " k", " M", " G", " T", " P", " E"];
 
 /**
  * A plain number (a counter's value): the durations' rule with decimal prefixes — 4 significant
@@ -197,21 +203,5 @@ const SI_PREFIXES = ["", " k", " M", " G", " T", " P", " E"];
  * that rounds to 1000 moves to the next prefix); NaN and infinities → "–".
  */
 export function formatNumber(v: number): string {
-  if (!Number.isFinite(v)) return NO_VALUE;
-  let x = Math.abs(v);
-  let i = 0;
-  while (x >= 1000 && i < SI_PREFIXES.length - 1) {
-    x /= 1000;
-    i++;
-  }
-  for (;;) {
-    const text = toFixedHalfUp(x, decimals4(x));
-    if (i < SI_PREFIXES.length - 1 && Number(text) >= 1000) {
-      x /= 1000;
-      i++;
-      continue;
-    }
-    const out = stripZeros(text);
-    return `${v < 0 && out !== "0" ? "-" : ""}${out}${SI_PREFIXES[i]}`;
-  }
+  return formatScaled(v, 1000, SI_PREFIXES, false);
 }

@@ -38,12 +38,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _get_json(url: str, attempts: int = 1) -> Any:
+def _get_json(url: str, attempts: int = 1, token: str = "") -> Any:
     """GET ``url`` as JSON; a 5xx answer is asked again up to ``attempts`` times (jupyter-server
     answers 500 while a kernel it is listing is still being shut down)."""
+    headers = {"Authorization": f"token {token}"} if token else {}
     for attempt in range(attempts):
         try:
-            with urllib.request.urlopen(url, timeout=5) as r:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             if e.code < 500 or attempt == attempts - 1:
@@ -53,8 +54,9 @@ def _get_json(url: str, attempts: int = 1) -> Any:
 
 
 class LabServer:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, token: str = "") -> None:
+        """``token``: the server's token ("" for none); every request of this helper carries it."""
+        self.root, self.token = root, token
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         settings = root.parent / "lab-settings"
@@ -70,7 +72,7 @@ class LabServer:
         self.log = (root.parent / "lab.log").open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-             f"--port={self.port}", "--ServerApp.token=", "--ServerApp.password=",
+             f"--port={self.port}", f"--IdentityProvider.token={token}", "--ServerApp.password=",
              "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}",
              "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
              "--LabApp.extension_manager=readonly", f"--NotebookNotary.data_dir={self.notary_dir}"],
@@ -79,7 +81,7 @@ class LabServer:
         deadline = time.monotonic() + 60
         while True:
             try:
-                _get_json(f"{self.base}/api/status")
+                _get_json(f"{self.base}/api/status", token=self.token)
                 break
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -97,7 +99,7 @@ class LabServer:
         NotebookNotary(data_dir=str(self.notary_dir)).sign(nb)
 
     def kernels(self) -> list[dict[str, Any]]:
-        return list(_get_json(f"{self.base}/api/kernels", attempts=20))
+        return list(_get_json(f"{self.base}/api/kernels", attempts=20, token=self.token))
 
     def shutdown_kernels(self) -> None:
         """Stop this server's kernels (the machine has 2 cores; idle widgets still cost) and wait
@@ -105,14 +107,15 @@ class LabServer:
         kernels = self.kernels()
         if not kernels:
             return
-        # jupyter-server checks XSRF on a DELETE even without a token: send its cookie back
+        # jupyter-server checks XSRF on a DELETE without a token: send its cookie back
         jar = http.cookiejar.CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        opener.open(f"{self.base}/lab", timeout=30).close()
+        auth = {"Authorization": f"token {self.token}"} if self.token else {}
+        opener.open(urllib.request.Request(f"{self.base}/lab", headers=auth), timeout=30).close()
         xsrf = next((c.value for c in jar if c.name == "_xsrf"), "")
         for k in kernels:
             req = urllib.request.Request(f"{self.base}/api/kernels/{k['id']}", method="DELETE",
-                                         headers={"X-XSRFToken": xsrf})
+                                         headers={"X-XSRFToken": xsrf, **auth})
             with contextlib.suppress(OSError):
                 opener.open(req, timeout=30).close()
         left = wait_until(lambda: not self.kernels(), timeout=60)

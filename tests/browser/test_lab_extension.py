@@ -16,7 +16,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -45,17 +44,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _get_json_with_token(url: str, attempts: int = 1) -> Any:
-    """lab.py's ``_get_json`` with this module's token (5xx answers asked again as there)."""
-    for attempt in range(attempts):
-        req = urllib.request.Request(url, headers={"Authorization": f"token {TOKEN}"})
-        try:
-            with urllib.request.urlopen(req, timeout=5) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            if e.code < 500 or attempt == attempts - 1:
-                raise
-            time.sleep(0.5)
-    raise AssertionError("unreachable")
+    return lab_module._get_json(url, attempts, token=TOKEN)
 
 
 def sessions(lab: LabServer) -> list[dict[str, Any]]:
@@ -77,15 +66,7 @@ def start_lab(top: Path, env: dict[str, str] | None = None) -> LabServer:
             mp.setenv(name, value)
         # with a real token (LabServer's default is none): the extension's requests must carry
         # JupyterLab's auth (token + XSRF) to be answered
-        orig = subprocess.Popen
-
-        def popen(args: list[str], **kwargs: Any) -> Any:
-            args = [f"--IdentityProvider.token={TOKEN}" if a == "--ServerApp.token=" else a for a in args]
-            return orig(args, **kwargs)
-
-        mp.setattr(subprocess, "Popen", popen)
-        mp.setattr(lab_module, "_get_json", _get_json_with_token)
-        server = LabServer(top / "root")
+        server = LabServer(top / "root", token=TOKEN)
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:  # the token is in force
             urllib.request.urlopen(f"{server.base}/profview/api/sessions", timeout=10)
@@ -185,6 +166,12 @@ def session_id(page: Any, nth: int = -1) -> str:
 
 def session_status(lab: LabServer, sid: str) -> dict[str, Any]:
     return dict(_get_json_with_token(f"{lab.base}/profview/api/sessions/{sid}"))
+
+
+def one_file_note(files: list[Path]) -> str:
+    """What the tab and the viewer page say when a run opened as its first file only."""
+    return (f"Showing only {files[0].name} (1 of {len(files)} trace files), not all ranks of the run: "
+            "load_many needs pyarrow: pip install 'jupyter_profview[ranks]'")
 
 
 def item(page: Any, name: str) -> Any:
@@ -380,9 +367,7 @@ def test_run_without_the_ranks_extra_says_so_and_its_notebook_loads_that_file(
             page.wait_for_selector(TIMELINE)
             assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
             note = page.locator(".jp-ProfviewPanel-note").first
-            assert note.inner_text().strip() == (
-                f"Showing only {files[0].name} (1 of {len(files)} trace files), not all ranks of the run: "
-                "load_many needs pyarrow: pip install 'jupyter_profview[ranks]'")
+            assert note.inner_text().strip() == one_file_note(files)
             status = session_status(lab, session_id(page))
             assert status["run"]["mode"] == "one-file"
             assert status["events"] == timeline_events(files[0])
@@ -491,9 +476,7 @@ def test_profview_serve_without_the_ranks_extra_says_so(context: Any, tmp_path: 
         page.wait_for_selector(PAGE_TIMELINE)
         assert wait_until(lambda: canvas_ink(page, PAGE_TIMELINE) > 2000)
         note = page.locator(".pv-standalone-note").first
-        assert note.inner_text().strip() == (
-            f"Showing only {files[0].name} (1 of {len(files)} trace files), not all ranks of the run: "
-            "load_many needs pyarrow: pip install 'jupyter_profview[ranks]'")
+        assert note.inner_text().strip() == one_file_note(files)
         status, body = http.request("GET", f"/profview/api/sessions/{session_id(page)}")
         assert json.loads(body)["events"] == timeline_events(files[0])
 
