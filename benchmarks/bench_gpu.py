@@ -77,7 +77,7 @@ def unlinked(flows: bool) -> Any:
     if not flows:
         trace_mod.build_flows = no_flows
     trace_mod.bind_by_correlation = lambda *a, **k: 0
-    gpu_mod.DeviceRows.launches = lambda self, events, raw_index: (  # type: ignore[method-assign]
+    gpu_mod.DeviceRows.launches = lambda self, events, event_of_row: (  # type: ignore[method-assign]
         empty_launches(), {"device_activities": 0})
 
     def undo() -> None:

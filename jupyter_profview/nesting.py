@@ -147,7 +147,8 @@ def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np
         _discount_shared(weight, track, start, end, parent, lane, loser)
     child = parent >= 0
     children = np.bincount(parent[child], weights=weight[child], minlength=len(weight))
-    return weight - children.astype(np.int64)
+    weight -= children.astype(np.int64)  # weight is this function's own array
+    return weight
 
 
 def _discount_shared(weight: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray,

@@ -14,6 +14,7 @@ string is its JSON-decoded text prefixed by ``"s:"`` (``"s:1"``), missing is -1.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -126,14 +127,18 @@ class ChromeColumns:
     top_level: dict[str, Any] = field(default_factory=dict)  # other top-level keys, parsed
     array_format: bool = False  # the file was a bare JSON array
 
-    def select(self, rows: np.ndarray) -> ChromeColumns:
-        """The columns of ``rows`` only (dictionaries, args blob and top level shared)."""
+    def select(self, rows: np.ndarray, arrays: Collection[str] | None = None,
+               numeric: Collection[str] | None = None) -> ChromeColumns:
+        """The columns of ``rows`` only (dictionaries, args blob and top level
+        shared).  Only the per-record arrays named in ``arrays`` and the numeric
+        args named in ``numeric`` are taken (default: all); the other arrays are
+        left empty (as by :meth:`drop_rows`) and the other numeric args out."""
         rows = np.asarray(rows, np.int64)
-        arrays = {name: getattr(self, name)[rows] for name in ROW_ARRAYS}
-        where = np.full(self.n, -1, np.int64)  # row -> its position in rows (-1: not selected)
-        where[rows] = np.arange(len(rows))
-        numeric = {k: v.select(where, len(rows)) for k, v in self.numeric_args.items()}
-        return replace(self, n=len(rows), **arrays, numeric_args=numeric)
+        taken = {name: getattr(self, name)[rows] if arrays is None or name in arrays
+                 else getattr(self, name)[:0].copy() for name in ROW_ARRAYS}
+        keep = {k: SparseColumn.from_dense(v.take(rows)) for k, v in self.numeric_args.items()
+                if numeric is None or k in numeric}
+        return replace(self, n=len(rows), **taken, numeric_args=keep)
 
     def drop_rows(self) -> None:
         """Free the per-record arrays and numeric args (keeping ``n``, the

@@ -133,7 +133,7 @@ def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.n
     kernel_ids, base_type, stream, device = kernel_ids[order], base_type[order], stream[order], device[order]
     corr_col = events["correlation"].array
     corr_valid = ~np.asarray(corr_col.isna())
-    corr = np.asarray(corr_col.fillna(0).to_numpy(np.int64))
+    corr = np.asarray(corr_col.to_numpy(np.int64, na_value=0))
     is_launch = category_table(list(events["category"].cat.categories.astype(str)), LAUNCH_CATEGORIES)[
         np.asarray(events["category"].cat.codes)] & corr_valid
     launch_ids = np.flatnonzero(is_launch)  # in start order: the first call of a correlation wins
@@ -154,14 +154,15 @@ def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.n
     delay = np.maximum(kernel_start - (launch_start + launch_dur), 0)
     cpu_op = enclosing_category(events, launch, "cpu_op")
     names = events["name"].array
+    kernel_names = _taken_or_na(names, kernel_ids, np.ones(len(kernel_ids), bool))
     table = pd.DataFrame({
         "kernel": kernel_ids.astype(np.int64),
         "launch": _nullable(launch, linked),
         "correlation": _nullable(corr[kernel_ids], k_corr_valid),
-        "name": names.take(kernel_ids),
-        "type": pd.Categorical.from_codes(kernel_types(base_type, names.take(kernel_ids)),
+        "name": kernel_names,
+        "type": pd.Categorical.from_codes(kernel_types(base_type, kernel_names),
                                           categories=pd.Index(list(KERNEL_TYPES))),
-        "gpu": events["process"].array.take(kernel_ids),
+        "gpu": _taken_or_na(events["process"].array, kernel_ids, np.ones(len(kernel_ids), bool)),
         "device": _nullable(np.nan_to_num(device).astype(np.int64), ~np.isnan(device)),
         "stream": _nullable(np.nan_to_num(stream).astype(np.int64), ~np.isnan(stream)),
         "kernel_start": kernel_start,
@@ -173,8 +174,6 @@ def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.n
         "cpu_op": _nullable(cpu_op, cpu_op >= 0),
         "cpu_op_name": _taken_or_na(names, cpu_op, cpu_op >= 0),
     })
-    table["name"] = table["name"].cat.remove_unused_categories()
-    table["gpu"] = table["gpu"].cat.remove_unused_categories()
     stats = {
         "device_activities": len(table), "linked": int(linked.sum()),
         "without_correlation": int((~k_corr_valid).sum()),
@@ -188,10 +187,15 @@ def _nullable(values: np.ndarray, valid: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(np.where(valid, values, 0).astype(np.int64), ~np.asarray(valid, bool))
 
 
-def _taken_or_na(names: Any, ids: np.ndarray, valid: np.ndarray) -> pd.Categorical:
-    codes = np.where(valid, np.asarray(names.codes)[np.maximum(ids, 0)], -1)
-    out = pd.Categorical.from_codes(codes, categories=names.categories)
-    return out.remove_unused_categories()
+def _taken_or_na(values: Any, ids: np.ndarray, valid: np.ndarray) -> pd.Categorical[Any]:
+    """The categorical ``values`` at ``ids`` (<NA> where not ``valid``), with
+    only the categories used (as ``remove_unused_categories``, by counting)."""
+    codes = np.where(valid, np.asarray(values.codes)[np.maximum(ids, 0)].astype(np.int64), -1)
+    has = codes >= 0
+    used = np.bincount(codes[has], minlength=len(values.categories)) > 0
+    new_code = np.cumsum(used) - 1
+    return pd.Categorical.from_codes(np.where(has, new_code[np.maximum(codes, 0)], -1),
+                                     dtype=pd.CategoricalDtype(values.categories[used], values.ordered))
 
 
 class DeviceRows:
@@ -209,21 +213,21 @@ class DeviceRows:
             tid = c.tid_code[dev_rec[no_stream]]
             self.stream[no_stream] = [float(c.tokens[t]) if t >= 0 and c.tokens[t].lstrip("-").isdigit()
                                       else np.nan for t in tid.tolist()]
-        base = np.asarray([DEVICE_CATEGORIES.get(k, "") for k in c.cats] + [""], dtype=object)
-        self.base_type = base[c.cat_code[dev_rec]].astype(str)
+        base = np.asarray([DEVICE_CATEGORIES.get(k, "") for k in c.cats] + [""], dtype=str)
+        self.base_type = base[c.cat_code[dev_rec]]
         index = device_indices(pid, self.device, c.tokens, labels.process_labels)
         props = c.top_level.get("deviceProperties")
         labels.devices = {p: (gpu_label(k, props), k) for p, k in index.items()}
         width = len(c.tokens) + 2
-        pairs = np.unique(pid.astype(np.int64) * width + (c.tid_code[dev_rec].astype(np.int64) + 1))
+        pairs = pd.unique(pid.astype(np.int64) * width + (c.tid_code[dev_rec].astype(np.int64) + 1))
         labels.streams = {(int(k // width), int(k % width) - 1) for k in pairs.tolist()}
         no_device = np.flatnonzero(np.isnan(self.device))
         if len(no_device):
             self.device[no_device] = [index[p] if index[p] >= 0 else np.nan for p in pid[no_device].tolist()]
 
-    def launches(self, events: pd.DataFrame, raw_index: np.ndarray) -> tuple[pd.DataFrame, dict[str, int]]:
-        event_of_row = np.full(int(raw_index.max()) + 1 if len(raw_index) else 0, -1, np.int64)
-        event_of_row[raw_index] = np.arange(len(raw_index))
+    def launches(self, events: pd.DataFrame, event_of_row: np.ndarray) -> tuple[pd.DataFrame, dict[str, int]]:
+        """``build_launches`` of these records; ``event_of_row``: the event id of
+        each events input row (-1: none)."""
         ids = event_of_row[self.positions] if len(self.positions) else np.zeros(0, np.int64)
         keep = ids >= 0
         return build_launches(events, ids[keep], self.base_type[keep], self.stream[keep],

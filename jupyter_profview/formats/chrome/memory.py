@@ -41,6 +41,7 @@ DEVICE_TYPES = {
 }
 BYTES_LIMIT = 2.0**62  # byte counts beyond this are clipped (they only come from corrupt files)
 MEMORY_COUNTER = re.compile(r"mem|alloc|bfc|bytes|heap", re.IGNORECASE)
+ALLOCATION_ARGS = ("Addr", "Bytes")  # the numeric args torch_allocations reads
 
 
 def device_label(device_type: float, device_id: float) -> str:
@@ -147,7 +148,7 @@ def torch_allocations(c: ChromeColumns, records: np.ndarray, device: pd.Categori
     """
     if len(records) == 0:
         return empty_allocations()
-    addr = c.numeric_args["Addr"].take(records)
+    addr = c.numeric_args["Addr"].take(records)  # (ALLOCATION_ARGS)
     delta = c.numeric_args["Bytes"].take(records)
     time = c.ts_ns[records]
     labels, dev_code = np.asarray(device.categories, dtype=object), device.codes.astype(np.int64)

@@ -205,18 +205,15 @@ class Labels:
         width = len(self.columns.tokens) + 1
         pair = pid_code.astype(np.int64) * width + tid_code
         # np.unique(pair, return_inverse=True), but hashing (few distinct pairs) instead of sorting
-        codes, found = pd.factorize(pair)
-        order = np.argsort(found)
-        rank = np.empty(len(found), np.int64)
-        rank[order] = np.arange(len(found))
-        values, inverse = found[order], rank[codes]
-        codes = []
-        for v in values.tolist():
+        inverse, found = pd.factorize(pair)
+        order = np.argsort(found)  # labels are interned in pair order
+        label_code = np.empty(len(found), np.int64)
+        for k, v in zip(order.tolist(), found[order].tolist(), strict=True):
             pid, tid = divmod(v, width)
             if tid == width - 1:  # tid -1 wrapped into the next pid's slot
                 pid, tid = pid + 1, -1
-            codes.append(self.thread_code(self.pair_label(pid, tid)))
-        return np.asarray(codes, np.int64)[inverse.reshape(-1)]
+            label_code[k] = self.thread_code(self.pair_label(pid, tid))
+        return label_code[inverse]
 
     def track_order(self, tracks: set[tuple[str, str]]) -> list[str]:
         """Base track labels (``process / thread``) in display order: process

@@ -84,8 +84,16 @@ from . import gpu
 from .args import ArgsRows
 from .columns import ABSENT_TIME, ChromeColumns
 from .decode import BOM, decode_python
-from .flows import V2_PHASES, SliceIndex, bind_by_correlation, build_flows, build_flows_v2, propagate_phase
-from .memory import MemoryParts, counters, torch_allocations, torch_memory
+from .flows import (
+    FLOW_ARRAYS,
+    V2_PHASES,
+    SliceIndex,
+    bind_by_correlation,
+    build_flows,
+    build_flows_v2,
+    propagate_phase,
+)
+from .memory import ALLOCATION_ARGS, MemoryParts, counters, torch_allocations, torch_memory
 from .native import decode_chrome
 from .slices import Labels, Rows, from_codes, match_async, match_begin_end
 from .torch_phases import forward_in_profiler_steps
@@ -161,8 +169,9 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     forward_in_profiler_steps(events, q)
 
     index = SliceIndex(events)
-    flows = _flows(parts, labels, index, _event_ids(raw_index, v2_rows), base, q)
-    launches, launch_stats = devices.launches(events, raw_index)
+    event_of_row = _event_of_row(raw_index)
+    flows = _flows(parts, labels, index, event_of_row[v2_rows], base, q)
+    launches, launch_stats = devices.launches(events, event_of_row)
     bind_by_correlation(flows, events, launches, FLOW_PHASE_CATEGORIES)
     propagate_phase(events, flows, FLOW_PHASE_CATEGORIES, q)
     allocations = _allocations(parts, labels, index, events, base)
@@ -232,8 +241,9 @@ def _sort_out(c: ChromeColumns, ok: np.ndarray, labels: Labels, q: Quality) -> _
     counter_table = counters(c, np.flatnonzero((ph == ord("C")) & ok), labels, memory, q)
     v2_rec = np.flatnonzero((c.bind_code >= 0) & _ph(*V2_PHASES)[ph] & ok)
     return _Parts(x_rec, x_dur, i_rec, rows, memory, counter_table,
-                  flow=c.select(np.flatnonzero(_ph("s", "t", "f")[ph] & ok)), mem=c.select(mem_rec),
-                  mem_device=mem_device, v2=c.select(v2_rec), v2_rec=v2_rec)
+                  flow=c.select(np.flatnonzero(_ph("s", "t", "f")[ph] & ok), FLOW_ARRAYS, numeric=()),
+                  mem=c.select(mem_rec, ("ts_ns", "pid_code", "tid_code"), numeric=ALLOCATION_ARGS),
+                  mem_device=mem_device, v2=c.select(v2_rec, numeric=()), v2_rec=v2_rec)
 
 
 def _event_columns(c: ChromeColumns, parts: _Parts, labels: Labels,
@@ -244,11 +254,12 @@ def _event_columns(c: ChromeColumns, parts: _Parts, labels: Labels,
     and the earliest time of any table."""
     rows = parts.rows
     simple = np.concatenate([parts.x_rec, parts.i_rec])
-    rec = np.concatenate([simple, np.asarray(rows.rec, np.int64)]).astype(np.int64)
+    rec = np.concatenate([simple, np.asarray(rows.rec, np.int64)], dtype=np.int64)
     start = c.ts_ns[rec]
     dur = np.concatenate([parts.x_dur, np.zeros(len(parts.i_rec), np.int64), np.asarray(rows.dur, np.int64)])
-    pid = np.concatenate([c.pid_code[simple], np.asarray(rows.pid, np.int32)])
-    thread = np.concatenate([labels.thread_codes(c.pid_code[simple], c.tid_code[simple]),
+    simple_pid = c.pid_code[simple]
+    pid = np.concatenate([simple_pid, np.asarray(rows.pid, np.int32)])
+    thread = np.concatenate([labels.thread_codes(simple_pid, c.tid_code[simple]),
                              np.asarray(rows.thread, np.int64)])
     kind = np.concatenate([np.full(len(parts.x_rec), KINDS.index("slice"), np.int8),
                            np.full(len(parts.i_rec), KINDS.index("instant"), np.int8),
@@ -291,11 +302,12 @@ def _positions(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.where(hit, order[pos] if len(values) else -1, -1)
 
 
-def _event_ids(raw_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Event id of each events input row in ``rows`` (-1: none, or row -1)."""
-    event_of_row = np.full(len(raw_index) + 1, -1, np.int64)
+def _event_of_row(raw_index: np.ndarray) -> np.ndarray:
+    """Event id of each events input row (-1: none), then -1 (so row -1 gives -1)."""
+    size = max(len(raw_index), int(raw_index.max()) + 1 if len(raw_index) else 0)
+    event_of_row = np.full(size + 1, -1, np.int64)
     event_of_row[raw_index] = np.arange(len(raw_index))
-    return event_of_row[np.where(rows >= 0, rows, len(raw_index))]
+    return event_of_row
 
 
 def _flows(parts: _Parts, labels: Labels, index: SliceIndex, v2_ids: np.ndarray, base: int,
