@@ -302,10 +302,14 @@ def empty_launches() -> pd.DataFrame:
 
 def memory_frame(time: Any, device: Any, nbytes: Any, kind: str) -> pd.DataFrame:
     """A ``memory`` table from absolute times; sorted by (device, time)."""
+    times = np.asarray(time, dtype=np.int64)
+    kinds = list(MEMORY_KINDS)
     frame = pd.DataFrame({
-        "time": np.asarray(time, dtype=np.int64),
-        "device": pd.Categorical(device),
+        "time": times,
+        "device": device if isinstance(device, pd.Categorical) else pd.Categorical(device),
         "bytes": np.asarray(nbytes, dtype=np.int64),
-        "kind": pd.Categorical([kind] * len(time), categories=MEMORY_KINDS),
+        # one code for every row (no list of len(time) strings: this table can have millions)
+        "kind": pd.Categorical.from_codes(np.full(len(times), kinds.index(kind), np.int64),
+                                          categories=pd.Index(kinds)),
     })
     return frame.sort_values(["device", "time"], kind="stable").reset_index(drop=True)

@@ -248,6 +248,26 @@ def test_snapshot_in_the_widget() -> None:
     assert decode_frame(w._memory).meta["series"][0]["device"] == "cuda:0"
 
 
+@pytest.mark.parametrize("blob", [
+    b"\x80\x05\x96" + (2**60).to_bytes(8, "little"),  # BYTEARRAY8 of 2**60 bytes (found by the fuzzer)
+    b"\x80\x05\x8e" + (2**40).to_bytes(8, "little"),  # BINBYTES8 of 1 TiB
+])
+def test_a_size_larger_than_memory_is_a_profview_error(blob: bytes) -> None:
+    """A length field asking for more memory than there is ends in a ProfviewError with a
+    position, not a MemoryError, whether the pickle comes as bytes or from a file."""
+    for source in (blob, Source(blob, name="huge.pickle")):
+        with pytest.raises(ProfviewError) as err:
+            torch_snapshot.unpickle(source, "huge.pickle")
+        assert err.value.position and "huge.pickle" in str(err.value)
+
+
+def test_bytes_and_files_unpickle_alike() -> None:
+    snapshot = {"segments": [], "device_traces": [[]]}
+    blob = pickle.dumps(snapshot, protocol=5)
+    from_file = torch_snapshot.unpickle(Source(blob, name="s"), "s")
+    assert torch_snapshot.unpickle(blob, "s") == from_file == snapshot
+
+
 @pytest.mark.parametrize(("mutate", "match"), [
     (lambda s: s.update(segments={}), "segments"),
     (lambda s: s["device_traces"][0][0].update(action="explode"), "unknown action"),

@@ -101,7 +101,8 @@ class _Stream:
     hold gigabytes of filler."""
 
     def __init__(self, data: bytes | Source) -> None:
-        self._file: Any = io.BytesIO(data) if isinstance(data, bytes) else data.reader(MAX_SNAPSHOT)
+        self._file: Any = (io.BufferedReader(io.BytesIO(data)) if isinstance(data, bytes)
+                           else data.reader(MAX_SNAPSHOT))
         self.position = 0  # bytes handed to the unpickler so far
 
     def _take(self, data: bytes) -> bytes:
@@ -132,8 +133,11 @@ def unpickle(data: bytes | Source, name: str) -> Any:
     except _Refused as exc:
         raise ProfviewError(f"refused: {exc}", source=name, position=f"byte {stream.position}",
                             expected=EXPECTED) from None
-    except (ProfviewError, MemoryError):  # bad gzip, too big: already say where; memory: the loader's
+    except ProfviewError:  # bad gzip, too big: already says where
         raise
+    except MemoryError:  # a length field asking for more than there is (BYTEARRAY8 of 2**60 ...)
+        raise ProfviewError("ran out of memory unpickling: a size in the pickle is larger than memory",
+                            source=name, position=f"byte {stream.position}", expected=EXPECTED) from None
     except RecursionError:
         raise ProfviewError("nesting too deep", source=name, position=f"byte {stream.position}",
                             expected=EXPECTED) from None
