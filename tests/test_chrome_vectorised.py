@@ -190,17 +190,13 @@ def test_slice_index_matches_brute_force() -> None:
 
 
 @given(st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), max_size=40), st.data())
-def test_sparse_column_take_select_dense(values: list[float | None], data: st.DataObject) -> None:
+def test_sparse_column_take_dense(values: list[float | None], data: st.DataObject) -> None:
     dense = np.asarray([np.nan if v is None else v for v in values], np.float64)
     col = SparseColumn.from_dense(dense)
     np.testing.assert_array_equal(col.dense(), dense)
     rows = np.asarray(data.draw(st.lists(st.integers(0, max(len(dense) - 1, 0)), max_size=60)), np.int64) \
         if len(dense) else np.zeros(0, np.int64)
     np.testing.assert_array_equal(col.take(rows), dense[rows])
-    chosen = np.unique(rows)
-    where = np.full(len(dense), -1, np.int64)
-    where[chosen] = np.arange(len(chosen))
-    np.testing.assert_array_equal(col.select(where, len(chosen)).dense(), dense[chosen])
 
 
 # -- to_trace(consume=True), decoder edge cases --------------------------------------------------

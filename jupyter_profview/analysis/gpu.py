@@ -84,15 +84,23 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     return s[first], np.maximum.reduceat(e, first)
 
 
-def busy_fraction(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def busy_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Busy time before each of the sorted disjoint intervals (and after the last), float64."""
+    return np.concatenate([[0], np.cumsum(end - start)]).astype(np.float64)
+
+
+def busy_fraction(start: np.ndarray, end: np.ndarray, edges: np.ndarray,
+                  before: np.ndarray | None = None) -> np.ndarray:
     """Busy fraction of each column ``[edges[i], edges[i + 1])`` (0 for an empty column) given
     sorted disjoint intervals (:func:`merge_intervals`): the busy time up to each edge is read off
-    the cumulative length of the intervals.  :func:`utilisation` and the widget's counters use it."""
+    the cumulative length of the intervals (``before``, :func:`busy_before`; pass it when the same
+    intervals are asked again).  :func:`utilisation` and the widget's counters use it."""
     edges = np.asarray(edges, np.float64)
     width = np.diff(edges)
     if len(start) == 0:
         return np.zeros(len(width))
-    before = np.concatenate([[0], np.cumsum(end - start)]).astype(np.float64)  # busy time before interval k
+    if before is None:
+        before = busy_before(start, end)
     k = np.searchsorted(start, edges, side="right") - 1  # last interval starting at or before each edge
     safe = np.maximum(k, 0)
     upto = np.where(k >= 0, before[safe] + np.clip(edges - start[safe], 0, (end - start)[safe]), 0.0)

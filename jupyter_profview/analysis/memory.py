@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Trace
-from .traceset import concat, is_traceset
+from .traceset import concat, is_traceset, to_common_clock
 
 if TYPE_CHECKING:
     from ..ranks.traceset import TraceSet
@@ -83,13 +83,10 @@ def live_at(trace: Trace | TraceSet, time: Any, device: str | None = None) -> pd
     if is_traceset(trace):
         frames = []
         for rank, at in _times_by_rank(trace, time).items():
-            offset = trace.offsets[rank]
-            mine = live_at(trace[rank], at - offset, device).reset_index(drop=True)
-            for col in ("alloc_time", "free_time"):
-                mine[col] = mine[col] + offset
+            mine = live_at(trace[rank], at - trace.offsets[rank], device).reset_index(drop=True)
             mine.insert(0, "rank", np.int64(rank))
             frames.append(mine)
-        return concat(frames)
+        return to_common_clock(concat(frames), trace)
     alloc = trace.allocations
     if device is not None:
         alloc = alloc[alloc["device"] == device]

@@ -18,7 +18,7 @@ downsampled per pixel column like memory, utilisation is evaluated per column.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,11 +34,15 @@ class Utilisation:
 
     start: np.ndarray
     end: np.ndarray
+    before: np.ndarray = field(init=False, repr=False)  # busy time before each interval, once
+
+    def __post_init__(self) -> None:
+        self.before = gpu.busy_before(self.start, self.end)
 
     def __call__(self, edges: np.ndarray) -> np.ndarray:
         """Busy fraction of each ``[edges[i], edges[i + 1])``
         (:func:`~jupyter_profview.analysis.gpu.busy_fraction`)."""
-        return gpu.busy_fraction(self.start, self.end, edges)
+        return gpu.busy_fraction(self.start, self.end, edges, self.before)
 
 
 def counter_series(trace: Trace) -> list[dict[str, Any]]:

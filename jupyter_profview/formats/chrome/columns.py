@@ -66,18 +66,6 @@ class SparseColumn:
         return np.where(hit, self.values[pos] if len(self.index) else np.nan, np.nan)
 
 
-    def select(self, where: np.ndarray, m: int) -> SparseColumn:
-        """The column of ``m`` selected rows: ``where[row]`` is the new position
-        of each old row (-1 for rows not selected)."""
-        pos = where[self.index]
-        hit = pos >= 0
-        pos, values = pos[hit], self.values[hit]
-        if len(pos) > 1 and not (pos[1:] > pos[:-1]).all():
-            order = np.argsort(pos)
-            pos, values = pos[order], values[order]
-        return SparseColumn(m, pos.astype(_index_dtype(m)), values)
-
-
 def _index_dtype(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
