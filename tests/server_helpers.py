@@ -4,13 +4,11 @@ server or ``profview serve`` in a subprocess, its HTTP API, and the multi-rank r
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_profview.server import wire
+from tests.browser.lab import _free_port, wait_until
+from tests.format_helpers import read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -31,9 +31,7 @@ RANK_FILES = sorted((DATA / "ddp").glob("rank-*.pt.trace.json.gz"))
 def timeline_events(path: Path) -> int:
     """Events of a Chrome/PyTorch trace file on the timeline, counted from its JSON: complete
     events plus global/process instants."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        raw = json.load(f)["traceEvents"]
+    raw = read_json(path)["traceEvents"]
     return sum(e.get("ph") == "X" or (e.get("ph") == "i" and e.get("s") in ("g", "p")) for e in raw)
 
 
@@ -49,12 +47,6 @@ def copy_run(run: Path) -> Path:
 #: a ``sitecustomize`` that hides the ``ranks`` extra (pyarrow, duckdb) from a Python process and
 #: its spawned workers, as in an install without ``jupyter_profview[ranks]``
 NO_RANKS_EXTRA = "import sys\nsys.modules['pyarrow'] = None\nsys.modules['duckdb'] = None\n"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Http:
@@ -151,9 +143,7 @@ def profview_serve(path: Path, log: Path, env: dict[str, str] | None = None) -> 
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_up(proc, f"{base}/api/status", log)
-        deadline = time.monotonic() + 30
-        while "profview: open " not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: "profview: open " in log.read_text(), timeout=30)
         line = next(ln for ln in log.read_text().splitlines() if ln.startswith("profview: open "))
         url = line.split(" ", 2)[2]
         assert url.startswith(f"{base}/profview/view?path={path.name}&token=")

@@ -118,8 +118,7 @@ class LabServer:
                                          headers={"X-XSRFToken": xsrf, **auth})
             with contextlib.suppress(OSError):
                 opener.open(req, timeout=30).close()
-        left = wait_until(lambda: not self.kernels(), timeout=60)
-        if not left and self.kernels():
+        if not wait_until(lambda: not self.kernels(), timeout=60):
             raise RuntimeError(f"kernels still running after shutdown: {self.kernels()}")
 
     def stop(self) -> None:
