@@ -71,6 +71,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import PHASES
+from .summary import self_interval_arrays
 
 if TYPE_CHECKING:
     from .compare_view import MemoryComparison
@@ -439,26 +440,7 @@ def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int
     phase_code, labels = _codes(ev["phase"])
     to_phase = np.array([PHASES.index(x) if x in PHASES else -1 for x in labels] + [-1], np.int64)
     phase = to_phase[phase_code]  # code -1 (missing) -> the appended -1
-    # self intervals, as analysis.self_intervals
-    by_id = np.argsort(ids, kind="stable")
-    sorted_ids = ids[by_id]
-    at = np.minimum(np.searchsorted(sorted_ids, parent), max(len(ids) - 1, 0))
-    child = (parent >= 0) & (sorted_ids[at] == parent) if len(ids) else np.zeros(0, bool)
-    kids = np.flatnonzero(child)
-    kids = kids[np.lexsort((start[kids], parent[kids]))]
-    kid_parent = by_id[at[kids]]
-    first = np.ones(len(kids), bool)
-    first[1:] = kid_parent[1:] != kid_parent[:-1]
-    gap_start = np.where(first, start[kid_parent], np.roll(end[kids], 1))
-    last = np.ones(len(kids), bool)
-    last[:-1] = kid_parent[:-1] != kid_parent[1:]
-    tail_owner = kid_parent[last]
-    has_kids = np.zeros(len(ev), bool)
-    has_kids[kid_parent] = True
-    leaves = np.flatnonzero(~has_kids)
-    owner = np.concatenate([kid_parent, tail_owner, leaves])
-    s = np.concatenate([gap_start, end[kids[last]], start[leaves]])
-    e = np.concatenate([start[kids], end[tail_owner], end[leaves]])
+    owner, s, e = self_interval_arrays(start, end, ids, parent)
     keep = (e > s) & (process[owner] >= 0)  # phases() groups by process: none, no row
     owner, s, e = owner[keep], s[keep], e[keep]
     devices = int(process.max(initial=-1)) + 1

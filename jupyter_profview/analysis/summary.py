@@ -152,6 +152,35 @@ def top(trace: Trace | TraceSet, n: int = 10, by: str = "self", *,
     return ev.sort_values(by, ascending=False, kind="stable").head(n)
 
 
+def self_interval_arrays(start: np.ndarray, end: np.ndarray, ids: np.ndarray,
+                         parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(owner, s, e)``: the self intervals of slices ``[start, end)`` with ``ids`` and ``parent``
+    ids (a parent outside ``ids`` counts as none), as positions of their owning slice and bounds;
+    empty intervals included (``e == s``).  See :func:`self_intervals`."""
+    by_id = np.argsort(ids, kind="stable")
+    sorted_ids = ids[by_id]
+    at = np.minimum(np.searchsorted(sorted_ids, parent), max(len(ids) - 1, 0))
+    child = (parent >= 0) & (sorted_ids[at] == parent) if len(ids) else np.zeros(0, bool)
+    # Children sorted by (parent, start): each child's preceding gap starts at the
+    # previous sibling's end, or at the parent's start for the first child.
+    kids = np.flatnonzero(child)
+    kids = kids[np.lexsort((start[kids], parent[kids]))]
+    kid_parent = by_id[at[kids]]
+    first = np.ones(len(kids), bool)
+    first[1:] = kid_parent[1:] != kid_parent[:-1]
+    gap_start = np.where(first, start[kid_parent], np.roll(end[kids], 1))
+    last = np.ones(len(kids), bool)
+    last[:-1] = kid_parent[:-1] != kid_parent[1:]
+    tail_owner = kid_parent[last]
+    has_kids = np.zeros(len(ids), bool)
+    has_kids[kid_parent] = True
+    leaves = np.flatnonzero(~has_kids)
+    owner = np.concatenate([kid_parent, tail_owner, leaves])
+    s = np.concatenate([gap_start, end[kids[last]], start[leaves]])
+    e = np.concatenate([start[kids], end[tail_owner], end[leaves]])
+    return owner, s, e
+
+
 def self_intervals(events: pd.DataFrame) -> pd.DataFrame:
     """Each slice's self time as intervals: ``start``, ``end``, ``process``, ``phase``.
 
@@ -162,30 +191,8 @@ def self_intervals(events: pd.DataFrame) -> pd.DataFrame:
     ev = events[events["kind"] == "slice"]
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
-    ids = ev.index.to_numpy(np.int64)
-    parent = ev["parent"].to_numpy(np.int64)
-    pos = pd.Series(np.arange(len(ev)), index=ids)
-    child = parent >= 0
-    child = child & np.isin(parent, ids)  # parents outside the subset: treat as top level
-    # Children sorted by (parent, start): each child's preceding gap starts at the
-    # previous sibling's end, or at the parent's start for the first child.
-    kids = np.flatnonzero(child)
-    kids = kids[np.lexsort((start[kids], parent[kids]))]
-    kid_parent = pos.reindex(parent[kids]).to_numpy(np.int64)
-    first = np.ones(len(kids), bool)
-    first[1:] = kid_parent[1:] != kid_parent[:-1]
-    gap_start = np.where(first, start[kid_parent], np.roll(end[kids], 1))
-    gap_end = start[kids]
-    last = np.ones(len(kids), bool)
-    last[:-1] = kid_parent[:-1] != kid_parent[1:]
-    tail_owner = kid_parent[last]
-    tail_start = end[kids[last]]
-    has_kids = np.zeros(len(ev), bool)
-    has_kids[kid_parent] = True
-    leaves = np.flatnonzero(~has_kids)
-    owner = np.concatenate([kid_parent, tail_owner, leaves])
-    s = np.concatenate([gap_start, tail_start, start[leaves]])
-    e = np.concatenate([gap_end, end[tail_owner], end[leaves]])
+    ids, parent = ev.index.to_numpy(np.int64), ev["parent"].to_numpy(np.int64)
+    owner, s, e = self_interval_arrays(start, end, ids, parent)
     keep = e > s
     owner = owner[keep]
     return pd.DataFrame({
