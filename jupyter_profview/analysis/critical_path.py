@@ -103,12 +103,14 @@ class CriticalPath:
       by ``start``;
     * ``edges``: every edge of the graph (``src``, ``src_at``, ``dst``, ``dst_at`` with
       ``*_at`` = ``"start"``/``"end"`` of the event, ``src_time``, ``dst_time``, ``type``,
-      ``weight`` ns, ``event`` = the event it is attributed to or -1, ``on_path``, and ``order``:
-      the position along the path, -1 off it);
+      ``weight`` ns, ``event`` = the event it is attributed to or -1, ``bound`` = its breakdown
+      category, ``on_path``, and ``order``: the position along the path, -1 off it);
     * ``breakdown``: ``type``, ``time`` (ns), ``share`` (0-100) -- adds up to ``length``;
     * ``start``/``end``: the window (the annotation instance, or the whole trace);
     * ``annotation``, ``instance``, ``rank``: what was asked; ``unlinked``: device activities in
-      the window that got neither a launch nor a gap nor a sync edge (HTA warns about the same).
+      the window that got neither a launch nor a gap nor a sync edge (HTA warns about the same);
+      ``graph_nodes``: 2 per event in the graph; ``steps``: the annotation's instances
+      (:func:`steps`).
     """
 
     length: int
@@ -121,6 +123,7 @@ class CriticalPath:
     instance: int | None = None
     rank: int | None = None
     unlinked: int = 0
+    graph_nodes: int = 0
     steps: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
 
     @property
@@ -128,10 +131,6 @@ class CriticalPath:
         """The edges on the path, in path order (the segments of the path)."""
         on = self.edges[self.edges["on_path"]]
         return on.sort_values("order")
-
-    @property
-    def graph_nodes(self) -> int:
-        return int(2 * len(pd.unique(np.concatenate([self.edges["src"], self.edges["dst"]]))))
 
     def __repr__(self) -> str:
         where = "whole trace" if self.annotation is None else f"{self.annotation} instance {self.instance}"
@@ -154,8 +153,7 @@ def steps(trace: Trace, annotation: str = "ProfilerStep") -> pd.DataFrame:
         match = np.asarray(hit, bool)[names.cat.codes.to_numpy()] & (names.cat.codes.to_numpy() >= 0)
     else:
         match = names.str.contains(annotation, regex=False).to_numpy(bool)
-    match &= (~_on_device(trace) & ~_in(ev["category"], ("gpu_user_annotation",))
-              & (ev["kind"].astype(str).to_numpy() == "slice"))
+    match &= ~_on_device(trace) & ~_in(ev["category"], ("gpu_user_annotation",)) & _in(ev["kind"], ("slice",))
     rows = ev[match].sort_values(["start", "dur"], ascending=[True, False], kind="stable")
     return pd.DataFrame({"instance": np.arange(len(rows)), "event": rows.index.to_numpy(np.int64),
                          "name": rows["name"].astype(str).to_numpy(), "start": rows["start"].to_numpy(np.int64),
@@ -211,17 +209,19 @@ def critical_path(trace: Trace | TraceSet, *, annotation: str | None = "Profiler
 # The graph
 # ---------------------------------------------------------------------------------------------
 
+def _gpu_labels(trace: Trace) -> list[str]:
+    gpu = trace.launches["gpu"]
+    if isinstance(gpu.dtype, pd.CategoricalDtype):
+        return [str(c) for c in gpu.cat.categories]
+    return sorted(set(gpu.astype(str)))
+
+
 def _on_device(trace: Trace) -> np.ndarray:
     """Rows of ``trace.events`` on a device process (a GPU of ``trace.launches``)."""
-    proc = trace.events["process"]
-    gpus = set(trace.launches["gpu"].astype(str))
+    gpus = frozenset(_gpu_labels(trace))
     if not gpus:
-        return np.zeros(len(proc), bool)
-    if isinstance(proc.dtype, pd.CategoricalDtype):
-        hit = np.asarray([str(c) in gpus for c in proc.cat.categories], bool)
-        codes = proc.cat.codes.to_numpy()
-        return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
-    return proc.astype(str).isin(gpus).to_numpy(bool)
+        return np.zeros(len(trace.events), bool)
+    return _in(trace.events["process"], gpus)
 
 
 def _in(values: pd.Series, names: frozenset[str] | tuple[str, ...]) -> np.ndarray:
@@ -242,7 +242,7 @@ class _Graph:
         d = ev["dur"].to_numpy(np.int64)
         device = _on_device(trace)
         cpu = (~device & _in(ev["category"], GRAPH_CATEGORIES) & (d > 0) & (s >= start) & (s <= end)
-               & (ev["kind"].astype(str).to_numpy() == "slice"))
+               & _in(ev["kind"], ("slice",)))
         la = trace.launches
         has_launch = la["launch"].notna().to_numpy(bool)
         ls = la["launch_start"].to_numpy(np.float64, na_value=np.nan)
@@ -346,8 +346,8 @@ class _Graph:
         items: list[tuple[int, int, int]] = [(int(self.t0[n_cpu + j]), 0, j) for j in range(len(rows))]
         items += [(int(t), 1, j) for j, t in enumerate(syncs["end"])]
         items.sort()
-        last: dict[Any, int] = {}     # stream -> local index of the last activity
-        gpu_of_stream: dict[Any, str] = {}
+        last: dict[int, int] = {}     # stream key -> local index of the last activity
+        gpu_of_stream: dict[int, int] = {}
         edge = self._edge
         for _, is_sync, j in items:
             if is_sync:
@@ -366,8 +366,8 @@ class _Graph:
             r = int(rows[j])
             k = n_cpu + j
             edge(2 * k, 2 * k + 1, _OPERATOR, attr=k)
-            s = stream_key[r]
-            gpu_of_stream[s] = s[0]
+            s = int(stream_key[r])
+            gpu_of_stream[s] = s >> 32
             prev = last.get(s)
             wait_src = row_local.get(waits.get(r, -1))
             linked = False
@@ -412,10 +412,12 @@ class _Graph:
             "on_path": on_path, "order": order_on_path,
         })
         events = self._events(src, dst, attr, weight, on_path)
-        breakdown = self._breakdown(kind, attr, weight, on_path, length)
+        bound = self._bounds(kind, attr)
+        edges["bound"] = pd.Categorical.from_codes(bound, list(BREAKDOWN_TYPES))
+        breakdown = self._breakdown(bound, weight, on_path, length)
         return CriticalPath(length=int(length), events=events, edges=edges, breakdown=breakdown,
                             start=self.start, end=self.end, annotation=annotation, instance=instance,
-                            rank=rank, unlinked=self.unlinked, steps=steps)
+                            rank=rank, unlinked=self.unlinked, graph_nodes=n_nodes, steps=steps)
 
     def _events(self, src: np.ndarray, dst: np.ndarray, attr: np.ndarray, weight: np.ndarray,
                 on_path: np.ndarray) -> pd.DataFrame:
@@ -433,19 +435,19 @@ class _Graph:
             out[col] = pd.Categorical(out[col].astype(str))
         return out.sort_values(["start", "event"], kind="stable").reset_index(drop=True)
 
-    def _breakdown(self, kind: np.ndarray, attr: np.ndarray, weight: np.ndarray, on_path: np.ndarray,
-                   length: int) -> pd.DataFrame:
+    def _bounds(self, kind: np.ndarray, attr: np.ndarray) -> np.ndarray:
+        """Each edge's breakdown category (index into BREAKDOWN_TYPES)."""
         comm = np.zeros(len(self.ids), bool)
-        types = self.trace.launches["type"].astype(str).to_numpy()[self.gpu_rows]
-        comm[self.n_cpu:] = types == "communication"
-        totals = dict.fromkeys(BREAKDOWN_TYPES, 0)
-        for k, a, w in zip(kind[on_path].tolist(), attr[on_path].tolist(), weight[on_path].tolist()):
-            if k == _OPERATOR:
-                name = "cpu" if a < self.n_cpu else ("communication" if comm[a] else "kernel")
-            else:
-                name = {_LAUNCH: "launch", _KERNEL: "kernel_gap", _SYNC: "sync", _DEPENDENCY: "sync"}[k]
-            totals[name] += w
-        time = np.array([totals[k] for k in BREAKDOWN_TYPES], np.int64)
+        comm[self.n_cpu:] = _in(self.trace.launches["type"], ("communication",))[self.gpu_rows]
+        on_gpu = attr >= self.n_cpu
+        operator = np.where(on_gpu, np.where(comm[np.maximum(attr, 0)], 2, 1), 0)
+        other = np.array([0, 3, 4, 5, 5])[kind]  # launch -> launch, kernel -> kernel_gap, sync/dependency
+        return np.where(kind == _OPERATOR, operator, other).astype(np.int8)
+
+    @staticmethod
+    def _breakdown(bound: np.ndarray, weight: np.ndarray, on_path: np.ndarray, length: int) -> pd.DataFrame:
+        time = np.bincount(bound[on_path], weights=weight[on_path], minlength=len(BREAKDOWN_TYPES))
+        time = time.astype(np.int64)
         share = time / length * 100 if length else np.zeros(len(time))
         return pd.DataFrame({"type": list(BREAKDOWN_TYPES), "time": time, "share": share})
 
@@ -491,8 +493,17 @@ def _longest_path(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) 
     return dist[end], np.asarray(path[::-1], np.int64)
 
 
-def _stream_keys(la: pd.DataFrame) -> list[tuple[str, int]]:
-    return list(zip(la["gpu"].astype(str).tolist(), la["stream"].to_numpy(np.int64, na_value=-1).tolist()))
+def _stream_keys(la: pd.DataFrame) -> np.ndarray:
+    """One int64 per row of ``trace.launches``: (device label code, stream)."""
+    gpu = pd.Categorical(la["gpu"]).codes.astype(np.int64)
+    stream = la["stream"].to_numpy(np.int64, na_value=-1)
+    return (gpu << 32) | (stream & 0xFFFFFFFF)
+
+
+def _stream_key(trace: Trace, gpu: str, stream: int) -> int:
+    labels = _gpu_labels(trace)
+    code = labels.index(gpu) if gpu in labels else -1
+    return (code << 32) | (stream & 0xFFFFFFFF)
 
 
 def _queue_lengths(la: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -505,7 +516,7 @@ def _queue_lengths(la: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero(la["launch"].notna().to_numpy(bool) & _in(la["launch_name"], LAUNCH_CALLS))
     if len(rows) == 0:
         return qr, qk
-    group = pd.factorize(pd.Series(_stream_keys(la.iloc[rows]), dtype=object))[0]
+    group = _stream_keys(la)[rows]
     ts = np.concatenate([la["launch_start"].to_numpy(np.int64, na_value=0)[rows],
                          la["kernel_start"].to_numpy(np.int64)[rows]])
     kind = np.concatenate([np.zeros(len(rows), np.int8), np.ones(len(rows), np.int8)])
@@ -520,68 +531,72 @@ def _queue_lengths(la: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
-                 stream_key: list[tuple[str, int]]) -> dict[str, Any]:
-    """The ``cuda_sync`` events whose waiting CPU call is a graph node, as columns, and the
-    kernel -> kernel waits of ``Stream Wait Event`` (row of launches -> row of launches)."""
+                 stream_key: np.ndarray) -> dict[str, Any]:
+    """The ``cuda_sync`` events whose waiting CPU call is a graph node, as columns (``stream`` a
+    stream key, ``gpu`` a device code), and the kernel -> kernel waits of ``Stream Wait Event``
+    (``wait_edges``: row of launches -> row of launches)."""
     ev = trace.events
     out: dict[str, Any] = {"end": [], "kind": [], "call": [], "stream": [], "gpu": [], "recorded_row": [],
                            "wait_edges": {}}
     is_sync = _in(ev["category"], ("cuda_sync",))
-    if not is_sync.any():
+    if not is_sync.any() or "correlation" not in ev.columns:
         return out
-    corr = ev["correlation"] if "correlation" in ev else pd.Series(pd.NA, index=ev.index, dtype="Int64")
-    device = _on_device(trace)
-    cpu_calls = ev[~device & _in(ev["category"], ("cuda_runtime", "cuda_driver")) & corr.notna().to_numpy()]
-    call_of = dict(zip(corr[cpu_calls.index].astype(np.int64).tolist(), cpu_calls.index.tolist()))
-    records = cpu_calls[cpu_calls["name"].astype(str) == "cudaEventRecord"]
-    record_time = dict(zip(corr[records.index].astype(np.int64).tolist(), records["start"].tolist()))
-    # launches that enqueue, per stream by launch start: the one an event was recorded after
+    corr = ev["correlation"]
+    calls = ev[~_on_device(trace) & _in(ev["category"], ("cuda_runtime", "cuda_driver")) & corr.notna().to_numpy()]
+    call_of = dict(zip(calls["correlation"].astype(np.int64).tolist(), calls.index.tolist()))
+    records = calls[_in(calls["name"], ("cudaEventRecord",))]
+    record_time = dict(zip(records["correlation"].astype(np.int64).tolist(), records["start"].tolist()))
+    # the launches that enqueue, per stream by launch start: an event is recorded after the last one
     enq = np.flatnonzero(la["launch"].notna().to_numpy(bool) & _in(la["launch_name"], LAUNCH_CALLS))
     lstart = la["launch_start"].to_numpy(np.int64, na_value=0)
-    per_stream: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
-    for key, grp in pd.Series(enq).groupby(pd.Series([stream_key[r] for r in enq], dtype=object), sort=False):
-        rows = grp.to_numpy(np.int64)
-        rows = rows[np.argsort(lstart[rows], kind="stable")]
-        per_stream[key] = (lstart[rows], rows)
+    enq = enq[np.lexsort((lstart[enq], stream_key[enq]))]
+    keys = stream_key[enq]
+    bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])
+    per_stream = {int(keys[a]): (lstart[enq[a:b]], enq[a:b]) for a, b in zip(bounds[:-1], bounds[1:])}
+    launch_ev = la["launch"].to_numpy(np.int64, na_value=-1)
 
-    def recorded_after(gpu: str, stream: int, record_corr: int) -> int:
-        if record_corr not in record_time or (gpu, stream) not in per_stream:
+    def thread(ids: Any) -> np.ndarray:
+        rows = ev.loc[ids, ["process", "thread"]]
+        return (rows["process"].astype(str) + "\x00" + rows["thread"].astype(str)).to_numpy()
+
+    def recorded_after(key: int, record_corr: int) -> int:
+        if record_corr not in record_time or key not in per_stream:
             return -1
-        times, rows = per_stream[(gpu, stream)]
+        times, rows = per_stream[key]
         i = int(np.searchsorted(times, record_time[record_corr], side="right")) - 1
         return int(rows[i]) if i >= 0 else -1
 
-    launch_ev = la["launch"].to_numpy(np.int64, na_value=-1)
-    thread_of = ev["process"].astype(str) + "\x00" + ev["thread"].astype(str)
-    for eid in np.flatnonzero(is_sync).tolist():
-        event_id = int(ev.index[eid])
+    labels = _gpu_labels(trace)
+    for pos in np.flatnonzero(is_sync).tolist():
+        event_id = int(ev.index[pos])
         args = trace.args(event_id)
-        kind = str(args.get("cuda_sync_kind", ev["name"].iloc[eid]))
+        kind = str(args.get("cuda_sync_kind", ev["name"].iloc[pos]))
         c = args.get("correlation")
         call_id = call_of.get(int(c), -1) if isinstance(c, (int, float)) else -1
         call = local.get(call_id, -1)
-        gpu = str(ev["process"].iloc[eid])
-        stream = int(args.get("stream", -1))
+        gpu = str(ev["process"].iloc[pos])
+        key = _stream_key(trace, gpu, int(args.get("stream", -1)))
         src_row = -1
         if kind in ("Event Sync", "Stream Wait Event"):
-            src_row = recorded_after(gpu, int(args.get("wait_on_stream", -1)),
+            src_row = recorded_after(_stream_key(trace, gpu, int(args.get("wait_on_stream", -1))),
                                      int(args.get("wait_on_cuda_event_record_corr_id", -1)))
         if kind == "Stream Wait Event":
-            if src_row < 0 or call_id < 0 or (gpu, stream) not in per_stream:
+            if src_row < 0 or call_id < 0 or key not in per_stream:
                 continue
             # the next launch on the waiting stream from the same CPU thread after the wait call
-            times, rows = per_stream[(gpu, stream)]
-            same = thread_of.loc[launch_ev[rows]].to_numpy() == thread_of.loc[call_id]
-            later = np.flatnonzero(same & (times >= int(ev.loc[call_id, "start"])))
+            times, rows = per_stream[key]
+            later = np.flatnonzero(times >= int(ev.loc[call_id, "start"]))
             if len(later):
-                out["wait_edges"][int(rows[later[0]])] = src_row
+                same = thread(launch_ev[rows[later]]) == thread([call_id])[0]
+                if same.any():
+                    out["wait_edges"][int(rows[later[np.argmax(same)]])] = src_row
             continue
         if call < 0 or kind not in ("Stream Sync", "Context Sync", "Event Sync"):
             continue
-        out["end"].append(int(ev["start"].iloc[eid] + ev["dur"].iloc[eid]))
+        out["end"].append(int(ev["start"].iloc[pos] + ev["dur"].iloc[pos]))
         out["kind"].append(kind)
         out["call"].append(call)
-        out["stream"].append((gpu, stream))
-        out["gpu"].append(gpu)
+        out["stream"].append(key)
+        out["gpu"].append(labels.index(gpu) if gpu in labels else -1)
         out["recorded_row"].append(src_row)
     return out

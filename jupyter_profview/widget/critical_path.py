@@ -1,0 +1,102 @@
+"""The critical path in the widget: the frame the front end draws (``_critical_path`` trait).
+
+:func:`path_frame` turns a :class:`~jupyter_profview.analysis.critical_path.CriticalPath` into one
+binary frame with a row per edge of the path, in path order (``docs/widget-protocol.md``):
+
+=========== ===== ==========================================================================
+column      dtype meaning
+=========== ===== ==========================================================================
+order       u32   position along the path
+type        u8    index into ``meta.edge_types`` (operator, launch, kernel, sync, dependency)
+bound       u8    index into ``meta.bound_types``: what the edge's time counts as (breakdown)
+event       i32   the widget's event id the edge is attributed to, -1 for none
+src, dst    i32   the widget's event ids of the edge's two ends
+src_time    f64   time of the source node (the view's clock)
+dst_time    f64   time of the destination node
+src_track   i32   track of ``src`` (-1: not on a track shown by this widget)
+dst_track   i32   track of ``dst``
+weight      f64   ns of the path in this edge
+label       i32   index into ``meta.names``: the name of ``event`` (-1 for none)
+=========== ===== ==========================================================================
+
+``meta``: ``length``, ``breakdown`` (``[{type, time, share}]``), ``events`` (events on the path),
+``annotation``, ``instance``, ``steps`` (the annotation's instances: the step picker), ``rank``,
+``start`` / ``end`` (the window, the view's clock), ``names``, ``edge_types``, ``bound_types``,
+``token``.  An empty trait (``b""``) means no path is shown.
+
+A path of one rank shown in an all-ranks widget is mapped to the combined trace's ids and clock
+(``rank_id`` and ``metadata["offsets"]``, see :mod:`.ranks`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.critical_path import BREAKDOWN_TYPES, EDGE_TYPES, CriticalPath
+from .codec import encode_frame
+from .state import WidgetData
+
+def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
+    """The widget's event id for each event id of the path's trace, and the clock shift (ns)."""
+    events = data.events
+    if rank is None or "rank" not in events.columns:
+        return pd.Series(data.ids, index=data.ids), 0
+    mine = events[events["rank"].to_numpy() == rank]
+    offsets = data.trace.metadata.get("offsets") or {}
+    return pd.Series(mine.index.to_numpy(), index=mine["rank_id"].to_numpy(np.int64)), int(offsets.get(rank, 0))
+
+
+def path_frame(data: WidgetData, cp: CriticalPath, token: int) -> bytes:
+    """The ``_critical_path`` frame of ``cp`` (see the module doc)."""
+    ids, shift = id_mapping(data, cp.rank)
+    path = cp.path
+    widget_id = ids.reindex(np.concatenate([path["src"], path["dst"], path["event"]]).astype(np.int64))
+    mapped = widget_id.fillna(-1).to_numpy(np.int64)
+    n = len(path)
+    src, dst, event = mapped[:n], mapped[n:2 * n], mapped[2 * n:]
+    event = np.where(path["event"].to_numpy(np.int64) >= 0, event, -1)
+    track_of = _tracks(data, np.concatenate([src, dst]))
+    kind = path["type"].astype(str).to_numpy()
+    bound = path["bound"].astype(str).to_numpy()
+    names = pd.Index(cp.events["name"].astype(str).unique())
+    label_of = dict(zip(cp.events["event"].tolist(), names.get_indexer(cp.events["name"].astype(str))))
+    label = np.asarray([label_of.get(int(e), -1) for e in path["event"].tolist()], np.int32)
+    meta: dict[str, Any] = {
+        "length": float(cp.length),
+        "breakdown": [{"type": str(r.type), "time": float(r.time), "share": float(r.share)}
+                      for r in cp.breakdown.itertuples()],
+        "events": int(len(cp.events)),
+        "annotation": cp.annotation, "instance": cp.instance, "rank": cp.rank,
+        "steps": [str(s) for s in cp.steps["name"]] if len(cp.steps) else [],
+        "start": float(cp.start + shift), "end": float(cp.end + shift),
+        "names": [str(s) for s in names], "edge_types": list(EDGE_TYPES), "bound_types": list(BREAKDOWN_TYPES),
+        "token": token,
+    }
+    return encode_frame({
+        "order": np.arange(n, dtype=np.uint32),
+        "type": np.asarray([EDGE_TYPES.index(k) for k in kind], np.uint8),
+        "bound": np.asarray([BREAKDOWN_TYPES.index(b) for b in bound], np.uint8),
+        "event": event.astype(np.int32), "src": src.astype(np.int32), "dst": dst.astype(np.int32),
+        "src_time": path["src_time"].to_numpy(np.float64) + shift,
+        "dst_time": path["dst_time"].to_numpy(np.float64) + shift,
+        "src_track": track_of[:n].astype(np.int32), "dst_track": track_of[n:].astype(np.int32),
+        "weight": path["weight"].to_numpy(np.float64), "label": label,
+    }, meta)
+
+
+def path_event_ids(data: WidgetData, cp: CriticalPath) -> np.ndarray:
+    """The widget's ids of the events on the path (for the highlight)."""
+    ids, _ = id_mapping(data, cp.rank)
+    out = ids.reindex(cp.events["event"].to_numpy(np.int64)).dropna().to_numpy(np.int64)
+    return out
+
+
+def _tracks(data: WidgetData, ids: np.ndarray) -> np.ndarray:
+    pos = data.events.index.get_indexer(ids)
+    out = np.full(len(ids), -1, np.int64)
+    ok = pos >= 0
+    out[ok] = data.timeline.event_track[pos[ok]]
+    return out
