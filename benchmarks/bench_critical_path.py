@@ -24,8 +24,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import jupyter_profview as profview  # noqa: E402
 from bench_gpu import ensure_file, timed  # noqa: E402
+
+import jupyter_profview as profview  # noqa: E402
 from jupyter_profview import analysis  # noqa: E402
 
 STEP_TARGET = 2.0

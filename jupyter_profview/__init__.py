@@ -73,12 +73,15 @@ def example(name: str = "tf_step_stats") -> Path:
     return EXAMPLES / EXAMPLE_FILES[name]
 
 
-def show(source: Any, *, ranks: Any = None, align: Any = None, **options: Any) -> TraceWidget:
+def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: Any = None,
+         **options: Any) -> TraceWidget:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
     ``profview.load`` gives for a multi-host XSpace run directory: its
     ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
     groups, each collapsed to one busy lane until clicked; ``align="step"``
-    lines the ranks up on their first common ProfilerStep) in the widget."""
+    lines the ranks up on their first common ProfilerStep) in the widget.
+    ``critical_path``: a :class:`~jupyter_profview.analysis.CriticalPath` of this trace (or of
+    one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``)."""
     from .loader import load_any
     from .model import Trace
     from .ranks import TraceSet
@@ -89,10 +92,14 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, **options: Any) -
     if isinstance(source, TraceSet):
         from .widget.ranks import show_ranks
 
-        return show_ranks(source, ranks, align=align, **options)  # type: ignore[no-any-return]
-    if align is not None:
-        raise ValueError("align= needs a TraceSet (profview.load_many)")
-    return TraceWidget(source, **options)
+        widget = show_ranks(source, ranks, align=align, **options)
+    else:
+        if align is not None:
+            raise ValueError("align= needs a TraceSet (profview.load_many)")
+        widget = TraceWidget(source, **options)
+    if critical_path is not None:
+        widget.show_critical_path(critical_path, source=source)
+    return widget  # type: ignore[no-any-return]
 
 
 def sql(trace: Trace | TraceSet, query: str) -> Any:

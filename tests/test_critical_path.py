@@ -53,7 +53,7 @@ def test_matches_hta_length_events_and_breakdown(case: dict[str, Any]) -> None:
     assert abs(cp.length / US - case["length_us"]) < 0.001  # measured: equal to the ns on every file
     # the events on the path: (name, start from the path's first event, µs), HTA within its 1 µs
     ours = sorted(zip(cp.events["name"].astype(str), (cp.events["start"] - cp.events["start"].min()) // US,
-                      cp.events["on_path"]))
+                      cp.events["on_path"], strict=True))
     theirs = sorted((e[0], e[1] - min(x[1] for x in case["events"])) for e in case["events"])
     unmatched = list(theirs)
     extra = []
@@ -67,7 +67,7 @@ def test_matches_hta_length_events_and_breakdown(case: dict[str, Any]) -> None:
     # an equally long path may end on a zero-weight sync edge HTA did not take (its tie break)
     assert all(spent == 0 for _, _, spent in extra), extra
     hta = {HTA_BOUND[k]: v for k, v in case["breakdown_us"].items() if k}
-    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"] / US))
+    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"] / US, strict=True))
     for key, value in got.items():
         assert abs(value - hta.get(key, 0.0)) < 0.001, (key, value, hta)
 
@@ -90,8 +90,8 @@ def _check_path_invariants(cp: Any) -> None:
     assert int(cp.events["on_path"].sum()) == int(path.loc[path["event"] >= 0, "weight"].sum())
     if len(path):
         # one chain: each segment starts where the previous ended
-        heads = list(zip(path["src"], path["src_at"].astype(str)))[1:]
-        tails = list(zip(path["dst"], path["dst_at"].astype(str)))[:-1]
+        heads = list(zip(path["src"], path["src_at"].astype(str), strict=True))[1:]
+        tails = list(zip(path["dst"], path["dst_at"].astype(str), strict=True))[:-1]
         assert heads == tails
         assert np.isclose(cp.breakdown["share"].sum(), 100.0)
     assert (cp.edges["weight"] >= 0).all()
@@ -128,7 +128,7 @@ def test_sync_waiting_on_a_long_kernel_puts_the_kernel_on_the_path() -> None:
     ))
     cp = critical_path(trace)
     assert cp.length == (10 + 20 + 10000) * US
-    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"]))
+    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"], strict=True))
     assert got == {"cpu": 10 * US, "kernel": 10000 * US, "communication": 0, "launch": 20 * US,
                    "kernel_gap": 0, "sync": 0}
     assert list(cp.path["type"].astype(str)) == ["operator", "launch", "operator", "sync"]
@@ -165,7 +165,7 @@ def test_cpu_bound_step() -> None:
                    x("k", "kernel", 0, 7, t0 + 10, 1, correlation=i + 1, stream=7, device=0)]
     cp = critical_path(kineto(step(1000, *events)))
     assert cp.length == 900 * US
-    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"]))
+    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"], strict=True))
     assert got["cpu"] == 900 * US and got["kernel"] == 0
     assert list(cp.path["type"].astype(str)).count("dependency") == 2
 
@@ -183,7 +183,7 @@ def test_launch_bound_step_of_tiny_kernels() -> None:
     cp = critical_path(kineto(step(60, *events)))
     assert cp.length == 53 * US
     assert (cp.edges["type"].astype(str) == "launch").sum() == 5   # every kernel hangs off its launch
-    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"]))
+    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"], strict=True))
     assert got == {"cpu": 40 * US, "kernel": 5 * US, "communication": 0, "launch": 8 * US,
                    "kernel_gap": 0, "sync": 0}
     assert cp.unlinked == 0
@@ -217,7 +217,7 @@ def test_queued_kernels_hang_off_the_previous_kernel() -> None:
     ev = cp.events.set_index("name")["event"]
     assert into[ev["k1"]] == "launch" and into[ev["k2"]] == "kernel"
     assert cp.length == 203_500
-    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"]))
+    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"], strict=True))
     assert got["kernel_gap"] == 2 * US and got["kernel"] == 200 * US and got["launch"] == 1_500
 
 
@@ -276,7 +276,7 @@ def test_cpu_only_trace() -> None:
     assert len(ops) == 4
     cp = critical_path(trace, annotation=None)
     assert cp.length == sum(ns(e["dur"]) for e in ops)
-    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"]))
+    got = dict(zip(cp.breakdown["type"], cp.breakdown["time"], strict=True))
     assert got["cpu"] == cp.length
 
 

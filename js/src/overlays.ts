@@ -1,12 +1,14 @@
 // Overlay layer of the timeline: the selected range, the hovered and selected boxes' outlines and
 // the selected event's flow arrows.
 
+import { PATH_COLOR } from "./critical";
 import type { Slices } from "./lod";
 import { GROUP_H, ROW_H } from "./layout";
-import { AXIS_H, GUTTER_W, type Surface, type TimelineScene } from "./scene";
+import { AXIS_H, GUTTER_W, type Flow, type Surface, type TimelineScene } from "./scene";
 
-/** At most this many flow arrows are drawn. */
+/** At most this many flow arrows are drawn (critical-path arrows: those in view, up to MAX_PATH_FLOWS). */
 const MAX_FLOWS = 200;
+const MAX_PATH_FLOWS = 2000;
 
 /**
  * y (canvas) of the middle of (track, depth); for a track inside a collapsed group the middle
@@ -46,7 +48,13 @@ export function drawOverlays(surf: Surface, sc: TimelineScene, s: Slices | null,
       ctx.lineWidth = 1;
     }
   }
-  if (sc.flows.length) drawFlows(surf, sc, s, xOf);
+  if (sc.pathFlows?.length) {
+    const { start, end } = sc.view;
+    const inView = sc.pathFlows.filter((f) => Math.max(f.source_time, f.target_time) >= start &&
+      Math.min(f.source_time, f.target_time) <= end).slice(0, MAX_PATH_FLOWS);
+    drawFlows(surf, sc, s, xOf, inView, PATH_COLOR);
+  }
+  if (sc.flows.length) drawFlows(surf, sc, s, xOf, sc.flows.slice(0, MAX_FLOWS), sc.theme.accent);
 }
 
 /** The selected time range: shaded on its tracks (all tracks when none), edges as lines. */
@@ -70,10 +78,10 @@ function drawRange(surf: Surface, sc: TimelineScene, range: [number, number], xO
 }
 
 /** Flow arrows (bezier curves with a head) from source to target event. */
-function drawFlows(surf: Surface, sc: TimelineScene, s: Slices | null, xOf: (t: number) => number): void {
+function drawFlows(surf: Surface, sc: TimelineScene, s: Slices | null, xOf: (t: number) => number,
+  flows: Flow[], color: string): void {
   const { ctx } = surf;
   // Depth rows of the flow ends drawn as their own boxes: one pass over the boxes.
-  const flows = sc.flows.slice(0, MAX_FLOWS);
   const depths = new Map<number, number>();
   for (const f of flows) {
     depths.set(f.source, 0);
@@ -82,8 +90,8 @@ function drawFlows(surf: Surface, sc: TimelineScene, s: Slices | null, xOf: (t: 
   if (s) for (let i = 0; i < s.n; i++) if (s.id[i] >= 0 && depths.has(s.id[i])) depths.set(s.id[i], s.depth[i]);
   if (sc.selected) depths.set(sc.selected.id, sc.selected.depth);
   const depthOf = (id: number): number => depths.get(id) ?? 0;
-  ctx.strokeStyle = sc.theme.accent;
-  ctx.fillStyle = sc.theme.accent;
+  ctx.strokeStyle = color;
+  ctx.fillStyle = color;
   ctx.lineWidth = 1.5;
   for (const f of flows) {
     const x0 = xOf(f.source_time);

@@ -44,6 +44,8 @@ export interface TimelineScene {
   range: [number, number] | null;
   rangeTracks: number[] | null;
   flows: Flow[];
+  /** The shown critical path's launch / gap / sync edges (arrows in the path's colour). */
+  pathFlows?: Flow[];
   /** Busy lanes of collapsed groups, by group key (`_summary`). */
   summary?: Map<string, SummaryLane>;
   /** Text after a group's name in its header, by group key (a rank's clock offset). */

@@ -5,6 +5,7 @@
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
 import type { Frame } from "./codec";
+import { CriticalPanel, parseCriticalPath, type Segment } from "./critical";
 import { DetailLoader, type DetailHost } from "./detail";
 import { skeleton } from "./dom";
 import { GroupControls } from "./groups";
@@ -16,7 +17,7 @@ import type { LiveReply } from "./live";
 import { MemoryPanel } from "./memory";
 import { FrameProbe } from "./probe";
 import { Rpc, debounce } from "./rpc";
-import { AXIS_H, GUTTER_W, plotWidth } from "./scene";
+import { AXIS_H, GUTTER_W, plotWidth, type Flow } from "./scene";
 import { ViewSelection } from "./selection";
 import { SliceSource } from "./source";
 import { parseRanksInfo, sectionNotes, summaryFromFrame, type SummaryLane } from "./summary";
@@ -25,7 +26,7 @@ import { parseLegend, readTheme, type LegendEntry, type Theme } from "./theme";
 import { TimelineRenderer } from "./timeline";
 import { EventCache, Tooltip, type EventInfo } from "./tooltip";
 import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
-import { boundsFor, clampView, sameView, type Bounds, type View } from "./viewport";
+import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
 
 const MAX_TL_H = 460;
 
@@ -35,6 +36,9 @@ export class ProfView implements DetailHost {
   readonly timeline: TimelineRenderer;
   readonly memory: MemoryPanel;
   readonly table: TablePanel;
+  readonly critical: CriticalPanel;
+  /** The shown critical path's launch / gap / sync edges, drawn as arrows. */
+  pathArrows: Flow[] = [];
   readonly tooltip: Tooltip;
   private header: ViewHeader;
   private tlSpacer: HTMLDivElement;
@@ -81,6 +85,11 @@ export class ProfView implements DetailHost {
     this.rpc = new Rpc(experimental as { invoke?: never } | undefined, false, (t, k) => this.status(t, k), 30000,
       { onKernel: () => this.showKernel() });
     this.table = new TablePanel(this.root, this.rpc, (row) => this.sel.onTableRow(row));
+    this.critical = new CriticalPanel((seg) => this.zoomToSegment(seg), (instance) => {
+      this.model.set("critical_path_instance", instance);
+      this.model.save_changes();
+    });
+    this.root.insertBefore(this.critical.el, this.table.el);
     this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
     this.events = new EventCache(async (id) => {
@@ -162,6 +171,7 @@ export class ProfView implements DetailHost {
     this.loadMemory();
     this.loadHighlight();
     this.loadNodes();
+    this.loadCritical();
     const start = initialView(this.model, this.bounds);
     this.view = start.view;
     this.zoomToken = start.zoomToken;
@@ -180,6 +190,7 @@ export class ProfView implements DetailHost {
     else if (name === "_highlight") this.loadHighlight();
     else if (name === "_nodes") this.loadNodes();
     else if (name === "_summary") this.loadSummary();
+    else if (name === "_critical_path") this.loadCritical();
     else if (name === "collapsed_groups" || name === "shown_ranks") {
       this.groups.load();
       this.relayout();
@@ -264,6 +275,19 @@ export class ProfView implements DetailHost {
     this.highlight = highlightIds(this.frame("_highlight"));
     this.root.dataset.highlight = String(this.highlight?.size ?? 0);
     this.dataDirty = true;
+  }
+
+  private loadCritical(): void {
+    const path = parseCriticalPath(this.frame("_critical_path"));
+    this.critical.unit = this.unit;
+    this.critical.update(path, Boolean(this.info.static) || this.rpc.kernel === "none");
+    this.pathArrows = path ? path.arrows : [];
+    this.root.dataset.criticalArrows = String(this.pathArrows.length);
+  }
+
+  /** A critical-path segment clicked: show it with a margin of its own length on each side. */
+  private zoomToSegment(seg: Segment): void {
+    this.setView(zoomToRange(seg.start, seg.end, this.bounds, 1));
   }
 
   // ---- view, selection ---------------------------------------------------------------
@@ -383,7 +407,7 @@ export class ProfView implements DetailHost {
     this.timeline.draw({
       view: this.view, unit: this.unit, tracks: this.tracks, layout: this.layout, legend: this.legend,
       theme: this.theme, scrollY: this.scrollY, selected: this.sel.selected, hoverBox: this.hoverBox,
-      range: this.sel.range, rangeTracks: this.sel.rangeTracks, flows: this.sel.flows,
+      range: this.sel.range, rangeTracks: this.sel.rangeTracks, flows: this.sel.flows, pathFlows: this.pathArrows,
       summary: this.summary, notes: this.notes,
     });
     this.memory.draw(this.view, this.theme, this.sel.range);

@@ -90,7 +90,12 @@ BLOCKING_CALLS = frozenset({
 })
 EDGE_TYPES = ("operator", "launch", "kernel", "sync", "dependency")
 BREAKDOWN_TYPES = ("cpu", "kernel", "communication", "launch", "kernel_gap", "sync")
+ENDS = ("start", "end")
 _OPERATOR, _LAUNCH, _KERNEL, _SYNC, _DEPENDENCY = range(5)
+
+
+def _codes(codes: np.ndarray, names: tuple[str, ...]) -> Any:
+    return pd.Categorical.from_codes(codes.astype(np.int64), categories=pd.Index(list(names)))
 
 
 @dataclass(frozen=True)
@@ -156,8 +161,8 @@ def steps(trace: Trace, annotation: str = "ProfilerStep") -> pd.DataFrame:
     match &= ~_on_device(trace) & ~_in(ev["category"], ("gpu_user_annotation",)) & _in(ev["kind"], ("slice",))
     rows = ev[match].sort_values(["start", "dur"], ascending=[True, False], kind="stable")
     return pd.DataFrame({"instance": np.arange(len(rows)), "event": rows.index.to_numpy(np.int64),
-                         "name": rows["name"].astype(str).to_numpy(), "start": rows["start"].to_numpy(np.int64),
-                         "dur": rows["dur"].to_numpy(np.int64)})
+                         "name": rows["name"].astype(str).to_numpy(),
+                         "start": rows["start"].to_numpy(np.int64), "dur": rows["dur"].to_numpy(np.int64)})
 
 
 def critical_path(trace: Trace | TraceSet, *, annotation: str | None = "ProfilerStep", instance: int = 0,
@@ -248,7 +253,7 @@ class _Graph:
         ls = la["launch_start"].to_numpy(np.float64, na_value=np.nan)
         ld = la["launch_dur"].to_numpy(np.float64, na_value=np.nan)
         launch_ids = la["launch"].to_numpy(np.int64, na_value=-1)
-        pos = ev.index.get_indexer(launch_ids)
+        pos = ev.index.get_indexer(pd.Index(launch_ids))
         launch_is_node = np.zeros(len(la), bool)
         ok = pos >= 0
         launch_is_node[ok] = cpu[pos[ok]]
@@ -311,7 +316,7 @@ class _Graph:
             else:
                 last, last_top = -1, 2 * k + 1
 
-        for k, kk, st in zip(order.tolist(), key[order].tolist(), t0[order].tolist()):
+        for k, kk, st in zip(order.tolist(), key[order].tolist(), t0[order].tolist(), strict=True):
             if kk != cur_key:
                 while stack:
                     close()
@@ -338,7 +343,8 @@ class _Graph:
         qr, qk = _queue_lengths(la)
         stream_key = _stream_keys(la)
         launch_start = la["launch_start"].to_numpy(np.float64, na_value=np.nan)
-        launch_local = [self.local.get(int(x), -1) for x in la["launch"].to_numpy(np.int64, na_value=-1)[rows]]
+        launch_ids = la["launch"].to_numpy(np.int64, na_value=-1)[rows]
+        launch_local = [self.local.get(int(x), -1) for x in launch_ids]
         syncs = _sync_events(self.trace, self.local, la, stream_key)
         waits = syncs.pop("wait_edges")  # dest kernel (row of launches) -> src kernel (row)
         row_local = {int(r): n_cpu + j for j, r in enumerate(rows)}
@@ -358,7 +364,7 @@ class _Graph:
                 elif kind == "Context Sync":
                     srcs = [k for s, k in last.items() if gpu_of_stream[s] == syncs["gpu"][j]]
                 else:  # Event Sync: the activity the event was recorded after
-                    srcs = [row_local.get(syncs["recorded_row"][j], None)]
+                    srcs = [row_local.get(syncs["recorded_row"][j])]
                 for k in srcs:
                     if k is not None and call >= 0:
                         edge(2 * k + 1, 2 * call + 1, _SYNC)
@@ -404,16 +410,16 @@ class _Graph:
         t = np.stack([self.t0, self.t1])
         ids = self.ids
         edges = pd.DataFrame({
-            "src": ids[src >> 1], "src_at": pd.Categorical.from_codes(src & 1, ["start", "end"]),
-            "dst": ids[dst >> 1], "dst_at": pd.Categorical.from_codes(dst & 1, ["start", "end"]),
+            "src": ids[src >> 1], "src_at": _codes(src & 1, ENDS),
+            "dst": ids[dst >> 1], "dst_at": _codes(dst & 1, ENDS),
             "src_time": t[src & 1, src >> 1], "dst_time": t[dst & 1, dst >> 1],
-            "type": pd.Categorical.from_codes(kind, list(EDGE_TYPES)),
+            "type": _codes(kind, EDGE_TYPES),
             "weight": weight, "event": np.where(attr >= 0, ids[np.maximum(attr, 0)], -1),
             "on_path": on_path, "order": order_on_path,
         })
         events = self._events(src, dst, attr, weight, on_path)
         bound = self._bounds(kind, attr)
-        edges["bound"] = pd.Categorical.from_codes(bound, list(BREAKDOWN_TYPES))
+        edges["bound"] = _codes(bound, BREAKDOWN_TYPES)
         breakdown = self._breakdown(bound, weight, on_path, length)
         return CriticalPath(length=int(length), events=events, edges=edges, breakdown=breakdown,
                             start=self.start, end=self.end, annotation=annotation, instance=instance,
@@ -500,6 +506,11 @@ def _stream_keys(la: pd.DataFrame) -> np.ndarray:
     return (gpu << 32) | (stream & 0xFFFFFFFF)
 
 
+def _int(value: Any) -> int:
+    """An integer arg of the file, -1 when it is missing or not a number."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1
+
+
 def _stream_key(trace: Trace, gpu: str, stream: int) -> int:
     labels = _gpu_labels(trace)
     code = labels.index(gpu) if gpu in labels else -1
@@ -542,17 +553,20 @@ def _sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
     if not is_sync.any() or "correlation" not in ev.columns:
         return out
     corr = ev["correlation"]
-    calls = ev[~_on_device(trace) & _in(ev["category"], ("cuda_runtime", "cuda_driver")) & corr.notna().to_numpy()]
-    call_of = dict(zip(calls["correlation"].astype(np.int64).tolist(), calls.index.tolist()))
+    runtime = _in(ev["category"], ("cuda_runtime", "cuda_driver"))
+    calls = ev[~_on_device(trace) & runtime & corr.notna().to_numpy()]
+    call_of = dict(zip(calls["correlation"].astype(np.int64).tolist(), calls.index.tolist(), strict=True))
     records = calls[_in(calls["name"], ("cudaEventRecord",))]
-    record_time = dict(zip(records["correlation"].astype(np.int64).tolist(), records["start"].tolist()))
+    record_corr = records["correlation"].astype(np.int64).tolist()
+    record_time = dict(zip(record_corr, records["start"].tolist(), strict=True))
     # the launches that enqueue, per stream by launch start: an event is recorded after the last one
     enq = np.flatnonzero(la["launch"].notna().to_numpy(bool) & _in(la["launch_name"], LAUNCH_CALLS))
     lstart = la["launch_start"].to_numpy(np.int64, na_value=0)
     enq = enq[np.lexsort((lstart[enq], stream_key[enq]))]
     keys = stream_key[enq]
     bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])
-    per_stream = {int(keys[a]): (lstart[enq[a:b]], enq[a:b]) for a, b in zip(bounds[:-1], bounds[1:])}
+    per_stream = {int(keys[a]): (lstart[enq[a:b]], enq[a:b])
+                  for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
     launch_ev = la["launch"].to_numpy(np.int64, na_value=-1)
 
     def thread(ids: Any) -> np.ndarray:
@@ -573,19 +587,20 @@ def _sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
         kind = str(args.get("cuda_sync_kind", ev["name"].iloc[pos]))
         c = args.get("correlation")
         call_id = call_of.get(int(c), -1) if isinstance(c, (int, float)) else -1
+        stream_arg, wait_arg, record_arg = (args.get(k, -1) for k in (
+            "stream", "wait_on_stream", "wait_on_cuda_event_record_corr_id"))
         call = local.get(call_id, -1)
         gpu = str(ev["process"].iloc[pos])
-        key = _stream_key(trace, gpu, int(args.get("stream", -1)))
+        key = _stream_key(trace, gpu, _int(stream_arg))
         src_row = -1
         if kind in ("Event Sync", "Stream Wait Event"):
-            src_row = recorded_after(_stream_key(trace, gpu, int(args.get("wait_on_stream", -1))),
-                                     int(args.get("wait_on_cuda_event_record_corr_id", -1)))
+            src_row = recorded_after(_stream_key(trace, gpu, _int(wait_arg)), _int(record_arg))
         if kind == "Stream Wait Event":
             if src_row < 0 or call_id < 0 or key not in per_stream:
                 continue
             # the next launch on the waiting stream from the same CPU thread after the wait call
             times, rows = per_stream[key]
-            later = np.flatnonzero(times >= int(ev.loc[call_id, "start"]))
+            later = np.flatnonzero(times >= ev["start"].to_numpy(np.int64)[ev.index.get_loc(call_id)])
             if len(later):
                 same = thread(launch_ev[rows[later]]) == thread([call_id])[0]
                 if same.any():

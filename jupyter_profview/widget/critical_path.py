@@ -39,6 +39,7 @@ from ..analysis.critical_path import BREAKDOWN_TYPES, EDGE_TYPES, CriticalPath
 from .codec import encode_frame
 from .state import WidgetData
 
+
 def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
     """The widget's event id for each event id of the path's trace, and the clock shift (ns)."""
     events = data.events
@@ -46,7 +47,8 @@ def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
         return pd.Series(data.ids, index=data.ids), 0
     mine = events[events["rank"].to_numpy() == rank]
     offsets = data.trace.metadata.get("offsets") or {}
-    return pd.Series(mine.index.to_numpy(), index=mine["rank_id"].to_numpy(np.int64)), int(offsets.get(rank, 0))
+    mapping = pd.Series(mine.index.to_numpy(), index=mine["rank_id"].to_numpy(np.int64))
+    return mapping, int(offsets.get(rank, 0))
 
 
 def path_frame(data: WidgetData, cp: CriticalPath, token: int) -> bytes:
@@ -62,17 +64,19 @@ def path_frame(data: WidgetData, cp: CriticalPath, token: int) -> bytes:
     kind = path["type"].astype(str).to_numpy()
     bound = path["bound"].astype(str).to_numpy()
     names = pd.Index(cp.events["name"].astype(str).unique())
-    label_of = dict(zip(cp.events["event"].tolist(), names.get_indexer(cp.events["name"].astype(str))))
+    codes = names.get_indexer(pd.Index(cp.events["name"].astype(str)))
+    label_of = dict(zip(cp.events["event"].tolist(), codes.tolist(), strict=True))
     label = np.asarray([label_of.get(int(e), -1) for e in path["event"].tolist()], np.int32)
     meta: dict[str, Any] = {
         "length": float(cp.length),
-        "breakdown": [{"type": str(r.type), "time": float(r.time), "share": float(r.share)}
-                      for r in cp.breakdown.itertuples()],
+        "breakdown": [{"type": str(t), "time": float(v), "share": float(p)} for t, v, p in
+                      zip(cp.breakdown["type"], cp.breakdown["time"], cp.breakdown["share"], strict=True)],
         "events": int(len(cp.events)),
         "annotation": cp.annotation, "instance": cp.instance, "rank": cp.rank,
         "steps": [str(s) for s in cp.steps["name"]] if len(cp.steps) else [],
         "start": float(cp.start + shift), "end": float(cp.end + shift),
-        "names": [str(s) for s in names], "edge_types": list(EDGE_TYPES), "bound_types": list(BREAKDOWN_TYPES),
+        "names": [str(s) for s in names], "edge_types": list(EDGE_TYPES),
+        "bound_types": list(BREAKDOWN_TYPES),
         "token": token,
     }
     return encode_frame({

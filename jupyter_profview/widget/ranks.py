@@ -183,7 +183,9 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
         trace.metadata["align"] = {"step": step, "at": 0}
     sections = [f"rank {r}" for r in chosen] if collapsed else []
     options.setdefault("collapsed_groups", sections)
-    return TraceWidget(trace, **options)
+    widget = TraceWidget(trace, **options)
+    widget.traceset = ts  # what a rank's critical path is recomputed on (the step picker)
+    return widget
 
 
 def rebase(trace: Trace, zero: int) -> None:

@@ -16,9 +16,11 @@ import pandas as pd
 import traitlets
 from anywidget.experimental import command
 
+from ..analysis.critical_path import CriticalPath, critical_path
 from ..model import Trace
 from . import rpc
 from .codec import encode_frame
+from .critical_path import path_event_ids, path_frame
 from .summary import summary_frame
 
 STATIC = Path(__file__).parent.parent / "static"
@@ -27,6 +29,12 @@ _CSS_PATH = STATIC / "widget.css"
 _BUILD_HINT = "cd js && npm install && npm run build   (or: pip install -e . , which runs the same build)"
 _MISSING_ESM = "export default { render({ el }) { el.textContent = 'jupyter_profview: bundle missing'; } };"
 _tokens = itertools.count(1)
+
+
+def _path_shift(data: rpc.WidgetData, cp: CriticalPath) -> tuple[Any, int]:
+    from .critical_path import id_mapping
+
+    return id_mapping(data, cp.rank)
 
 
 class BundleMissingError(FileNotFoundError):
@@ -83,6 +91,10 @@ class TraceWidget(anywidget.AnyWidget):
     _summary = traitlets.Bytes(b"").tag(sync=True)
     _highlight = traitlets.Bytes(b"").tag(sync=True)
     _zoom_request = traitlets.Dict().tag(sync=True)
+    _critical_path = traitlets.Bytes(b"").tag(sync=True)
+    # both ways: the step (0-based instance of the path's annotation) whose critical path is
+    # shown, -1 for none; the step picker sets it and the kernel recomputes the path
+    critical_path_instance = traitlets.Int(-1).tag(sync=True)
     # both ways: "category" | "phase" (the front end offers a switch)
     color_by = traitlets.Unicode("category").tag(sync=True)
     # both ways: keys of the groups drawn collapsed (a process, or a "rank N" section), and the
@@ -92,6 +104,9 @@ class TraceWidget(anywidget.AnyWidget):
     # browser -> kernel
     _view = traitlets.Dict().tag(sync=True)
     _selection = traitlets.Dict().tag(sync=True)
+
+    #: the TraceSet of an all-ranks widget (:func:`jupyter_profview.widget.ranks.show_ranks`)
+    traceset: Any = None
 
     # public, kernel only (derived from the two above)
     selection = traitlets.Instance(pd.DataFrame, read_only=True)
@@ -109,6 +124,9 @@ class TraceWidget(anywidget.AnyWidget):
         self._data = rpc.WidgetData(trace, color_by)
         self._selected = np.zeros(0, np.int64)
         self.selection_error: str | None = None
+        self._path: CriticalPath | None = None
+        #: recomputes the shown path for another instance (set by show_critical_path)
+        self._path_source: Any = trace
         state = initial_state(self._data)
         super().__init__(**state, **kwargs)
         self.set_trait("selection", trace.events.iloc[:0])
@@ -164,6 +182,60 @@ class TraceWidget(anywidget.AnyWidget):
             self.zoom_to(lo, hi if hi > lo else lo + pad)
         return events.iloc[pos]
 
+    @property
+    def critical_path(self) -> CriticalPath | None:
+        """The critical path shown (:meth:`show_critical_path`, or the step picker's), or None."""
+        return self._path
+
+    def show_critical_path(self, cp: CriticalPath | None, *, zoom: bool = True, source: Any = None) -> None:
+        """Draw ``cp`` (:func:`jupyter_profview.analysis.critical_path`): its events highlighted,
+        everything else dimmed, its launch / gap / sync edges as arrows, its breakdown as a bar and
+        its segments as a table (click one to zoom to it); the step picker recomputes it for another
+        instance of its annotation.  ``None`` clears it.  A path of one rank of a TraceSet shown in
+        the all-ranks widget is drawn on that rank's lanes; ``source`` (the Trace or TraceSet it was
+        computed from) is what the step picker recomputes on (default: the widget's trace, or the
+        TraceSet the all-ranks widget was made from)."""
+        if cp is None:
+            self._path = None
+            with self.hold_sync():
+                self._critical_path = b""
+                self.critical_path_instance = -1
+                self.highlight(None, zoom=False)
+            return
+        if not isinstance(cp, CriticalPath):
+            raise TypeError(f"show_critical_path takes a CriticalPath, got {type(cp).__name__}")
+        if source is not None:
+            self._path_source = source
+        elif cp.rank is not None and getattr(self, "traceset", None) is not None:
+            self._path_source = self.traceset
+        self._path = cp
+        ids = path_event_ids(self._data, cp)
+        with self.hold_sync():
+            self._critical_path = path_frame(self._data, cp, next(_tokens))
+            self.set_trait("critical_path_instance", -1 if cp.instance is None else int(cp.instance))
+            self.highlight(self.trace.events.loc[ids], zoom=False)
+            if zoom:
+                _, shift = _path_shift(self._data, cp)
+                ev = cp.events
+                lo = float(min(cp.start, ev["start"].min() if len(ev) else cp.start))
+                hi = float(max(cp.end, (ev["start"] + ev["dur"]).max() if len(ev) else cp.end))
+                pad = max((hi - lo) * 0.02, 1.0)
+                self.zoom_to(lo + shift - pad, hi + shift + pad)
+
+    @traitlets.observe("critical_path_instance")
+    def _on_path_instance(self, change: dict[str, Any]) -> None:
+        cp = self._path
+        new = int(change["new"])
+        if cp is None or cp.annotation is None or new < 0 or new == cp.instance:
+            return
+        try:
+            fresh = critical_path(self._path_source, annotation=cp.annotation, instance=new, rank=cp.rank)
+        except ValueError as exc:  # ProfviewError: no such instance
+            self.log.warning("profview: critical path of instance %s: %s", new, exc)
+            self.set_trait("critical_path_instance", -1 if cp.instance is None else cp.instance)
+            return
+        self.show_critical_path(fresh)
+
     def selection_with_flows(self) -> pd.DataFrame:
         """``w.selection`` plus the other end of every flow and launch link of
         the selected events (the launch call of a selected kernel, the kernels of
@@ -197,7 +269,8 @@ class TraceWidget(anywidget.AnyWidget):
             raise BundleMissingError(_ESM_PATH)
         state = {name: getattr(self, name) for name in
                  ("_info", "_tracks", "_overview", "_memory", "_nodes", "_summary", "_highlight",
-                  "_zoom_request", "_view", "_selection", "color_by", "collapsed_groups", "shown_ranks")}
+                  "_zoom_request", "_view", "_selection", "color_by", "collapsed_groups", "shown_ranks",
+                  "_critical_path", "critical_path_instance")}
         state["_info"] = {**state["_info"], "static": True}
         start, end = self.visible
         # The page opens where the user is now, not at an earlier zoom_to/highlight request.

@@ -1,0 +1,200 @@
+// The critical path of a step (`_critical_path` frame, jupyter_profview/widget/critical_path.py):
+// its breakdown as one stacked bar, the step picker, and its segments as a table above the event
+// table; its launch / gap / sync edges become arrows on the timeline (overlays.ts).
+
+import { formatTime, type TimeUnit } from "./axis";
+import type { Frame } from "./codec";
+import { el } from "./dom";
+import type { Flow } from "./scene";
+
+export interface BreakdownPart { type: string; time: number; share: number }
+
+export interface Segment {
+  order: number; type: string; bound: string; event: number; name: string;
+  start: number; end: number; weight: number;
+}
+
+export interface CriticalPathData {
+  length: number;
+  events: number;
+  annotation: string | null;
+  instance: number | null;
+  rank: number | null;
+  steps: string[];
+  breakdown: BreakdownPart[];
+  /** Edges with time on the path (weight > 0), in path order. */
+  segments: Segment[];
+  /** Launch, gap and sync edges of the path (drawn as arrows). */
+  arrows: Flow[];
+}
+
+/** The colour of each breakdown category (the bar, its legend and the path's arrows). */
+export const BOUND_COLORS: Record<string, string> = {
+  cpu: "#4e79a7", kernel: "#59a14f", communication: "#b07aa1", launch: "#f28e2b",
+  kernel_gap: "#e15759", sync: "#9c755f",
+};
+export const PATH_COLOR = "#e15759";
+/** At most this many segments are listed (the rest are counted in the header). */
+export const MAX_SEGMENTS = 2000;
+const ARROW_TYPES = new Set(["launch", "kernel", "sync"]);
+
+const asStrings = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => String(x)) : []);
+
+/** The path of a `_critical_path` frame; null when the frame is empty (no path shown). */
+export function parseCriticalPath(frame: Frame): CriticalPathData | null {
+  const c = frame.columns;
+  const m = frame.meta as Record<string, unknown>;
+  if (!c.order || m.length === undefined) return null;
+  const edgeTypes = asStrings(m.edge_types);
+  const boundTypes = asStrings(m.bound_types);
+  const names = asStrings(m.names);
+  const segments: Segment[] = [];
+  const arrows: Flow[] = [];
+  for (let i = 0; i < c.order.length; i++) {
+    const type = edgeTypes[c.type[i]] ?? "?";
+    const label = c.label[i];
+    const seg: Segment = {
+      order: c.order[i], type, bound: boundTypes[c.bound[i]] ?? "?", event: c.event[i],
+      name: label >= 0 ? names[label] ?? "" : "", start: c.src_time[i], end: c.dst_time[i], weight: c.weight[i],
+    };
+    if (seg.weight > 0) segments.push(seg);
+    if (ARROW_TYPES.has(type) && c.src_track[i] >= 0 && c.dst_track[i] >= 0) {
+      arrows.push({
+        source: c.src[i], target: c.dst[i], source_track: c.src_track[i], target_track: c.dst_track[i],
+        source_time: c.src_time[i], target_time: c.dst_time[i],
+      });
+    }
+  }
+  const breakdown = Array.isArray(m.breakdown)
+    ? (m.breakdown as Array<Record<string, unknown>>).map((b) => ({
+      type: String(b.type), time: Number(b.time), share: Number(b.share),
+    }))
+    : [];
+  return {
+    length: Number(m.length), events: Number(m.events ?? 0),
+    annotation: typeof m.annotation === "string" ? m.annotation : null,
+    instance: typeof m.instance === "number" ? m.instance : null,
+    rank: typeof m.rank === "number" ? m.rank : null,
+    steps: asStrings(m.steps), breakdown, segments, arrows,
+  };
+}
+
+/** "cpu 93.6 %" style share text (one decimal; the bar's labels and tooltips). */
+export function shareText(share: number): string {
+  return `${(Math.round(share * 10) / 10).toFixed(1)} %`;
+}
+
+/**
+ * The panel: a title line (what, length, how many events), the step picker, the breakdown bar
+ * with its legend, and the segments table.  Clicking a segment calls `onSegment`; picking a step
+ * calls `onStep` with its 0-based instance.
+ */
+export class CriticalPanel {
+  readonly el: HTMLDivElement;
+  private title: HTMLSpanElement;
+  private picker: HTMLSelectElement;
+  private bar: HTMLDivElement;
+  private legend: HTMLDivElement;
+  private rows: HTMLDivElement;
+  private path: CriticalPathData | null = null;
+  unit: TimeUnit = "ns";
+
+  constructor(private onSegment: (s: Segment) => void, private onStep: (instance: number) => void) {
+    this.el = el("div", "pv-critical");
+    this.el.style.display = "none";
+    const head = el("div", "pv-critical-head", this.el);
+    this.title = el("span", "pv-critical-title", head);
+    this.picker = el("select", "pv-critical-step", head);
+    this.picker.title = "The step whose critical path is shown (the kernel recomputes it)";
+    this.picker.addEventListener("change", () => this.onStep(Number(this.picker.value)));
+    this.bar = el("div", "pv-critical-bar", this.el);
+    this.legend = el("div", "pv-critical-legend", this.el);
+    const table = el("div", "pv-critical-table", this.el);
+    const th = el("div", "pv-critical-row pv-critical-th", table);
+    for (const [cls, text] of [["n", "#"], ["type", "bound by"], ["name", "event"], ["time", "on path"],
+      ["start", "start"]]) el("span", `pv-c-${cls}`, th).textContent = text;
+    this.rows = el("div", "pv-critical-rows", table);
+    this.rows.addEventListener("click", (e) => {
+      const row = (e.target as HTMLElement).closest<HTMLElement>(".pv-critical-row");
+      const k = Number(row?.dataset.index);
+      const seg = this.path && Number.isInteger(k) ? this.path.segments[k] : undefined;
+      if (!seg || !row) return;
+      for (const r of this.rows.querySelectorAll(".pv-row-selected")) r.classList.remove("pv-row-selected");
+      row.classList.add("pv-row-selected");
+      this.onSegment(seg);
+    });
+  }
+
+  get shown(): CriticalPathData | null {
+    return this.path;
+  }
+
+  /** Show `path` (null: hide the panel). */
+  update(path: CriticalPathData | null, static_ = false): void {
+    this.path = path;
+    this.el.style.display = path ? "" : "none";
+    this.el.dataset.length = path ? String(path.length) : "";
+    if (!path) return;
+    const what = path.annotation === null ? "the whole trace"
+      : path.steps[path.instance ?? -1] ?? `${path.annotation} #${path.instance}`;
+    const rank = path.rank === null ? "" : ` · rank ${path.rank}`;
+    this.title.textContent = `Critical path of ${what}${rank}: ${formatTime(path.length, this.unit)} over ` +
+      `${path.events.toLocaleString("en-US")} events`;
+    this.picker.replaceChildren();
+    path.steps.forEach((name, i) => {
+      const o = document.createElement("option");
+      o.value = String(i);
+      o.textContent = name;
+      this.picker.appendChild(o);
+    });
+    this.picker.value = String(path.instance ?? 0);
+    this.picker.style.display = path.steps.length > 1 && path.annotation !== null ? "" : "none";
+    this.picker.disabled = static_;
+    this.drawBar(path);
+    this.drawRows(path);
+  }
+
+  private drawBar(path: CriticalPathData): void {
+    this.bar.replaceChildren();
+    this.legend.replaceChildren();
+    for (const part of path.breakdown) {
+      const text = `${part.type} ${formatTime(part.time, this.unit)} (${shareText(part.share)})`;
+      if (part.time > 0) {
+        const seg = el("div", "pv-critical-part", this.bar);
+        seg.style.flexGrow = String(part.time);
+        seg.style.background = BOUND_COLORS[part.type] ?? "#888";
+        seg.dataset.type = part.type;
+        seg.dataset.time = String(part.time);
+        seg.title = text;
+      }
+      const item = el("span", "pv-critical-key", this.legend);
+      item.dataset.type = part.type;
+      const sw = el("span", "pv-swatch", item);
+      sw.style.background = BOUND_COLORS[part.type] ?? "#888";
+      el("span", "", item).textContent = text;
+      if (part.time === 0) item.classList.add("pv-critical-zero");
+    }
+  }
+
+  private drawRows(path: CriticalPathData): void {
+    this.rows.replaceChildren();
+    const shown = path.segments.slice(0, MAX_SEGMENTS);
+    shown.forEach((s, k) => {
+      const row = el("div", "pv-critical-row", this.rows);
+      row.dataset.index = String(k);
+      row.dataset.event = String(s.event);
+      el("span", "pv-c-n", row).textContent = String(k + 1);
+      const type = el("span", "pv-c-type", row);
+      const sw = el("span", "pv-swatch", type);
+      sw.style.background = BOUND_COLORS[s.bound] ?? "#888";
+      el("span", "", type).textContent = s.bound;
+      el("span", "pv-c-name", row).textContent = s.name || s.type;
+      el("span", "pv-c-time", row).textContent = formatTime(s.weight, this.unit);
+      el("span", "pv-c-start", row).textContent = formatTime(s.start, this.unit);
+    });
+    if (path.segments.length > shown.length) {
+      el("div", "pv-critical-more", this.rows).textContent =
+        `${(path.segments.length - shown.length).toLocaleString("en-US")} more segments: cp.path in Python lists them all`;
+    }
+  }
+}
