@@ -37,6 +37,11 @@ def fixed_half_up(x: float, decimals: int) -> str:
     return f"-{text}" if x < 0 and q != 0 else text
 
 
+def share_text(share: float) -> str:
+    """A share (0-100) as ``"93.6 %"``: one decimal, half up (``js/src/critical.ts`` shareText)."""
+    return f"{fixed_half_up(share, 1)} %"
+
+
 def _strip_zeros(text: str) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 

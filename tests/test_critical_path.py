@@ -289,3 +289,20 @@ def test_traceset_needs_a_rank() -> None:
     one = critical_path(ts, rank=1)
     ref = next(r for r in CASES if r["file"] == "trace_filter_sampled_rank-1.json.gz")
     assert one.rank == 1 and abs(one.length / US - ref["length_us"]) < 0.001
+
+
+def test_explain_says_what_bounds_the_step_in_the_shared_number_rule() -> None:
+    from jupyter_profview.numbers import format_duration
+
+    case = next(r for r in CASES if r["file"] == "trace_filter_sampled_rank-1.json.gz")
+    cp = critical_path(_load(case["file"]))
+    text = cp.explain()
+    # HTA: cpu_bound 255,413 of 272,736 µs -> CPU-bound, 93.6 %; gaps 17,099 µs -> 6.3 %
+    assert f"is {format_duration(case['length_us'] * US)} long" in text
+    assert "It is CPU-bound: CPU ops 93.6 %" in text and "gaps between kernels 6.3 %" in text
+    top = cp.events.sort_values("on_path", ascending=False).iloc[0]
+    assert f"Longest on the path: {top['name']} ({format_duration(top['on_path'])})" in text
+    launch = critical_path(_load("trace_compare_base_base.json.gz")).explain()
+    assert "bound by kernel launch delays" in launch and "launch delays 100.0 %" in launch
+    empty = critical_path(_load("cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")).explain()
+    assert "is empty" in empty

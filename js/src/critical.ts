@@ -2,7 +2,7 @@
 // its breakdown as one stacked bar, the step picker, and its segments as a table above the event
 // table; its launch / gap / sync edges become arrows on the timeline (overlays.ts).
 
-import { formatTime, type TimeUnit } from "./axis";
+import { formatTime, toFixedHalfUp, type TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 import { el } from "./dom";
 import type { Flow } from "./scene";
@@ -79,9 +79,9 @@ export function parseCriticalPath(frame: Frame): CriticalPathData | null {
   };
 }
 
-/** "cpu 93.6 %" style share text (one decimal; the bar's labels and tooltips). */
+/** A share as "93.6 %": one decimal, rounded half up (numbers.py `share_text`, the same rule). */
 export function shareText(share: number): string {
-  return `${(Math.round(share * 10) / 10).toFixed(1)} %`;
+  return `${toFixedHalfUp(share, 1)} %`;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The number formatters against the fixture shared with pytest (tests/test_format_numbers.py).
 import { describe, expect, it } from "vitest";
 import { formatBytes, formatTime, ticks, toFixedHalfUp } from "../src/axis";
+import { shareText } from "../src/critical";
 import shared from "../../tests/shared_fixtures/format_numbers.json";
 
 interface TickCase { t0: number; t1: number; width: number; spacing: number; step: number; originLabel: string; labels: string[] }
@@ -8,6 +9,7 @@ interface Fixture {
   duration_ns: Array<[number | string, string]>;
   duration_step: Array<[number | string, string]>;
   bytes: Array<[number | string, string]>;
+  share: Array<[number, string]>;
   ticks: TickCase[];
 }
 
@@ -23,6 +25,9 @@ describe("number formatters (shared fixture)", () => {
   });
   it.each(fixture.bytes)("%s bytes → %s", (v, want) => {
     expect(formatBytes(num(v))).toBe(want);
+  });
+  it.each(fixture.share)("share %s → %s", (v, want) => {
+    expect(shareText(v)).toBe(want);
   });
   it.each(fixture.ticks)("axis [$t0, $t1] → $originLabel $labels", (c) => {
     const t = ticks(c.t0, c.t1, c.width, "ns", c.spacing);

@@ -11,7 +11,7 @@ from typing import Any
 
 import jupyter_profview as profview
 from jupyter_profview.analysis import critical_path
-from jupyter_profview.numbers import format_duration
+from jupyter_profview.numbers import format_duration, share_text
 from tests.browser.lab import LabNotebook, LabServer, canvas_ink, pixel, wait_until
 
 TIMELINE = ".pv-timeline canvas"
@@ -23,7 +23,7 @@ PATH_RGB = (0xE1, 0x57, 0x59)  # critical.ts PATH_COLOR
 
 def legend_texts(cp: Any) -> list[str]:
     """What the breakdown legend must read, from the DataFrame and the shared rule."""
-    return [f"{r.type} {format_duration(r.time)} ({r.share:.1f} %)" for r in cp.breakdown.itertuples()]
+    return [f"{r.type} {format_duration(r.time)} ({share_text(r.share)})" for r in cp.breakdown.itertuples()]
 
 
 def test_critical_path_on_a_real_gpu_trace(lab: LabServer, page: Any, tmp_path: Path) -> None:
