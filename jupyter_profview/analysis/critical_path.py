@@ -152,7 +152,8 @@ class CriticalPath:
         span = self.end - self.start
         parts = [f"The critical path of {what} is {format_duration(self.length)} long "
                  f"(the {'trace' if self.annotation is None else 'step'} spans {format_duration(span)})."]
-        shares = ", ".join(f"{_WORDS[k]} {share_text(b.loc[k, 'share'])}" for k in b.index if b.loc[k, "time"] > 0)
+        shares = ", ".join(f"{_WORDS[k]} {share_text(b.loc[k, 'share'])}"
+                           for k in b.index if b.loc[k, "time"] > 0)
         parts.append(f"It is {_BOUND_WORDS[lead]}: {shares}.")
         held = self.events[self.events["on_path"] > 0].sort_values("on_path", ascending=False).head(top)
         if len(held):
