@@ -1,0 +1,378 @@
+"""GPU time by the model's own structure: a call tree of one node kind, with the device time of
+the kernels launched under each node.
+
+Definition (:func:`attribute`):
+
+node kinds (``by``)
+    ``annotation``: ``user_annotation`` slices on CPU threads (``record_function`` ranges,
+    ``ProfilerStep#N``; the device-side ``gpu_user_annotation`` copies are not nodes);
+    ``module``: ``python_function`` slices named ``nn.Module: X`` (``with_modules`` /
+    ``with_stack``); ``stack``: every ``python_function`` frame; ``op``: ``cpu_op`` slices.
+tree
+    Each kind is nested by time on its own, per thread: a node's parent is the last node of the
+    same kind, on the same thread, that started before it (the longer first at equal starts) and
+    has not ended (``events.parent`` mixes kinds and is not used).  A node that outlasts its
+    parent stays its child.  Nodes with the same path (names from the root, joined by ``" / "``)
+    are one row: ``count`` instances.
+CPU time
+    ``cpu_total``: the summed durations of the row's instances; ``cpu_self``: minus the
+    durations of their direct children of the same kind (clipped at 0 per instance).
+GPU time
+    A device activity (a row of ``trace.launches``) belongs to the innermost node of the kind
+    that encloses the start of its launch call on the launching thread (``start <= t < end``);
+    ``gpu_self``/``kernels_self`` sum the activities of the row itself, ``gpu_total``/``kernels``
+    those of the row and every row below it.  Activities whose launch is under no node (or not in
+    the trace) are one root row ``(unattributed)``, so the roots' ``gpu_total`` add up to the
+    trace's device time (the sum of ``launches.kernel_dur``).
+backward
+    ``backward="launch"`` (default): the rule above, by the launching thread.  On real traces the
+    backward kernels are launched from the autograd thread, which carries no annotation and no
+    module frame.  ``backward="forward"``: an activity launched under a backward op (a ``cpu_op``
+    whose args carry a non-zero ``Fwd thread id``; torch writes 0 on forward ops) goes to the
+    nodes enclosing the forward op that recorded it (the outermost forward ``cpu_op`` with the
+    ``Sequence number`` of the outermost backward op over the launch), under a child row
+    ``[backward]`` (a root ``[backward]`` row when no node encloses the forward op); one without
+    such a link stays where the launch rule puts it.
+
+A TraceSet gives every rank's rows with a ``rank`` column first (``rank=`` picks one).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfviewError
+from ..model import Trace
+from .traceset import is_traceset
+
+if TYPE_CHECKING:
+    from ..ranks.traceset import TraceSet
+
+BY = ("annotation", "module", "stack", "op")
+UNATTRIBUTED = "(unattributed)"
+BACKWARD = "[backward]"
+SEP = " / "
+COLUMNS = ("node", "parent", "depth", "name", "path", "count", "cpu_total", "cpu_self", "kernels",
+           "kernels_self", "gpu_total", "gpu_self")
+
+
+def _in(values: pd.Series, names: tuple[str, ...]) -> np.ndarray:
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        hit = np.asarray([str(c) in names for c in values.cat.categories] + [False], bool)
+        return hit[values.cat.codes.to_numpy()]
+    return values.astype(str).isin(list(names)).to_numpy(bool)
+
+
+def _starts_with(values: pd.Series, prefix: str) -> np.ndarray:
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        hit = np.asarray([str(c).startswith(prefix) for c in values.cat.categories] + [False], bool)
+        return hit[values.cat.codes.to_numpy()]
+    return values.astype(str).str.startswith(prefix).to_numpy(bool)
+
+
+def node_mask(trace: Trace, by: str) -> np.ndarray:
+    """Rows of ``trace.events`` that are nodes of kind ``by`` (see the module doc)."""
+    ev = trace.events
+    gpus = {str(g) for g in pd.unique(trace.launches["gpu"].astype(str))}
+    on_device = _in(ev["process"], tuple(gpus)) if gpus else np.zeros(len(ev), bool)
+    slices = _in(ev["kind"], ("slice",)) & ~on_device
+    if by == "annotation":
+        return slices & _in(ev["category"], ("user_annotation",))
+    if by == "module":
+        return slices & _in(ev["category"], ("python_function",)) & _starts_with(ev["name"], "nn.Module: ")
+    if by == "stack":
+        return slices & _in(ev["category"], ("python_function",))
+    if by == "op":
+        return slices & _in(ev["category"], ("cpu_op",))
+    raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
+
+
+def attribute(trace: Trace | TraceSet, by: str = "annotation", *, rank: int | None = None,
+              backward: str = "launch", window: tuple[float, float] | None = None) -> pd.DataFrame:
+    """The call tree of node kind ``by`` with the GPU time launched under each node, one row per
+    path (columns :data:`COLUMNS`; ``node`` is the row's id, ``parent`` its parent's, -1 at a
+    root).  ``window=(start, end)``: only node instances and launches that start inside it.
+    See the module doc for the definition."""
+    if by not in BY:
+        raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
+    if backward not in ("launch", "forward"):
+        raise ProfviewError(f"attribute(backward={backward!r})", expected="'launch' or 'forward'")
+    if is_traceset(trace):
+        ranks = list(trace) if rank is None else [rank]
+        frames = []
+        for r in ranks:
+            one = attribute(trace[r], by, backward=backward, window=window)
+            one.insert(0, "rank", np.int64(r))
+            frames.append(one)
+        return pd.concat(frames, ignore_index=True) if frames else _empty().assign(rank=np.int64(0))
+    if not isinstance(trace, Trace):
+        raise TypeError(f"attribute needs a Trace or TraceSet, got {type(trace).__name__}")
+    return _Tree(trace, by, backward, window).frame()
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object if c in ("name", "path") else np.int64) for c in COLUMNS})
+
+
+def _thread_keys(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """One int per (process, thread) of the given positions of ``ev``."""
+    proc = pd.Categorical(ev["process"]).codes.astype(np.int64)[rows]
+    thr = pd.Categorical(ev["thread"]).codes.astype(np.int64)[rows]
+    return (proc << 32) | (thr & 0xFFFFFFFF)
+
+
+class _Tree:
+    def __init__(self, trace: Trace, by: str, backward: str, window: tuple[float, float] | None) -> None:
+        self.trace, self.by = trace, by
+        ev = trace.events
+        start = ev["start"].to_numpy(np.int64)
+        dur = ev["dur"].to_numpy(np.int64)
+        mask = node_mask(trace, by)
+        if window is not None:
+            mask &= (start >= window[0]) & (start <= window[1])
+        self.pos = np.flatnonzero(mask)
+        self.start, self.end = start[self.pos], start[self.pos] + dur[self.pos]
+        names = ev["name"].iloc[self.pos].astype(str).tolist()
+        la = trace.launches
+        linked = la["launch"].notna().to_numpy(bool)
+        lpos = np.full(len(la), -1, np.int64)
+        lpos[linked] = ev.index.get_indexer(pd.Index(la["launch"].to_numpy(np.int64, na_value=-1)[linked]))
+        keep = lpos >= 0
+        if window is not None:  # launches in the window; unlinked activities have no launch time
+            ls = la["launch_start"].to_numpy(np.float64, na_value=np.nan)
+            keep &= (ls >= window[0]) & (ls <= window[1])
+            self.activities = np.flatnonzero(keep)
+        else:
+            self.activities = np.arange(len(la))
+        self.kdur = la["kernel_dur"].to_numpy(np.int64)
+        # innermost node (local index) over each linked launch, -1 for none
+        owner = np.full(len(la), -1, np.int64)
+        parent = self._nest_and_locate(ev, start, keep, lpos, owner)
+        self.owner = owner
+        self.node_parent = parent
+        self.names = names
+        self.backward = backward
+        if backward == "forward":
+            self._reassign_backward(ev, lpos)
+
+    def _nest_and_locate(self, ev: pd.DataFrame, start: np.ndarray, keep: np.ndarray, lpos: np.ndarray,
+                         owner: np.ndarray) -> np.ndarray:
+        """Per thread: each node's parent (local index, -1 at a root) and each launch's owner."""
+        n = len(self.pos)
+        launches = np.flatnonzero(keep)
+        t = np.concatenate([self.start, start[lpos[launches]]])
+        key = np.concatenate([_thread_keys(ev, self.pos), _thread_keys(ev, lpos[launches])])
+        is_launch = np.concatenate([np.zeros(n, np.int8), np.ones(len(launches), np.int8)])
+        length = np.concatenate([self.end - self.start, np.zeros(len(launches), np.int64)])
+        item = np.concatenate([np.arange(n), launches])
+        order = np.lexsort((item, -length, is_launch, t, key))
+        parent = np.full(n, -1, np.int64)
+        ends = self.end.tolist()
+        stack: list[int] = []
+        cur = None
+        for k, kk, tt, lz in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
+                                 is_launch[order].tolist(), strict=True):
+            if kk != cur:
+                stack.clear()
+                cur = kk
+            while stack and ends[stack[-1]] <= tt:
+                stack.pop()
+            if lz:
+                owner[k] = stack[-1] if stack else -1
+                continue
+            parent[k] = stack[-1] if stack else -1
+            stack.append(k)
+        return parent
+
+    def _reassign_backward(self, ev: pd.DataFrame, lpos: np.ndarray) -> None:
+        """``backward="forward"``: activities under a backward op move to the nodes enclosing its
+        forward op, flagged so that they land in a ``[backward]`` child."""
+        trace = self.trace
+        ops = np.flatnonzero(node_mask(trace, "op"))
+        self.bwd_owner = np.full(len(self.owner), -2, np.int64)  # -2: not moved
+        if len(ops) == 0:
+            return
+        seq = np.full(len(ops), -1, np.int64)
+        fwd_tid = np.full(len(ops), -1, np.int64)
+        ids = ev.index.to_numpy(np.int64)[ops]
+        for j, eid in enumerate(ids.tolist()):
+            args = trace.args(eid)
+            s = args.get("Sequence number")
+            if isinstance(s, (int, float)) and not isinstance(s, bool):
+                seq[j] = int(s)
+            f = args.get("Fwd thread id")
+            if isinstance(f, (int, float)) and not isinstance(f, bool):
+                fwd_tid[j] = int(f)
+        is_bwd = fwd_tid > 0  # forward ops carry 0 (torch's own thread index, not an OS id)
+        # forward ops by sequence number: the outermost (earliest, then longest) of each
+        fwd = np.flatnonzero((seq >= 0) & ~is_bwd)
+        start = ev["start"].to_numpy(np.int64)
+        dur = ev["dur"].to_numpy(np.int64)
+        order = fwd[np.lexsort((-dur[ops[fwd]], start[ops[fwd]]))]
+        fwd_of: dict[int, int] = {}
+        for j in order.tolist():
+            fwd_of.setdefault(int(seq[j]), int(ops[j]))
+        # each launch's innermost backward op: the enclosing cpu_ops on its thread
+        bwd = np.flatnonzero(is_bwd & (seq >= 0))
+        if len(bwd) == 0:
+            return
+        bpos = ops[bwd]
+        bkey = _thread_keys(ev, bpos)
+        la_pos = np.flatnonzero(lpos >= 0)
+        lkey = _thread_keys(ev, lpos[la_pos])
+        lt = start[lpos[la_pos]]
+        # sweep per thread: backward op intervals and launch points
+        t = np.concatenate([start[bpos], lt])
+        key = np.concatenate([bkey, lkey])
+        kind = np.concatenate([np.zeros(len(bpos), np.int8), np.ones(len(la_pos), np.int8)])
+        length = np.concatenate([dur[bpos], np.zeros(len(la_pos), np.int64)])
+        item = np.concatenate([np.arange(len(bpos)), la_pos])
+        order = np.lexsort((item, -length, kind, t, key))
+        ends = (start[bpos] + dur[bpos]).tolist()
+        # the forward op's position -> the node enclosing it (the innermost node over its start)
+        fwd_positions = sorted(set(fwd_of.values()))
+        node_of_fwd = self._nodes_over(ev, np.asarray(fwd_positions, np.int64))
+        node_of = dict(zip(fwd_positions, node_of_fwd.tolist(), strict=True))
+        seq_b = seq[bwd].tolist()
+        stack: list[int] = []
+        cur = None
+        for k, kk, tt, lz in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
+                                 kind[order].tolist(), strict=True):
+            if kk != cur:
+                stack.clear()
+                cur = kk
+            while stack and ends[stack[-1]] <= tt:
+                stack.pop()
+            if not lz:
+                stack.append(k)
+                continue
+            if not stack:
+                continue
+            # the outermost backward op of the stack carries the autograd node's sequence number
+            fp = fwd_of.get(seq_b[stack[0]])
+            if fp is not None:
+                self.bwd_owner[k] = node_of[fp]
+
+    def _nodes_over(self, ev: pd.DataFrame, positions: np.ndarray) -> np.ndarray:
+        """The innermost node (local index, -1 none) enclosing the start of each event position."""
+        start = ev["start"].to_numpy(np.int64)
+        n = len(self.pos)
+        t = np.concatenate([self.start, start[positions]])
+        key = np.concatenate([_thread_keys(ev, self.pos), _thread_keys(ev, positions)])
+        kind = np.concatenate([np.zeros(n, np.int8), np.ones(len(positions), np.int8)])
+        length = np.concatenate([self.end - self.start, np.zeros(len(positions), np.int64)])
+        item = np.concatenate([np.arange(n), np.arange(len(positions))])
+        order = np.lexsort((item, -length, kind, t, key))
+        out = np.full(len(positions), -1, np.int64)
+        ends = self.end.tolist()
+        stack: list[int] = []
+        cur = None
+        for k, kk, tt, lz in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
+                                 kind[order].tolist(), strict=True):
+            if kk != cur:
+                stack.clear()
+                cur = kk
+            while stack and ends[stack[-1]] <= tt:
+                stack.pop()
+            if lz:
+                out[k] = stack[-1] if stack else -1
+            else:
+                stack.append(k)
+        return out
+
+    def frame(self) -> pd.DataFrame:
+        n = len(self.pos)
+        # path ids: parents come before children in start order
+        order = np.lexsort((-(self.end - self.start), self.start))
+        row_of = np.full(n, -1, np.int64)
+        key_to_row: dict[tuple[int, str], int] = {}
+        rows_parent: list[int] = []
+        rows_name: list[str] = []
+        for k in order.tolist():
+            p = int(self.node_parent[k])
+            prow = int(row_of[p]) if p >= 0 else -1
+            if p >= 0 and prow < 0:  # a parent that starts later (equal start, shorter): resolve it first
+                prow = self._row_for(p, row_of, key_to_row, rows_parent, rows_name)
+            row_of[k] = self._row(prow, self.names[k], key_to_row, rows_parent, rows_name)
+        backward_rows: dict[int, int] = {}
+
+        def backward_row(node_row: int) -> int:
+            if node_row not in backward_rows:
+                backward_rows[node_row] = self._row(node_row, BACKWARD, key_to_row, rows_parent, rows_name)
+            return backward_rows[node_row]
+
+        kernel_row = np.full(len(self.owner), -1, np.int64)
+        act = self.activities
+        own = self.owner[act]
+        kernel_row[act] = np.where(own >= 0, row_of[np.maximum(own, 0)], -1)
+        if self.backward == "forward":
+            in_act = np.zeros(len(self.owner), bool)
+            in_act[act] = True
+            for a in np.flatnonzero((self.bwd_owner >= -1) & in_act).tolist():
+                node = int(self.bwd_owner[a])
+                if node >= 0:
+                    kernel_row[a] = backward_row(int(row_of[node]))
+                else:  # the forward op is under no node of this kind: a root [backward] row
+                    kernel_row[a] = self._row(-1, BACKWARD, key_to_row, rows_parent, rows_name)
+        total_rows = len(rows_parent)
+        unattributed = total_rows
+        rows_parent.append(-1)
+        rows_name.append(UNATTRIBUTED)
+        m = total_rows + 1
+        kr = kernel_row[act]
+        kr = np.where(kr >= 0, kr, unattributed)
+        gpu_self = np.bincount(kr, weights=self.kdur[act], minlength=m).astype(np.int64)
+        k_self = np.bincount(kr, minlength=m).astype(np.int64)
+        count = np.bincount(row_of, minlength=m).astype(np.int64)
+        dur = self.end - self.start
+        child_dur = np.zeros(n, np.int64)
+        has_parent = self.node_parent >= 0
+        np.add.at(child_dur, self.node_parent[has_parent], dur[has_parent])
+        self_each = np.maximum(dur - child_dur, 0)
+        cpu_total = np.bincount(row_of, weights=dur, minlength=m).astype(np.int64)
+        cpu_self = np.bincount(row_of, weights=self_each, minlength=m).astype(np.int64)
+        parent = np.asarray(rows_parent, np.int64)
+        gpu_total, kernels = gpu_self.copy(), k_self.copy()
+        depth = np.zeros(m, np.int64)
+        for r in range(m):  # parents were created before their children
+            if parent[r] >= 0:
+                depth[r] = depth[parent[r]] + 1
+        for r in range(m - 1, -1, -1):
+            if parent[r] >= 0:
+                gpu_total[parent[r]] += gpu_total[r]
+                kernels[parent[r]] += kernels[r]
+        paths: list[str] = []
+        for r in range(m):
+            paths.append(rows_name[r] if parent[r] < 0 else paths[parent[r]] + SEP + rows_name[r])
+        out = pd.DataFrame({
+            "node": np.arange(m, dtype=np.int64), "parent": parent, "depth": depth, "name": rows_name,
+            "path": paths, "count": count, "cpu_total": cpu_total, "cpu_self": cpu_self,
+            "kernels": kernels, "kernels_self": k_self, "gpu_total": gpu_total, "gpu_self": gpu_self,
+        })
+        if kernels[unattributed] == 0:
+            out = out.iloc[:-1]
+        return out.reset_index(drop=True)
+
+    @staticmethod
+    def _row(parent_row: int, name: str, key_to_row: dict[tuple[int, str], int], rows_parent: list[int],
+             rows_name: list[str]) -> int:
+        key = (parent_row, name)
+        row = key_to_row.get(key)
+        if row is None:
+            row = key_to_row[key] = len(rows_parent)
+            rows_parent.append(parent_row)
+            rows_name.append(name)
+        return row
+
+    def _row_for(self, k: int, row_of: np.ndarray, key_to_row: dict[tuple[int, str], int],
+                 rows_parent: list[int], rows_name: list[str]) -> int:
+        if row_of[k] >= 0:
+            return int(row_of[k])
+        p = int(self.node_parent[k])
+        prow = self._row_for(p, row_of, key_to_row, rows_parent, rows_name) if p >= 0 else -1
+        row_of[k] = self._row(prow, self.names[k], key_to_row, rows_parent, rows_name)
+        return int(row_of[k])
+
