@@ -60,10 +60,10 @@ def walk(path: Path, by: str) -> tuple[Counter[str], Counter[str], Counter[str],
         return out
 
     count: Counter[str] = Counter()
-    for key, lst in nodes.items():
-        for i, (s, e, name) in enumerate(lst):
+    for lst in nodes.values():
+        for i, (s, _, name) in enumerate(lst):
             # the enclosing nodes: those before it in start order still open at its start
-            outer = [n for j, n in enumerate(lst[:i]) if n[0] <= s < n[1]]
+            outer = [n for n in lst[:i] if n[0] <= s < n[1]]
             count[" / ".join([o[2] for o in outer] + [name])] += 1
     calls = {}
     for e in events:
@@ -118,7 +118,8 @@ def test_module_and_stack_trees_on_a_real_torch_cpu_trace() -> None:
 
 def test_cpu_times_are_the_instances_durations() -> None:
     path = DATA / "torch_overlap.json.gz"
-    events = [e for e in read_json(path)["traceEvents"] if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
+    events = [e for e in read_json(path)["traceEvents"]
+              if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
     a = attribute(profview.load(path), "annotation")
     by_name: Counter[str] = Counter()
     for e in events:
@@ -143,7 +144,8 @@ def test_backward_kernels_go_to_the_forward_ops_nodes() -> None:
     fwd_seq = {e["args"]["Sequence number"] for e in ops
                if "Sequence number" in e["args"] and not e["args"].get("Fwd thread id")}
     bwd = [e for e in ops if e["args"].get("Fwd thread id") and e["args"].get("Sequence number") in fwd_seq]
-    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in RUNTIME and "correlation" in e["args"]}
+    calls = {e["args"]["correlation"]: e for e in events
+             if e.get("cat") in RUNTIME and "correlation" in e["args"]}
     linked = 0
     for k in (e for e in events if e.get("cat") in DEVICE):
         c = calls.get(k["args"].get("correlation"))
@@ -159,8 +161,8 @@ def test_backward_kernels_go_to_the_forward_ops_nodes() -> None:
     assert un_plain - un_moved == linked - int(back.loc[back["parent"] == -1, "kernels_self"].sum())
     # each step's backward kernels land under the step's DDP forward (where their forward ops ran)
     top = back.sort_values("gpu_self", ascending=False).head(3)
-    assert sorted(top["path"]) == [f"ProfilerStep#{s} / ## forward ## / DistributedDataParallel.forward / [backward]"
-                                   for s in (4, 5, 6)]
+    ddp = "## forward ## / DistributedDataParallel.forward / [backward]"
+    assert sorted(top["path"]) == [f"ProfilerStep#{s} / {ddp}" for s in (4, 5, 6)]
 
 
 def test_errors_and_traceset() -> None:

@@ -5,6 +5,7 @@
 * :mod:`.ranks` -- across the ranks of a TraceSet: step times, stragglers, collective skew.
 * :mod:`.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
 * :mod:`.attribution` -- GPU time by the model's structure: annotations, modules, frames, ops.
+* :mod:`.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
 * :mod:`.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
 
@@ -18,6 +19,7 @@ from .attribution import attribute
 from .compare import Comparison, compare
 from .critical_path import CriticalPath, critical_path
 from .critical_path import steps as critical_path_steps
+from .efficiency import op_efficiency
 from .gpu import (
     comm_comp_overlap,
     idle_time,
@@ -33,7 +35,7 @@ from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["attribute", "CriticalPath", "critical_path", "critical_path_steps",
+__all__ = ["attribute", "op_efficiency", "CriticalPath", "critical_path", "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",

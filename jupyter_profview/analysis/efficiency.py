@@ -1,0 +1,261 @@
+"""How close each GEMM / convolution / attention op runs to the hardware: achieved FLOP/s and
+bandwidth against the device's peak, by the roofline.
+
+Definition (:func:`op_efficiency`):
+
+rows
+    One row per CPU op instance (``cpu_op``) whose FLOPs are modelled (:data:`MODELLED`) from its
+    ``Input Dims`` (recorded with ``record_shapes=True``), that launched device activities, and
+    that has no modelled op inside it (``aten::linear`` -> ``aten::addmm``: the row is the addmm,
+    so each kernel counts once).
+flops
+    As torch's own counter (``torch.utils.flop_counter``): ``mm``/``addmm`` 2·M·N·K (the bias add
+    of addmm not counted), ``bmm``/``baddbmm`` 2·B·M·N·K, ``matmul`` 2·(broadcast batch)·M·N·K
+    (a vector operand is not modelled: torch counts matrix-vector products as 0),
+    ``linear`` 2·(rows of the input)·N·K, convolutions 2·batch·prod(weight)·prod(output spatial)
+    (the output's size from ``Concrete Inputs``: stride, padding, dilation; without them the op
+    is not modelled), ``scaled_dot_product_attention`` 2·B·H·L·S·(E + Ev).
+bytes
+    The tensor inputs and the output, at their dtype (``Input type``): the least traffic the op
+    can have.
+gpu_time
+    The summed duration of the device activities launched under the op (on its thread, launch
+    start inside it; ``trace.launches``).
+peak
+    :data:`PEAKS`: dense peak FLOP/s per dtype and memory bandwidth from the vendors' datasheets,
+    matched on the device name of ``deviceProperties``; NaN when the device is not in the table.
+    fp32 ops use the plain fp32 peak (not TF32); fp16 / bf16 the tensor-core peak.
+roofline
+    ``intensity`` = flops / bytes; the ridge is peak_flops / peak_bandwidth.  ``bound`` is
+    ``memory`` below the ridge, ``compute`` above; ``pct_of_peak`` = achieved TFLOP/s / peak
+    TFLOP/s x 100, ``pct_of_roofline`` = achieved / the roof at its intensity x 100.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import Trace
+
+MODELLED = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+            "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+            "aten::cudnn_convolution", "aten::scaled_dot_product_attention")
+#: bytes per element of the ``Input type`` names torch writes
+DTYPE_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4,
+               "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1,
+               "c10::Float8_e5m2": 1}
+_PRECISION = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16"}
+
+#: Device name pattern -> dense peak TFLOP/s by precision and memory bandwidth (GB/s), from the
+#: vendors' datasheets (NVIDIA V100 SXM2, A100 SXM4 40/80 GB, H100 SXM5 / PCIe, H200 SXM; AMD
+#: Instinct MI250 / MI250X, MI300X).  The first pattern that matches the name wins.
+PEAKS: list[tuple[str, dict[str, float]]] = [
+    (r"V100", {"fp64": 7.8, "fp32": 15.7, "fp16": 125.0, "bf16": math.nan, "gbps": 900.0}),
+    (r"A100.*80GB", {"fp64": 9.7, "fp32": 19.5, "fp16": 312.0, "bf16": 312.0, "gbps": 2039.0}),
+    (r"A100", {"fp64": 9.7, "fp32": 19.5, "fp16": 312.0, "bf16": 312.0, "gbps": 1555.0}),
+    (r"H200", {"fp64": 34.0, "fp32": 67.0, "fp16": 989.4, "bf16": 989.4, "gbps": 4800.0}),
+    (r"H100.*PCIe", {"fp64": 26.0, "fp32": 51.0, "fp16": 756.5, "bf16": 756.5, "gbps": 2000.0}),
+    (r"H100", {"fp64": 34.0, "fp32": 67.0, "fp16": 989.4, "bf16": 989.4, "gbps": 3350.0}),
+    (r"MI250X", {"fp64": 47.9, "fp32": 47.9, "fp16": 383.0, "bf16": 383.0, "gbps": 3276.8}),
+    (r"MI250", {"fp64": 45.3, "fp32": 45.3, "fp16": 362.1, "bf16": 362.1, "gbps": 3276.8}),
+    (r"MI300X", {"fp64": 81.7, "fp32": 163.4, "fp16": 1307.4, "bf16": 1307.4, "gbps": 5300.0}),
+]
+COLUMNS = ("event", "name", "shapes", "dtype", "flops", "bytes", "gpu_time", "tflops", "gbps", "intensity",
+           "peak_tflops", "peak_gbps", "pct_of_peak", "pct_of_roofline", "bound", "device")
+
+
+def device_peak(name: str, precision: str) -> tuple[float, float]:
+    """(peak TFLOP/s at ``precision``, peak GB/s) of a device name; NaNs when unknown."""
+    for pattern, peaks in PEAKS:
+        if re.search(pattern, name):
+            return peaks.get(precision, math.nan), peaks["gbps"]
+    return math.nan, math.nan
+
+
+def _prod(xs: Any) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
+def _conv_out(x: list[int], w: list[int], concrete: list[Any], transposed: bool) -> list[int] | None:
+    """Output spatial size of a convolution from ``Concrete Inputs`` (stride, padding, dilation)."""
+    spatial = len(x) - 2
+
+    def ints(v: Any) -> list[int] | None:
+        if isinstance(v, str) and v.strip().startswith("["):
+            v = v.strip("[] ").split(",") if v.strip("[] ") else []
+        if isinstance(v, (list, tuple)):
+            try:
+                vals = [int(str(a).strip()) for a in v]
+            except ValueError:
+                return None
+            return vals * spatial if len(vals) == 1 else vals
+        return None
+
+    if len(concrete) < 6:
+        return None
+    stride, padding, dilation = ints(concrete[3]), ints(concrete[4]), ints(concrete[5])
+    if not stride or padding is None or not dilation or len(stride) != spatial:
+        return None
+    if transposed:
+        return list(x[2:])
+    return [(x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1
+            for i in range(spatial)]
+
+
+def op_flops(name: str, dims: list[list[int]],
+             concrete: list[Any] | None = None) -> tuple[float, list[int] | None]:
+    """(FLOPs, output shape) of one op from its input shapes, by torch's flop counter; (NaN, None)
+    when the shapes do not fit the formula."""
+    try:
+        if name in ("aten::mm", "aten::addmm"):
+            a, b = (dims[0], dims[1]) if name == "aten::mm" else (dims[1], dims[2])
+            m, k = a
+            k2, n = b
+            return (2.0 * m * n * k if k == k2 else math.nan), [m, n]
+        if name in ("aten::bmm", "aten::baddbmm"):
+            a, b = (dims[0], dims[1]) if name == "aten::bmm" else (dims[1], dims[2])
+            bb, m, k = a
+            _, k2, n = b
+            return (2.0 * bb * m * n * k if k == k2 else math.nan), [bb, m, n]
+        if name == "aten::matmul":
+            a, b = list(dims[0]), list(dims[1])
+            if len(a) < 2 or len(b) < 2:  # matrix-vector: torch's counter has no formula (0)
+                return math.nan, None
+            batch = list(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
+            m, k, n = a[-2], a[-1], b[-1]
+            if k != b[-2]:
+                return math.nan, None
+            return 2.0 * _prod(batch) * m * n * k, [*batch, m, n]
+        if name == "aten::linear":
+            x, w = dims[0], dims[1]
+            n, k = w
+            return (2.0 * _prod(x[:-1]) * n * k if x[-1] == k else math.nan), [*x[:-1], n]
+        if name == "aten::scaled_dot_product_attention":
+            q, k_, v = dims[0], dims[1], dims[2]
+            *batch, l_, e = q
+            s, ev = k_[-2], v[-1]
+            return 2.0 * _prod(batch) * l_ * s * (e + ev), [*batch, l_, ev]
+        if "conv" in name:
+            x, w = dims[0], dims[1]
+            transposed = False
+            if name in ("aten::convolution", "aten::_convolution") and concrete and len(concrete) > 6:
+                transposed = str(concrete[6]).strip().lower() in ("true", "1")
+            spatial = _conv_out(x, w, concrete or [], transposed)
+            if spatial is None:
+                return math.nan, None
+            flops = 2.0 * x[0] * _prod(w) * _prod(spatial)
+            return flops, [x[0], w[1] if transposed else w[0], *spatial]
+    except (IndexError, ValueError, TypeError):
+        return math.nan, None
+    return math.nan, None
+
+
+def op_efficiency(trace: Trace) -> pd.DataFrame:
+    """Achieved TFLOP/s and GB/s of every modelled op against the device's peak (module doc)."""
+    ev = trace.events
+    la = trace.launches
+    names = ev["name"]
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        cats = np.asarray(names.cat.categories.astype(str))
+        hit = np.append(np.isin(cats, MODELLED), False)
+        modelled = hit[names.cat.codes.to_numpy()]
+    else:
+        modelled = names.astype(str).isin(MODELLED).to_numpy(bool)
+    modelled &= (ev["category"].astype(str) == "cpu_op").to_numpy()
+    pos = np.flatnonzero(modelled)
+    linked = la[la["launch"].notna()]
+    if len(pos) == 0 or len(linked) == 0:
+        return _empty()
+    start = ev["start"].to_numpy(np.int64)
+    end = start + ev["dur"].to_numpy(np.int64)
+    thread = (ev["process"].astype(str) + "\x00" + ev["thread"].astype(str)).to_numpy()
+    lpos = ev.index.get_indexer(pd.Index(linked["launch"].to_numpy(np.int64)))
+    ok = lpos >= 0
+    lpos, kdur = lpos[ok], linked["kernel_dur"].to_numpy(np.int64)[ok]
+    gpu = linked["gpu"].astype(str).to_numpy()[ok]
+    lthread, lstart = thread[lpos], start[lpos]
+    by_thread: dict[str, np.ndarray] = {}
+    for t in np.unique(lthread):
+        rows = np.flatnonzero(lthread == t)
+        by_thread[str(t)] = rows[np.argsort(lstart[rows], kind="stable")]
+    # innermost: drop a modelled op that contains another one on its thread
+    inner = np.ones(len(pos), bool)
+    for t in np.unique(thread[pos]):
+        mine = pos[thread[pos] == t]
+        order = mine[np.lexsort((-(end[mine] - start[mine]), start[mine]))]
+        for a, b in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):
+            if start[b] < end[a] and end[b] <= end[a]:
+                inner[np.searchsorted(pos, a)] = False
+    devices = _device_names(trace)
+    found: list[dict[str, Any]] = []
+    ids = ev.index.to_numpy(np.int64)
+    for p in pos[inner].tolist():
+        cand = by_thread.get(str(thread[p]))
+        if cand is None:
+            continue
+        ts = lstart[cand]
+        lo, hi = np.searchsorted(ts, start[p], "left"), np.searchsorted(ts, end[p], "left")
+        under = cand[lo:hi]
+        if len(under) == 0:
+            continue
+        args = trace.args(int(ids[p]))
+        dims = args.get("Input Dims")
+        types = args.get("Input type") or []
+        if not isinstance(dims, list) or not dims:
+            continue
+        name = str(names.iloc[p])
+        flops, out_shape = op_flops(name, dims, args.get("Concrete Inputs"))
+        if not math.isfinite(flops) or out_shape is None:
+            continue
+        dtype = str(types[0]) if types else ""
+        size = DTYPE_BYTES.get(dtype, math.nan)
+        tensors = [(d, str(t)) for d, t in zip(dims, list(types) + [""] * len(dims), strict=False)
+                   if isinstance(d, list) and d]
+        nbytes = sum(_prod(d) * DTYPE_BYTES.get(t, math.nan) for d, t in tensors) + _prod(out_shape) * size
+        gpu_time = int(kdur[under].sum())
+        device = str(gpu[under[0]])
+        peak_tflops, peak_gbps = device_peak(devices.get(device, device), _PRECISION.get(dtype, ""))
+        found.append({"event": int(ids[p]), "name": name, "shapes": str(dims), "dtype": dtype,
+                      "flops": flops, "bytes": float(nbytes), "gpu_time": gpu_time, "device": device,
+                      "peak_tflops": peak_tflops, "peak_gbps": peak_gbps})
+    if not found:
+        return _empty()
+    out = pd.DataFrame(found)
+    t = out["gpu_time"].to_numpy(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["tflops"] = np.where(t > 0, out["flops"] / t / 1e3, np.nan)   # flop/ns = GFLOP/s
+        out["gbps"] = np.where(t > 0, out["bytes"] / t, np.nan)            # byte/ns = GB/s
+        out["intensity"] = out["flops"] / out["bytes"]
+        ridge = out["peak_tflops"] * 1e3 / out["peak_gbps"]                # flop/byte
+        roof = np.minimum(out["peak_tflops"], out["intensity"] * out["peak_gbps"] / 1e3)
+        out["pct_of_peak"] = out["tflops"] / out["peak_tflops"] * 100
+        out["pct_of_roofline"] = out["tflops"] / roof * 100
+    kind = np.where(out["intensity"].to_numpy() < ridge.to_numpy(), "memory", "compute").astype(object)
+    kind[ridge.isna().to_numpy()] = None
+    out["bound"] = kind
+    return out[list(COLUMNS)]
+
+
+def _device_names(trace: Trace) -> dict[str, str]:
+    """GPU label of ``trace.launches`` -> the device's name from ``deviceProperties``."""
+    props = trace.metadata.get("device_properties") or []
+    by_id = {int(p["id"]): str(p.get("name", "")) for p in props if isinstance(p, dict) and "id" in p}
+    la = trace.launches
+    out: dict[str, str] = {}
+    for label, dev in zip(la["gpu"].astype(str), la["device"].to_numpy(np.int64, na_value=-1), strict=True):
+        if label not in out:
+            out[label] = by_id.get(int(dev), label)
+    return out
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object if c in ("name", "shapes", "dtype", "bound", "device")
+                                      else np.float64) for c in COLUMNS})
