@@ -74,14 +74,16 @@ def example(name: str = "tf_step_stats") -> Path:
 
 
 def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: Any = None,
-         **options: Any) -> TraceWidget:
+         icicle: str = "", **options: Any) -> TraceWidget:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
     ``profview.load`` gives for a multi-host XSpace run directory: its
     ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
     groups, each collapsed to one busy lane until clicked; ``align="step"``
     lines the ranks up on their first common ProfilerStep) in the widget.
     ``critical_path``: a :class:`~jupyter_profview.analysis.CriticalPath` of this trace (or of
-    one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``)."""
+    one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``); ``icicle``: a
+    node kind (``"annotation"``, ``"module"``, ``"stack"``, ``"op"``) whose GPU-time icicle to show
+    (``TraceWidget.show_icicle``)."""
     from .loader import load_any
     from .model import Trace
     from .ranks import TraceSet
@@ -99,6 +101,8 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
         widget = TraceWidget(source, **options)
     if critical_path is not None:
         widget.show_critical_path(critical_path, source=source)
+    if icicle:
+        widget.show_icicle(icicle)
     return widget  # type: ignore[no-any-return]
 
 

@@ -38,7 +38,7 @@ def fixed_half_up(x: float, decimals: int) -> str:
 
 
 def share_text(share: float) -> str:
-    """A share (0-100) as ``"93.6 %"``: one decimal, half up (``js/src/critical.ts`` shareText)."""
+    """A share (0-100) as ``"93.6 %"``: one decimal, half up (``js/src/axis.ts`` shareText)."""
     return f"{fixed_half_up(share, 1)} %"
 
 

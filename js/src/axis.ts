@@ -193,6 +193,11 @@ function formatScaled(v: number, base: number, units: string[], wholeFirst: bool
  * half away from zero, zeros after the point dropped; whole bytes below 1 KiB; a value that
  * rounds to 1024 moves to the next prefix; NaN → "–").
  */
+/** A share (0-100) as "93.6 %": one decimal, rounded half up (numbers.py `share_text`). */
+export function shareText(share: number): string {
+  return `${toFixedHalfUp(share, 1)} %`;
+}
+
 export function formatBytes(b: number): string {
   return formatScaled(b, 1024, BYTE_UNITS, true);
 }

@@ -2,7 +2,7 @@
 // its breakdown as one stacked bar, the step picker, and its segments as a table above the event
 // table; its launch / gap / sync edges become arrows on the timeline (overlays.ts).
 
-import { formatTime, toFixedHalfUp, type TimeUnit } from "./axis";
+import { formatTime, shareText, type TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 import { el } from "./dom";
 import type { Flow } from "./scene";
@@ -77,11 +77,6 @@ export function parseCriticalPath(frame: Frame): CriticalPathData | null {
     rank: typeof m.rank === "number" ? m.rank : null,
     steps: asStrings(m.steps), breakdown, segments, arrows,
   };
-}
-
-/** A share as "93.6 %": one decimal, rounded half up (numbers.py `share_text`, the same rule). */
-export function shareText(share: number): string {
-  return `${toFixedHalfUp(share, 1)} %`;
 }
 
 /**

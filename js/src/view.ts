@@ -6,6 +6,7 @@ import type { AnyModel, Experimental } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 import { CriticalPanel, parseCriticalPath, type Segment } from "./critical";
+import { IciclePanel, parseIcicle } from "./icicle";
 import { DetailLoader, type DetailHost } from "./detail";
 import { skeleton } from "./dom";
 import { GroupControls } from "./groups";
@@ -37,6 +38,7 @@ export class ProfView implements DetailHost {
   readonly memory: MemoryPanel;
   readonly table: TablePanel;
   readonly critical: CriticalPanel;
+  readonly icicle: IciclePanel;
   /** The shown critical path's launch / gap / sync edges, drawn as arrows. */
   pathArrows: Flow[] = [];
   readonly tooltip: Tooltip;
@@ -90,6 +92,15 @@ export class ProfView implements DetailHost {
       this.model.save_changes();
     });
     this.root.insertBefore(this.critical.el, this.table.el);
+    this.icicle = new IciclePanel((node) => {
+      this.model.set("_icicle_pick", { node, token: Date.now() });
+      this.model.save_changes();
+    }, (by, measure) => {
+      this.model.set("icicle_by", by);
+      this.model.set("icicle_measure", measure);
+      this.model.save_changes();
+    });
+    this.root.insertBefore(this.icicle.el, this.critical.el);
     this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
     this.events = new EventCache(async (id) => {
@@ -172,6 +183,7 @@ export class ProfView implements DetailHost {
     this.loadHighlight();
     this.loadNodes();
     this.loadCritical();
+    this.loadIcicle();
     const start = initialView(this.model, this.bounds);
     this.view = start.view;
     this.zoomToken = start.zoomToken;
@@ -191,6 +203,7 @@ export class ProfView implements DetailHost {
     else if (name === "_nodes") this.loadNodes();
     else if (name === "_summary") this.loadSummary();
     else if (name === "_critical_path") this.loadCritical();
+    else if (name === "_icicle") this.loadIcicle();
     else if (name === "collapsed_groups" || name === "shown_ranks") {
       this.groups.load();
       this.relayout();
@@ -285,6 +298,10 @@ export class ProfView implements DetailHost {
     this.root.dataset.criticalArrows = String(this.pathArrows.length);
   }
 
+  private loadIcicle(): void {
+    this.icicle.update(parseIcicle(this.frame("_icicle")), this.root.clientWidth || 800);
+  }
+
   /** A critical-path segment clicked: show it with a margin of its own length on each side. */
   private zoomToSegment(seg: Segment): void {
     this.setView(zoomToRange(seg.start, seg.end, this.bounds, 1));
@@ -356,6 +373,7 @@ export class ProfView implements DetailHost {
     this.timeline.resize(w - (content > h ? Math.max(sw, 0) : 0), h, dpr);
     this.tlSpacer.style.height = `${Math.max(0, content - h)}px`;
     this.memory.resize(this.timeline.width, dpr); // same plot width: x positions line up
+    this.icicle.resize(w - 12);
     this.dataDirty = true;
     this.requestDraw();
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeFrame, emptyFrame, encodeFrame } from "../src/codec";
-import { parseCriticalPath, shareText } from "../src/critical";
+import { shareText } from "../src/axis";
+import { parseCriticalPath } from "../src/critical";
 
 // A path of four edges as jupyter_profview/widget/critical_path.py encodes it: op start -> launch
 // start (operator, 10 ns, cpu), launch -> kernel (launch, 20 ns), kernel start -> end (operator,

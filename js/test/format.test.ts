@@ -1,7 +1,6 @@
 // The number formatters against the fixture shared with pytest (tests/test_format_numbers.py).
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatTime, ticks, toFixedHalfUp } from "../src/axis";
-import { shareText } from "../src/critical";
+import { formatBytes, formatTime, shareText, ticks, toFixedHalfUp } from "../src/axis";
 import shared from "../../tests/shared_fixtures/format_numbers.json";
 
 interface TickCase { t0: number; t1: number; width: number; spacing: number; step: number; originLabel: string; labels: string[] }

@@ -39,6 +39,7 @@ A TraceSet gives every rank's rows with a ``rank`` column first (``rank=`` picks
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -111,6 +112,49 @@ def attribute(trace: Trace | TraceSet, by: str = "annotation", *, rank: int | No
     if not isinstance(trace, Trace):
         raise TypeError(f"attribute needs a Trace or TraceSet, got {type(trace).__name__}")
     return _Tree(trace, by, backward, window).frame()
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """:func:`attribute`'s tree with its members: ``nodes`` (``event``: a node instance's id in
+    ``trace.events``, ``row``: its row of ``tree``) and ``kernels`` (``event``: a device
+    activity's id, ``row``: the row its time counts for)."""
+
+    tree: pd.DataFrame
+    nodes: pd.DataFrame
+    kernels: pd.DataFrame
+
+    def descendants(self, row: int) -> np.ndarray:
+        """``row`` and every row below it."""
+        parent = self.tree["parent"].to_numpy(np.int64)
+        keep = np.zeros(len(parent), bool)
+        keep[row] = True
+        for r in range(row + 1, len(parent)):  # children come after their parents
+            if parent[r] >= 0 and keep[parent[r]]:
+                keep[r] = True
+        return np.flatnonzero(keep)
+
+    def events_under(self, row: int) -> np.ndarray:
+        """Ids of the node instances and device activities of ``row`` and the rows below it."""
+        rows = self.descendants(row)
+        a = self.nodes["event"].to_numpy(np.int64)[np.isin(self.nodes["row"].to_numpy(), rows)]
+        b = self.kernels["event"].to_numpy(np.int64)[np.isin(self.kernels["row"].to_numpy(), rows)]
+        return np.union1d(a, b)
+
+
+def attribute_members(trace: Trace, by: str = "annotation", *, backward: str = "launch",
+                      window: tuple[float, float] | None = None) -> Attribution:
+    """:func:`attribute` of one Trace with the events behind every row (the widget's icicle
+    highlights them)."""
+    if by not in BY:
+        raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
+    tree = _Tree(trace, by, backward, window)
+    frame = tree.frame()
+    row_of, act, kr = tree.members
+    ids = trace.events.index.to_numpy(np.int64)
+    nodes = pd.DataFrame({"event": ids[tree.pos], "row": row_of})
+    kernels = pd.DataFrame({"event": trace.launches["kernel"].to_numpy(np.int64)[act], "row": kr})
+    return Attribution(frame, nodes, kernels[kernels["row"] < len(frame)].reset_index(drop=True))
 
 
 def _empty() -> pd.DataFrame:
@@ -324,6 +368,7 @@ class _Tree:
         m = total_rows + 1
         kr = kernel_row[act]
         kr = np.where(kr >= 0, kr, unattributed)
+        self.members = (row_of, act, kr)
         gpu_self = np.bincount(kr, weights=self.kdur[act], minlength=m).astype(np.int64)
         k_self = np.bincount(kr, minlength=m).astype(np.int64)
         count = np.bincount(row_of, minlength=m).astype(np.int64)

@@ -16,11 +16,13 @@ import pandas as pd
 import traitlets
 from anywidget.experimental import command
 
+from ..analysis.attribution import BY, Attribution, attribute_members
 from ..analysis.critical_path import CriticalPath, critical_path
 from ..model import Trace
 from . import rpc
 from .codec import encode_frame
 from .critical_path import path_event_ids, path_frame
+from .icicle import icicle_frame
 from .summary import summary_frame
 
 STATIC = Path(__file__).parent.parent / "static"
@@ -92,6 +94,12 @@ class TraceWidget(anywidget.AnyWidget):
     _highlight = traitlets.Bytes(b"").tag(sync=True)
     _zoom_request = traitlets.Dict().tag(sync=True)
     _critical_path = traitlets.Bytes(b"").tag(sync=True)
+    _icicle = traitlets.Bytes(b"").tag(sync=True)
+    # both ways: the icicle's node kind ("" hides it) and what sizes its boxes ("gpu" | "cpu")
+    icicle_by = traitlets.Unicode("").tag(sync=True)
+    icicle_measure = traitlets.Unicode("gpu").tag(sync=True)
+    # browser -> kernel: a clicked icicle node {"node": int, "token": any}
+    _icicle_pick = traitlets.Dict().tag(sync=True)
     # both ways: the step (0-based instance of the path's annotation) whose critical path is
     # shown, -1 for none; the step picker sets it and the kernel recomputes the path
     critical_path_instance = traitlets.Int(-1).tag(sync=True)
@@ -125,6 +133,9 @@ class TraceWidget(anywidget.AnyWidget):
         self._selected = np.zeros(0, np.int64)
         self.selection_error: str | None = None
         self._path: CriticalPath | None = None
+        self._attribution: Attribution | None = None
+        self._icicle_window: tuple[float, float] | None = None
+        self.icicle_backward = "launch"
         #: recomputes the shown path for another instance (set by show_critical_path)
         self._path_source: Any = trace
         state = initial_state(self._data)
@@ -222,6 +233,72 @@ class TraceWidget(anywidget.AnyWidget):
                 pad = max((hi - lo) * 0.02, 1.0)
                 self.zoom_to(lo + shift - pad, hi + shift + pad)
 
+    @property
+    def icicle(self) -> pd.DataFrame | None:
+        """The tree the icicle shows (:func:`jupyter_profview.analysis.attribute`), or None."""
+        return None if self._attribution is None else self._attribution.tree
+
+    def show_icicle(self, by: str = "annotation", *, measure: str = "gpu", backward: str = "launch") -> None:
+        """Show the icicle of ``attribute(trace, by, backward=backward)`` above the table, its boxes
+        sized by GPU (``measure="gpu"``) or CPU time; clicking a node highlights and selects every
+        slice and kernel under it; a shift-drag range on the timeline redraws it for that range.
+        ``by=""`` hides it."""
+        if by and by not in BY:
+            raise ValueError(f"icicle by must be one of {BY} or '', not {by!r}")
+        if measure not in ("gpu", "cpu"):
+            raise ValueError(f"icicle measure must be 'gpu' or 'cpu', not {measure!r}")
+        self.icicle_backward = backward
+        with self.hold_sync():
+            self.icicle_measure = measure
+            if self.icicle_by == by:
+                self._draw_icicle()
+            else:
+                self.icicle_by = by
+
+    def _draw_icicle(self) -> None:
+        by = self.icicle_by
+        if not by:
+            self._attribution = None
+            self._icicle = b""
+            return
+        self._attribution = attribute_members(self.trace, by, backward=self.icicle_backward,
+                                              window=self._icicle_window)
+        self._icicle = icicle_frame(self._attribution, by=by, measure=self.icicle_measure,
+                                    window=self._icicle_window, token=next(_tokens))
+
+    @traitlets.validate("icicle_by")
+    def _check_icicle_by(self, proposal: dict[str, Any]) -> str:
+        if proposal["value"] not in ("", *BY):
+            raise traitlets.TraitError(f"icicle_by must be one of {BY} or '', not {proposal['value']!r}")
+        return str(proposal["value"])
+
+    @traitlets.validate("icicle_measure")
+    def _check_icicle_measure(self, proposal: dict[str, Any]) -> str:
+        if proposal["value"] not in ("gpu", "cpu"):
+            raise traitlets.TraitError(f"icicle_measure must be 'gpu' or 'cpu', not {proposal['value']!r}")
+        return str(proposal["value"])
+
+    @traitlets.observe("icicle_by", "icicle_measure")
+    def _on_icicle(self, change: dict[str, Any]) -> None:
+        if hasattr(self, "_data"):
+            self._draw_icicle()
+
+    @traitlets.observe("_icicle_pick")
+    def _on_icicle_pick(self, change: dict[str, Any]) -> None:
+        pick = change["new"] or {}
+        att = self._attribution
+        try:
+            row = int(pick["node"])
+        except (KeyError, TypeError, ValueError):
+            return
+        if att is None or not 0 <= row < len(att.tree):
+            return
+        ids = att.events_under(row)
+        pos = self._data.positions(ids)
+        self.highlight(self.trace.events.iloc[pos], zoom=False)
+        self._selected = pos
+        self.set_trait("selection", self.trace.events.iloc[pos])
+
     @traitlets.observe("critical_path_instance")
     def _on_path_instance(self, change: dict[str, Any]) -> None:
         cp = self._path
@@ -270,7 +347,7 @@ class TraceWidget(anywidget.AnyWidget):
         state = {name: getattr(self, name) for name in
                  ("_info", "_tracks", "_overview", "_memory", "_nodes", "_summary", "_highlight",
                   "_zoom_request", "_view", "_selection", "color_by", "collapsed_groups", "shown_ranks",
-                  "_critical_path", "critical_path_instance")}
+                  "_critical_path", "critical_path_instance", "_icicle", "icicle_by", "icicle_measure")}
         state["_info"] = {**state["_info"], "static": True}
         start, end = self.visible
         # The page opens where the user is now, not at an earlier zoom_to/highlight request.
@@ -328,6 +405,11 @@ class TraceWidget(anywidget.AnyWidget):
             pos = np.zeros(0, np.int64)
         if "range" in (change["new"] or {}):  # a range over the ranks shown only
             pos = self._data.keep_allowed(pos)
+        rng = (change["new"] or {}).get("range")
+        window = (float(min(rng)), float(max(rng))) if isinstance(rng, list) and len(rng) == 2 else None
+        if self.icicle_by and window != self._icicle_window and (window is not None or not change["new"]):
+            self._icicle_window = window
+            self._draw_icicle()
         self._selected = pos
         self.set_trait("selection", self.trace.events.iloc[pos])
 
