@@ -159,3 +159,35 @@ def _no_linked_launches(trace: Trace) -> str:
     if not len(trace.launches):
         return NO_GPU
     return "" if trace.launches["launch"].notna().any() else NO_LAUNCHES
+
+
+def roofline_chart(efficiency: pd.DataFrame, *, peak_tflops: float | None = None,
+                   peak_gbps: float | None = None) -> alt.Chart:
+    """The roofline of :func:`jupyter_profview.analysis.op_efficiency`'s rows: achieved TFLOP/s
+    against arithmetic intensity (flop/byte), both on log scales, one point per op instance
+    coloured by op, under the device's roof (memory slope up to the ridge, then the compute
+    peak; from the rows' ``peak_*`` or the arguments).  No roof when the device is unknown."""
+    rows = efficiency.dropna(subset=["tflops", "intensity"])
+    rows = rows[(rows["tflops"] > 0) & (rows["intensity"] > 0)]
+    if not len(rows):
+        return empty_chart("roofline", "no modelled op (mm, bmm, conv, attention ...) with input shapes "
+                                       "and device time: record with record_shapes=True")
+    points = rows.assign(op=rows["name"].astype(str))[["op", "shapes", "intensity", "tflops", "pct_of_peak",
+                                                       "bound"]].head(5000)
+    chart = alt.Chart(points, title="roofline").mark_point(filled=True, size=40).encode(
+        x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (flop/byte)"),
+        y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="achieved TFLOP/s"),
+        color=alt.Color("op:N"),
+        tooltip=["op", "shapes", alt.Tooltip("tflops:Q", format=".3f"), alt.Tooltip("intensity:Q", format=".1f"),
+                 alt.Tooltip("pct_of_peak:Q", format=".1f"), "bound"],
+    )
+    peak = peak_tflops if peak_tflops is not None else float(rows["peak_tflops"].max())
+    bw = peak_gbps if peak_gbps is not None else float(rows["peak_gbps"].max())
+    if not (np.isfinite(peak) and np.isfinite(bw)):
+        return chart
+    lo = min(float(rows["intensity"].min()), peak * 1e3 / bw) / 2
+    hi = max(float(rows["intensity"].max()), peak * 1e3 / bw) * 2
+    xs = np.geomspace(lo, hi, 64)
+    roof = pd.DataFrame({"intensity": xs, "tflops": np.minimum(peak, xs * bw / 1e3)})
+    line = alt.Chart(roof).mark_line(color="#444444").encode(x="intensity:Q", y="tflops:Q")
+    return alt.layer(line, chart)

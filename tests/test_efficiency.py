@@ -136,3 +136,17 @@ def test_peak_table_covers_the_named_devices() -> None:
                        ("NVIDIA A100-SXM4-40GB", 312.0), ("Tesla V100-SXM2-32GB", 125.0)]:
         assert device_peak(name, "fp16")[0] == want
     assert all(math.isnan(v) for v in device_peak("Some NPU", "fp16"))
+
+
+def test_device_override_and_the_roofline_chart() -> None:
+    from jupyter_profview import charts_gpu
+
+    # the MI250 run reports "AMD Radeon Graphics": name the device to get its peaks (fp32 45.3)
+    eff = op_efficiency(profview.load(AMD), device="AMD Instinct MI250")
+    assert (eff["peak_tflops"] == 45.3).all() and (eff["peak_gbps"] == 3276.8).all()
+    assert (eff["bound"] == "memory").all()  # 5-row GEMMs: ~2.3 flop/byte, far below the ridge
+    spec = charts_gpu.roofline_chart(eff).to_dict()
+    layers = spec["layer"]
+    assert len(layers) == 2 and len(spec["datasets"][layers[1]["data"]["name"]]) == len(eff)
+    empty = charts_gpu.roofline_chart(eff.iloc[:0]).to_dict()
+    assert "record_shapes=True" in str(empty)

@@ -158,8 +158,10 @@ def op_flops(name: str, dims: list[list[int]],
     return math.nan, None
 
 
-def op_efficiency(trace: Trace) -> pd.DataFrame:
-    """Achieved TFLOP/s and GB/s of every modelled op against the device's peak (module doc)."""
+def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
+    """Achieved TFLOP/s and GB/s of every modelled op against the device's peak (module doc).
+    ``device``: the name to look the peaks up by, for a trace whose ``deviceProperties`` name is
+    generic (ROCm reports ``AMD Radeon Graphics`` for an MI250)."""
     ev = trace.events
     la = trace.launches
     names = ev["name"]
@@ -221,10 +223,11 @@ def op_efficiency(trace: Trace) -> pd.DataFrame:
                    if isinstance(d, list) and d]
         nbytes = sum(_prod(d) * DTYPE_BYTES.get(t, math.nan) for d, t in tensors) + _prod(out_shape) * size
         gpu_time = int(kdur[under].sum())
-        device = str(gpu[under[0]])
-        peak_tflops, peak_gbps = device_peak(devices.get(device, device), _PRECISION.get(dtype, ""))
+        label = str(gpu[under[0]])
+        named = device or devices.get(label, label)
+        peak_tflops, peak_gbps = device_peak(named, _PRECISION.get(dtype, ""))
         found.append({"event": int(ids[p]), "name": name, "shapes": str(dims), "dtype": dtype,
-                      "flops": flops, "bytes": float(nbytes), "gpu_time": gpu_time, "device": device,
+                      "flops": flops, "bytes": float(nbytes), "gpu_time": gpu_time, "device": named,
                       "peak_tflops": peak_tflops, "peak_gbps": peak_gbps})
     if not found:
         return _empty()
