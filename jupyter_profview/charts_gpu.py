@@ -162,7 +162,7 @@ def _no_linked_launches(trace: Trace) -> str:
 
 
 def roofline_chart(efficiency: pd.DataFrame, *, peak_tflops: float | None = None,
-                   peak_gbps: float | None = None) -> alt.Chart:
+                   peak_gbps: float | None = None) -> alt.Chart | alt.LayerChart:
     """The roofline of :func:`jupyter_profview.analysis.op_efficiency`'s rows: achieved TFLOP/s
     against arithmetic intensity (flop/byte), both on log scales, one point per op instance
     coloured by op, under the device's roof (memory slope up to the ridge, then the compute
@@ -178,8 +178,8 @@ def roofline_chart(efficiency: pd.DataFrame, *, peak_tflops: float | None = None
         x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (flop/byte)"),
         y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="achieved TFLOP/s"),
         color=alt.Color("op:N"),
-        tooltip=["op", "shapes", alt.Tooltip("tflops:Q", format=".3f"), alt.Tooltip("intensity:Q", format=".1f"),
-                 alt.Tooltip("pct_of_peak:Q", format=".1f"), "bound"],
+        tooltip=["op", "shapes", alt.Tooltip("tflops:Q", format=".3f"),
+                 alt.Tooltip("intensity:Q", format=".1f"), alt.Tooltip("pct_of_peak:Q", format=".1f"), "bound"],
     )
     peak = peak_tflops if peak_tflops is not None else float(rows["peak_tflops"].max())
     bw = peak_gbps if peak_gbps is not None else float(rows["peak_gbps"].max())
@@ -190,4 +190,4 @@ def roofline_chart(efficiency: pd.DataFrame, *, peak_tflops: float | None = None
     xs = np.geomspace(lo, hi, 64)
     roof = pd.DataFrame({"intensity": xs, "tflops": np.minimum(peak, xs * bw / 1e3)})
     line = alt.Chart(roof).mark_line(color="#444444").encode(x="intensity:Q", y="tflops:Q")
-    return alt.layer(line, chart)
+    return alt.LayerChart(layer=[line, chart])
