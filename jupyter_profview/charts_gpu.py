@@ -179,7 +179,8 @@ def roofline_chart(efficiency: pd.DataFrame, *, peak_tflops: float | None = None
         y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="achieved TFLOP/s"),
         color=alt.Color("op:N"),
         tooltip=["op", "shapes", alt.Tooltip("tflops:Q", format=".3f"),
-                 alt.Tooltip("intensity:Q", format=".1f"), alt.Tooltip("pct_of_peak:Q", format=".1f"), "bound"],
+                 alt.Tooltip("intensity:Q", format=".1f"), alt.Tooltip("pct_of_peak:Q", format=".1f"),
+                 "bound"],
     )
     peak = peak_tflops if peak_tflops is not None else float(rows["peak_tflops"].max())
     bw = peak_gbps if peak_gbps is not None else float(rows["peak_gbps"].max())
