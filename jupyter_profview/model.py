@@ -222,6 +222,20 @@ class Trace:
             return {}
         return self._args(int(event_id))
 
+    def arg_numbers(self, event_ids: Any, key: str) -> np.ndarray:
+        """``trace.args(id).get(key)`` of each of ``event_ids`` as float64, NaN where absent or not
+        a number (one search of the args for formats that keep them as text, e.g. Chrome JSON)."""
+        ids = np.asarray(event_ids, np.int64)
+        fast = getattr(self._args, "numbers", None)
+        if fast is not None:
+            return np.asarray(fast(ids, key), np.float64)
+        out = np.full(len(ids), np.nan)
+        for i, eid in enumerate(ids.tolist()):
+            v = self.args(eid).get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[i] = float(v)
+        return out
+
     @property
     def duration(self) -> int:
         """Span of the trace in ``time_unit``: last event end minus first start."""

@@ -239,17 +239,11 @@ class _Tree:
         self.bwd_owner = np.full(len(self.owner), -2, np.int64)  # -2: not moved
         if len(ops) == 0:
             return
-        seq = np.full(len(ops), -1, np.int64)
-        fwd_tid = np.full(len(ops), -1, np.int64)
         ids = ev.index.to_numpy(np.int64)[ops]
-        for j, eid in enumerate(ids.tolist()):
-            args = trace.args(eid)
-            s = args.get("Sequence number")
-            if isinstance(s, (int, float)) and not isinstance(s, bool):
-                seq[j] = int(s)
-            f = args.get("Fwd thread id")
-            if isinstance(f, (int, float)) and not isinstance(f, bool):
-                fwd_tid[j] = int(f)
+        seq_f = trace.arg_numbers(ids, "Sequence number")
+        tid_f = trace.arg_numbers(ids, "Fwd thread id")
+        seq = np.where(np.isfinite(seq_f), seq_f, -1).astype(np.int64)
+        fwd_tid = np.where(np.isfinite(tid_f), tid_f, -1).astype(np.int64)
         is_bwd = fwd_tid > 0  # forward ops carry 0 (torch's own thread index, not an OS id)
         # forward ops by sequence number: the outermost (earliest, then longest) of each
         fwd = np.flatnonzero((seq >= 0) & ~is_bwd)

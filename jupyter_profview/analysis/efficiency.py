@@ -178,43 +178,49 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
         return _empty()
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
-    thread = (ev["process"].astype(str) + "\x00" + ev["thread"].astype(str)).to_numpy()
+    thread = _thread_codes(ev)
     lpos = ev.index.get_indexer(pd.Index(linked["launch"].to_numpy(np.int64)))
     ok = lpos >= 0
     lpos, kdur = lpos[ok], linked["kernel_dur"].to_numpy(np.int64)[ok]
     gpu = linked["gpu"].astype(str).to_numpy()[ok]
-    lthread, lstart = thread[lpos], start[lpos]
-    by_thread: dict[str, np.ndarray] = {}
-    for t in np.unique(lthread):
-        rows = np.flatnonzero(lthread == t)
-        by_thread[str(t)] = rows[np.argsort(lstart[rows], kind="stable")]
-    # innermost: drop a modelled op that contains another one on its thread
-    inner = np.ones(len(pos), bool)
-    for t in np.unique(thread[pos]):
-        mine = pos[thread[pos] == t]
-        order = mine[np.lexsort((-(end[mine] - start[mine]), start[mine]))]
-        for a, b in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):
-            if start[b] < end[a] and end[b] <= end[a]:
-                inner[np.searchsorted(pos, a)] = False
+    # innermost: per thread by start (longer first), drop an op that contains the next one
+    order = pos[np.lexsort((-(end[pos] - start[pos]), start[pos], thread[pos]))]
+    same = thread[order[1:]] == thread[order[:-1]]
+    contains = same & (start[order[1:]] < end[order[:-1]]) & (end[order[1:]] <= end[order[:-1]])
+    inner = order[np.append(~contains, True)]
+    # the launches inside each op on its thread: a range of the launches sorted by (thread, start)
+    lorder = np.lexsort((start[lpos], thread[lpos]))
+    lkey, lstart = thread[lpos][lorder], start[lpos][lorder]
+    cum = np.concatenate([[0], np.cumsum(kdur[lorder])])
+    lo = np.empty(len(inner), np.int64)
+    hi = np.empty(len(inner), np.int64)
+    for key in np.unique(thread[inner]).tolist():
+        a, b = np.searchsorted(lkey, key, "left"), np.searchsorted(lkey, key, "right")
+        mine = np.flatnonzero(thread[inner] == key)
+        lo[mine] = a + np.searchsorted(lstart[a:b], start[inner[mine]], "left")
+        hi[mine] = a + np.searchsorted(lstart[a:b], end[inner[mine]], "left")
+    has = hi > lo
+    inner, lo, hi = inner[has], lo[has], hi[has]
+    gpu_times = cum[hi] - cum[lo]
+    first_gpu = gpu[lorder][lo]
     devices = _device_names(trace)
+    name_of = np.asarray(names.cat.categories.astype(str), dtype=object)[names.cat.codes.to_numpy()[inner]] \
+        if isinstance(names.dtype, pd.CategoricalDtype) else names.astype(str).to_numpy()[inner]
     found: list[dict[str, Any]] = []
     ids = ev.index.to_numpy(np.int64)
-    for p in pos[inner].tolist():
-        cand = by_thread.get(str(thread[p]))
-        if cand is None:
-            continue
-        ts = lstart[cand]
-        lo, hi = np.searchsorted(ts, start[p], "left"), np.searchsorted(ts, end[p], "left")
-        under = cand[lo:hi]
-        if len(under) == 0:
-            continue
+    cache: dict[tuple[str, str, str], tuple[float, list[int] | None]] = {}
+    for p, name, gpu_time, label in zip(inner.tolist(), name_of.tolist(), gpu_times.tolist(),
+                                        first_gpu.tolist(), strict=True):
         args = trace.args(int(ids[p]))
         dims = args.get("Input Dims")
         types = args.get("Input type") or []
         if not isinstance(dims, list) or not dims:
             continue
-        name = str(names.iloc[p])
-        flops, out_shape = op_flops(name, dims, args.get("Concrete Inputs"))
+        concrete = args.get("Concrete Inputs")
+        key = (name, repr(dims), repr(concrete) if "conv" in name else "")
+        if key not in cache:
+            cache[key] = op_flops(name, dims, concrete)
+        flops, out_shape = cache[key]
         if not math.isfinite(flops) or out_shape is None:
             continue
         dtype = str(types[0]) if types else ""
@@ -222,12 +228,10 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
         tensors = [(d, str(t)) for d, t in zip(dims, list(types) + [""] * len(dims), strict=False)
                    if isinstance(d, list) and d]
         nbytes = sum(_prod(d) * DTYPE_BYTES.get(t, math.nan) for d, t in tensors) + _prod(out_shape) * size
-        gpu_time = int(kdur[under].sum())
-        label = str(gpu[under[0]])
         named = device or devices.get(label, label)
         peak_tflops, peak_gbps = device_peak(named, _PRECISION.get(dtype, ""))
         found.append({"event": int(ids[p]), "name": name, "shapes": str(dims), "dtype": dtype,
-                      "flops": flops, "bytes": float(nbytes), "gpu_time": gpu_time, "device": named,
+                      "flops": flops, "bytes": float(nbytes), "gpu_time": int(gpu_time), "device": named,
                       "peak_tflops": peak_tflops, "peak_gbps": peak_gbps})
     if not found:
         return _empty()
@@ -245,6 +249,13 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
     kind[ridge.isna().to_numpy()] = None
     out["bound"] = kind
     return out[list(COLUMNS)]
+
+
+def _thread_codes(ev: pd.DataFrame) -> np.ndarray:
+    """One int64 per row of ``ev``: its (process, thread)."""
+    proc = pd.Categorical(ev["process"]).codes.astype(np.int64)
+    thr = pd.Categorical(ev["thread"]).codes.astype(np.int64)
+    return (proc << 32) | (thr & 0xFFFFFFFF)
 
 
 def _device_names(trace: Trace) -> dict[str, str]:
