@@ -20,8 +20,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import jupyter_profview as profview  # noqa: E402
 from bench_gpu import ensure_file, timed  # noqa: E402
+
+import jupyter_profview as profview  # noqa: E402
 from jupyter_profview import analysis  # noqa: E402
 
 TARGET = 2.0
@@ -55,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':42}{'median s':>10}{'x baseline':>12}  rows")
     for key in cases:
         med = statistics.median(runs[key])
-        verdict = f"  <= {TARGET} s: {'ok' if med <= TARGET else 'MISSED'}" if key.startswith("attribute") else ""
+        verdict = ""
+        if key.startswith("attribute"):
+            verdict = f"  <= {TARGET} s: {'ok' if med <= TARGET else 'MISSED'}"
         print(f"{key:42}{med:10.3f}{med / base:12.1f}  {sizes[key]:,}{verdict}")
     print(f"{'baseline kernel_breakdown':42}{base:10.3f}{1.0:12.1f}")
     return 0
