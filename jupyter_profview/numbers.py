@@ -37,6 +37,11 @@ def fixed_half_up(x: float, decimals: int) -> str:
     return f"-{text}" if x < 0 and q != 0 else text
 
 
+def tflops_text(value: float) -> str:
+    """Achieved TFLOP/s with three decimals, half up; NaN -> "–" (``js/src/table.ts`` tflopsText)."""
+    return fixed_half_up(value, 3) if math.isfinite(value) else "–"
+
+
 def share_text(share: float) -> str:
     """A share (0-100) as ``"93.6 %"``: one decimal, half up (``js/src/axis.ts`` shareText)."""
     return f"{fixed_half_up(share, 1)} %"

@@ -150,3 +150,28 @@ def test_device_override_and_the_roofline_chart() -> None:
     assert len(layers) == 2 and len(spec["datasets"][layers[1]["data"]["name"]]) == len(eff)
     empty = charts_gpu.roofline_chart(eff.iloc[:0]).to_dict()
     assert "record_shapes=True" in str(empty)
+
+
+def test_table_efficiency_tab_lists_the_selected_ops() -> None:
+    """The widget's ``_table`` efficiency rows, requested as the front end does."""
+    from jupyter_profview.widget import rpc
+    from jupyter_profview.widget.codec import decode_frame
+
+    trace = profview.load(AMD)
+    eff = op_efficiency(trace)
+    w = profview.show(trace)
+    # selecting the run's kernels picks the ops that issued them: the addmm and the mm
+    w._selection = {"ids": trace.launches["kernel"].tolist()}
+    reply, _ = rpc.table(w._data, {"mode": "selection", "sort": "dur", "descending": True}, w._selected)
+    assert reply["efficiency"] == len(eff) == 2
+    reply, frames = rpc.table(w._data, {"mode": "selection", "kind": "efficiency", "sort": "tflops",
+                                        "descending": True, "offset": 0, "limit": 50}, w._selected)
+    f = decode_frame(frames[0])
+    want = eff.sort_values("tflops", ascending=False)
+    assert list(f["id"]) == list(want["event"]) and list(f["tflops"]) == list(want["tflops"])
+    assert reply["total"] == float(eff["gpu_time"].sum())
+    assert reply["tflops"] == pytest.approx(eff["flops"].sum() / eff["gpu_time"].sum() / 1e3)
+    # selecting one unrelated event picks no op
+    w._selection = {"ids": [int(trace.events.index[0])]}
+    reply, _ = rpc.table(w._data, {"mode": "selection"}, w._selected)
+    assert reply["efficiency"] == 0

@@ -108,6 +108,25 @@ export class ViewSelection {
     }
   }
 
+  /**
+   * The kernel selected events itself (`w.select`, an icicle node): drop the view's own
+   * selection and list the kernel's (a `_table` query without `selection`: the kernel's current
+   * one).
+   */
+  showKernelSelection(): void {
+    this.sync.cancel();
+    this.refreshWindowTable.cancel();
+    this.selected = null;
+    this.range = null;
+    this.rangeTracks = null;
+    this.flows = [];
+    this.host.root.dataset.selected = "kernel";
+    const { view, table } = this.host;
+    table.selectedId = -1;
+    table.setQuery({ mode: "selection", t0: view.start, t1: view.end }, true);
+    this.host.requestDraw();
+  }
+
   zoomTo(): void {
     const { bounds } = this.host;
     if (this.selected) this.host.setView(zoomToRange(this.selected.start, this.selected.start + this.selected.dur, bounds));

@@ -3,21 +3,26 @@
 // selection holds device kernels (or their launch calls) the table switches to their launch
 // rows (kernel, launch call, issuing cpu_op, launch delay); tabs switch back and forth.
 
-import { formatTime, type TimeUnit } from "./axis";
+import { formatTime, shareText, toFixedHalfUp, type TimeUnit } from "./axis";
 import { decodeFrame } from "./codec";
 import type { Rpc } from "./rpc";
 import type { SelectionTrait } from "./selection";
 
-export type SortKey = "start" | "dur" | "self" | "name" | "delay";
-export type TableKind = "events" | "launches";
+export type SortKey = "start" | "dur" | "self" | "name" | "delay" | "tflops" | "pct";
+export type TableKind = "events" | "launches" | "efficiency";
 /** What the table lists: the events of `selection` (the `_selection` value it was made for) or of the window. */
 export interface TableQuery { mode: "selection" | "window"; t0: number; t1: number; selection?: SelectionTrait }
 export interface TableRow {
   id: number; start: number; dur: number; self: number; name: string; category: string; track: number;
   /** Launch rows: the launch call's and the cpu_op's event ids (-1: none), names and the delay. */
   launch?: number; launchName?: string; cpuOp?: number; cpuOpName?: string; delay?: number;
+  /** Efficiency rows: the op's shapes, FLOPs, achieved TFLOP/s, % of the device's peak, bound. */
+  shapes?: string; flops?: number; tflops?: number; pct?: number; bound?: string;
 }
-interface TableReply { kind?: string; rows?: number; count?: number; total?: number; self?: number; mean?: number | null; launches?: number }
+interface TableReply {
+  kind?: string; rows?: number; count?: number; total?: number; self?: number; mean?: number | null;
+  launches?: number; efficiency?: number; tflops?: number | null;
+}
 
 export const TABLE_ROW_H = 20;
 const PAGE = 200;
@@ -40,7 +45,40 @@ const LAUNCH_COLUMNS: Col[] = [
   { key: "dur", label: "Duration", sort: "dur", text: (r, u) => formatTime(r.dur, u) },
   { key: "delay", label: "Delay", sort: "delay", text: (r, u) => formatTime(r.delay ?? NaN, u) },
 ];
-export const columnsOf = (kind: TableKind): Col[] => (kind === "launches" ? LAUNCH_COLUMNS : EVENT_COLUMNS);
+const EFFICIENCY_COLUMNS: Col[] = [
+  { key: "name", label: "Op", sort: "name", text: (r) => r.name },
+  { key: "shapes", label: "Shapes", sort: null, text: (r) => r.shapes ?? "" },
+  { key: "dur", label: "GPU time", sort: "dur", text: (r, u) => formatTime(r.dur, u) },
+  { key: "tflops", label: "TFLOP/s", sort: "tflops", text: (r) => tflopsText(r.tflops ?? NaN) },
+  { key: "pct", label: "% of peak", sort: "pct", text: (r) => (Number.isFinite(r.pct) ? shareText(r.pct ?? NaN) : "–") },
+  { key: "bound", label: "Bound", sort: null, text: (r) => r.bound || "–" },
+];
+export const columnsOf = (kind: TableKind): Col[] =>
+  (kind === "launches" ? LAUNCH_COLUMNS : kind === "efficiency" ? EFFICIENCY_COLUMNS : EVENT_COLUMNS);
+
+/** Achieved TFLOP/s with three decimals, half up (numbers.py `tflops_text`); NaN → "–". */
+export function tflopsText(v: number): string {
+  return Number.isFinite(v) ? toFixedHalfUp(v, 3) : "–";
+}
+
+/** Rows of a `_table` reply frame of efficiency rows (`kind: "efficiency"`). */
+export function efficiencyRowsFromFrame(buf: DataView | undefined): TableRow[] {
+  if (!buf) return [];
+  const f = decodeFrame(buf);
+  const c = f.columns;
+  const names = Array.isArray(f.meta.names) ? (f.meta.names as unknown[]).map(String) : [];
+  const shapes = Array.isArray(f.meta.shapes) ? (f.meta.shapes as unknown[]).map(String) : [];
+  const bounds = ["", "memory", "compute"];
+  const rows: TableRow[] = [];
+  for (let i = 0; i < f.length; i++) {
+    rows.push({
+      id: c.id[i], start: c.start[i], dur: c.dur[i], self: NaN, name: names[c.name[i]] ?? "", category: "",
+      track: c.track ? c.track[i] : 0, shapes: shapes[c.shapes[i]] ?? "", flops: c.flops[i], tflops: c.tflops[i],
+      pct: c.pct[i], bound: bounds[c.bound[i]] ?? "",
+    });
+  }
+  return rows;
+}
 
 /** Rows of a `_table` reply frame of launch rows (`kind: "launches"`). */
 export function launchRowsFromFrame(buf: DataView | undefined): TableRow[] {
@@ -105,7 +143,10 @@ export class TablePanel {
   private auto = true;
   private launchCount = 0;
   private eventCount = 0;
-  private sorts: Record<TableKind, [SortKey, boolean]> = { events: ["dur", true], launches: ["delay", true] };
+  private sorts: Record<TableKind, [SortKey, boolean]> = {
+    events: ["dur", true], launches: ["delay", true], efficiency: ["dur", true],
+  };
+  private efficiencyCount = 0;
   private body: HTMLDivElement;
   private spacer: HTMLDivElement;
   private pool: HTMLDivElement[] = [];
@@ -167,7 +208,7 @@ export class TablePanel {
 
   private onTabClick = (ev: MouseEvent): void => {
     const kind = (ev.target as HTMLElement).closest<HTMLElement>(".pv-table-tab")?.dataset.kind;
-    if (kind !== "events" && kind !== "launches") return;
+    if (kind !== "events" && kind !== "launches" && kind !== "efficiency") return;
     this.auto = false; // the user's choice holds until the next selection
     this.setKind(kind);
     this.reload();
@@ -211,7 +252,8 @@ export class TablePanel {
       return b;
     };
     this.tabs.replaceChildren(tab("events", `Events (${this.eventCount.toLocaleString()})`),
-      tab("launches", `Launches (${this.launchCount.toLocaleString()})`));
+      tab("launches", `Launches (${this.launchCount.toLocaleString()})`),
+      ...(this.efficiencyCount > 0 ? [tab("efficiency", `Efficiency (${this.efficiencyCount.toLocaleString()})`)] : []));
   }
 
   private onScroll = (): void => this.renderRows();
@@ -242,6 +284,7 @@ export class TablePanel {
       // a new list: events first, launch rows when the selection turns out to have some
       this.auto = true;
       this.launchCount = 0;
+      this.efficiencyCount = 0;
       this.setKind("events");
     }
     if (!same || force) this.reload();
@@ -277,7 +320,7 @@ export class TablePanel {
     this.pages.set(p, "pending");
     const reply = await this.rpc.call<TableReply>("_table", {
       mode: q.mode, t0: q.t0, t1: q.t1, ...(q.selection ? { selection: q.selection } : {}), sort: this.sort, descending: this.descending,
-      offset: p * PAGE, limit: PAGE, ...(this.kind === "launches" ? { kind: "launches" } : {}),
+      offset: p * PAGE, limit: PAGE, ...(this.kind !== "events" ? { kind: this.kind } : {}),
     }, p === 0 ? "table" : undefined);
     if (gen !== this.gen) return;
     if (!reply) {
@@ -286,21 +329,26 @@ export class TablePanel {
       return;
     }
     const launches = reply.msg.kind === "launches";
-    if (p === 0 && !launches && this.kind === "events") {
+    const efficiency = reply.msg.kind === "efficiency";
+    if (p === 0 && !launches && !efficiency && this.kind === "events") {
       this.eventCount = Number(reply.msg.count ?? 0);
       this.launchCount = q.mode === "selection" ? Number(reply.msg.launches ?? 0) : 0;
+      this.efficiencyCount = q.mode === "selection" ? Number(reply.msg.efficiency ?? 0) : 0;
       if (this.auto && this.launchCount > 0) { // kernels selected: list their launches
         this.setKind("launches");
         this.reload();
         return;
       }
     }
-    this.pages.set(p, launches ? launchRowsFromFrame(reply.buffers[0]) : rowsFromFrame(reply.buffers[0]));
+    this.pages.set(p, launches ? launchRowsFromFrame(reply.buffers[0])
+      : efficiency ? efficiencyRowsFromFrame(reply.buffers[0]) : rowsFromFrame(reply.buffers[0]));
     if (p === 0) {
       const m = reply.msg;
       this.count = Math.min(MAX_ROWS, Math.max(0, Number(m.count ?? 0)));
       const what = q.mode === "selection" ? "selected" : "in view";
-      this.totals.textContent = launches
+      this.totals.textContent = efficiency
+        ? `${Number(m.count ?? 0).toLocaleString()} ops with modelled FLOPs · GPU time ${formatTime(Number(m.total ?? 0), this.unit)} · ${tflopsText(Number(m.tflops ?? NaN))} TFLOP/s overall`
+        : launches
         ? `${Number(m.count ?? 0).toLocaleString()} kernel launches selected · mean delay ${formatTime(Number(m.mean ?? NaN), this.unit)} · total delay ${formatTime(Number(m.total ?? 0), this.unit)}`
         : `${Number(m.count ?? 0).toLocaleString()} events ${what} · total ${formatTime(Number(m.total ?? 0), this.unit)} · self ${formatTime(Number(m.self ?? 0), this.unit)}`;
       this.el.dataset.count = String(m.count ?? 0);

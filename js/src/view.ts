@@ -204,6 +204,7 @@ export class ProfView implements DetailHost {
     else if (name === "_summary") this.loadSummary();
     else if (name === "_critical_path") this.loadCritical();
     else if (name === "_icicle") this.loadIcicle();
+    else if (name === "_kernel_selection") this.sel.showKernelSelection();
     else if (name === "collapsed_groups" || name === "shown_ranks") {
       this.groups.load();
       this.relayout();

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..export import json_safe
 from .codec import empty_frame, encode_frame
+from .efficiency_table import EFFICIENCY_SORT, efficiency_page, efficiency_rows_of
 from .launch_table import LAUNCH_SORT, launch_page, launch_rows_of
 from .requests import Reply, RequestError, guarded, integer, number, window
 from .state import WidgetData
@@ -81,11 +82,19 @@ def table(data: WidgetData, msg: Any, selected: np.ndarray | None = None) -> Rep
         page_reply, frame = launch_page(data.trace.launches, launch_rows, data.timeline.event_track,
                                         data.positions, sort, descending, offset, limit)
         return page_reply, [frame]
+    if kind == "efficiency":
+        rows = efficiency_rows_of(data.efficiency(), data.events, data.trace.launches, data.ids[pos])
+        page_reply, frame = efficiency_page(data.efficiency(), rows, data.events, data.timeline.event_track,
+                                            data.positions, sort, descending, offset, limit)
+        return page_reply, [frame]
     page = _table_page(data, pos, sort, descending, offset, limit)
     reply: dict[str, Any] = {"rows": len(page), "count": len(pos), "total": float(data.dur[pos].sum()),
                              "self": float(data.self_time[pos].sum())}
     if mode == "selection":  # the table offers the launch rows of the selection's kernels
         reply["launches"] = len(launch_rows)
+        # ... and the efficiency of its modelled ops (GEMMs, convolutions, attention)
+        reply["efficiency"] = len(efficiency_rows_of(data.efficiency(), data.events, data.trace.launches,
+                                                     data.ids[pos])) if len(launch_rows) else 0
     return reply, [_table_frame(data, page)]
 
 
@@ -108,10 +117,10 @@ def _table_positions(data: WidgetData, msg: Mapping[str, Any], mode: Any,
 def _table_page_request(msg: Mapping[str, Any]) -> tuple[str, str, bool, int, int]:
     """A ``_table`` request's ``kind``, ``sort``, ``descending``, ``offset`` and ``limit``, validated."""
     kind = msg.get("kind", "events")
-    if kind not in ("events", "launches"):
-        raise RequestError(f"'kind' must be 'events' or 'launches', got {kind!r}")
+    if kind not in ("events", "launches", "efficiency"):
+        raise RequestError(f"'kind' must be 'events', 'launches' or 'efficiency', got {kind!r}")
     sort = msg.get("sort", "start")
-    keys = tuple(LAUNCH_SORT) if kind == "launches" else SORT_KEYS
+    keys = {"launches": tuple(LAUNCH_SORT), "efficiency": tuple(EFFICIENCY_SORT)}.get(kind, SORT_KEYS)
     if sort not in keys:
         raise RequestError(f"'sort' must be one of {keys}, got {sort!r}")
     descending = msg.get("descending", False)

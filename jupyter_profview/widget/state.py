@@ -37,9 +37,18 @@ class WidgetData:
         self.end = self.start + self.dur
         self._sort_keys: dict[str, np.ndarray] = {}
         self._table_orders: dict[tuple[str, bool], np.ndarray] = {}
+        self._efficiency: pd.DataFrame | None = None
         #: positions a window's table and a range selection may list (None: all); the widget
         #: sets it from ``shown_ranks``
         self.allowed: np.ndarray | None = None
+
+    def efficiency(self) -> pd.DataFrame:
+        """``op_efficiency(trace)``, computed on first use (the table's efficiency tab)."""
+        if self._efficiency is None:
+            from ..analysis.efficiency import op_efficiency
+
+            self._efficiency = op_efficiency(self.trace)
+        return self._efficiency
 
     def keep_allowed(self, pos: np.ndarray) -> np.ndarray:
         """``pos`` without the positions outside :attr:`allowed` (the ranks not shown)."""

@@ -100,6 +100,9 @@ class TraceWidget(anywidget.AnyWidget):
     icicle_measure = traitlets.Unicode("gpu").tag(sync=True)
     # browser -> kernel: a clicked icicle node {"node": int, "token": any}
     _icicle_pick = traitlets.Dict().tag(sync=True)
+    # kernel -> browser: the kernel changed the selection (w.select, an icicle node):
+    # {"token", "count"}; the table lists it
+    _kernel_selection = traitlets.Dict().tag(sync=True)
     # both ways: the step (0-based instance of the path's annotation) whose critical path is
     # shown, -1 for none; the step picker sets it and the kernel recomputes the path
     critical_path_instance = traitlets.Int(-1).tag(sync=True)
@@ -158,6 +161,40 @@ class TraceWidget(anywidget.AnyWidget):
         # later _view equal to the old one, e.g. the reset button, must still count as a change).
         self._view = {"start": start, "end": end}
 
+    def select(self, x: Any, *, highlight: bool = False) -> pd.DataFrame:
+        """Select events from Python (what ``highlight`` takes: a DataFrame of events, a boolean
+        mask or a query string): ``w.selection`` becomes them and the table lists them (with
+        their launch rows and the efficiency of their ops); ``highlight=True`` also highlights
+        them.  Returns the selected events."""
+        pos = self._positions_of(x)
+        rows = self.trace.events.iloc[pos]
+        with self.hold_sync():
+            if highlight:
+                self.highlight(rows, zoom=False)
+            self._selected = pos
+            self.set_trait("selection", rows)
+            self._kernel_selection = {"token": next(_tokens), "count": int(len(pos))}
+        return rows
+
+    def _positions_of(self, x: Any) -> np.ndarray:
+        events = self.trace.events
+        if x is None:
+            return np.zeros(0, np.int64)
+        if isinstance(x, str):
+            pos = events.index.get_indexer(events.query(x).index)
+        elif isinstance(x, pd.DataFrame):
+            pos = self._data.positions(x.index.to_numpy())
+        elif isinstance(x, pd.Series) and x.dtype == bool:
+            pos = np.flatnonzero(x.reindex(events.index, fill_value=False).to_numpy(bool))
+        elif isinstance(x, np.ndarray) and x.dtype == bool:
+            if len(x) != len(events):
+                raise ValueError(f"boolean mask has {len(x)} entries, trace.events has {len(events)}")
+            pos = np.flatnonzero(x)
+        else:
+            raise TypeError("select() / highlight() take a DataFrame of events, a boolean mask or a "
+                            "query string")
+        return np.unique(np.asarray(pos, np.int64))
+
     def highlight(self, x: Any = None, *, zoom: bool = True) -> pd.DataFrame:
         """Highlight events and zoom to them; returns the highlighted events.
 
@@ -166,22 +203,7 @@ class TraceWidget(anywidget.AnyWidget):
         string over ``trace.events``, or ``None`` to clear.
         """
         events = self.trace.events
-        if x is None:
-            pos = np.zeros(0, np.int64)
-        elif isinstance(x, str):
-            pos = events.index.get_indexer(events.query(x).index)
-        elif isinstance(x, pd.DataFrame):
-            pos = self._data.positions(x.index.to_numpy())
-        elif isinstance(x, pd.Series) and x.dtype == bool:
-            mask = x.reindex(events.index, fill_value=False).to_numpy(bool)
-            pos = np.flatnonzero(mask)
-        elif isinstance(x, np.ndarray) and x.dtype == bool:
-            if len(x) != len(events):
-                raise ValueError(f"boolean mask has {len(x)} entries, trace.events has {len(events)}")
-            pos = np.flatnonzero(x)
-        else:
-            raise TypeError("highlight() takes a DataFrame of events, a boolean mask or a query string")
-        pos = np.unique(np.asarray(pos, np.int64))
+        pos = self._positions_of(x)
         token = next(_tokens)
         self._highlight = encode_frame({"id": self._data.ids[pos].astype(np.int32)}, {"token": token})
         if zoom and len(pos):
@@ -293,11 +315,7 @@ class TraceWidget(anywidget.AnyWidget):
             return
         if att is None or not 0 <= row < len(att.tree):
             return
-        ids = att.events_under(row)
-        pos = self._data.positions(ids)
-        self.highlight(self.trace.events.iloc[pos], zoom=False)
-        self._selected = pos
-        self.set_trait("selection", self.trace.events.iloc[pos])
+        self.select(self.trace.events.loc[att.events_under(row)], highlight=True)
 
     @traitlets.observe("critical_path_instance")
     def _on_path_instance(self, change: dict[str, Any]) -> None:
@@ -405,7 +423,7 @@ class TraceWidget(anywidget.AnyWidget):
             pos = np.zeros(0, np.int64)
         if "range" in (change["new"] or {}):  # a range over the ranks shown only
             pos = self._data.keep_allowed(pos)
-        rng = (change["new"] or {}).get("range")
+        rng = (change["new"] or {}).get("range") if self.selection_error is None else None
         window = (float(min(rng)), float(max(rng))) if isinstance(rng, list) and len(rng) == 2 else None
         if self.icicle_by and window != self._icicle_window and (window is not None or not change["new"]):
             self._icicle_window = window

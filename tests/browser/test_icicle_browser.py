@@ -60,7 +60,13 @@ def test_icicle_linked_both_ways(lab: LabServer, page: Any, tmp_path: Path) -> N
     under = f"w._attribution.events_under({int(step['node'])}).tolist()"
     assert nb.value(f"sorted(w.selection.index.tolist()) == sorted({under})")
     root = page.locator(".pv-root").first
-    assert root.get_attribute("data-highlight") == str(nb.value("len(w.selection)"))
+    n = nb.value("len(w.selection)")
+    assert root.get_attribute("data-highlight") == str(n)
+    # ... and the table lists them (the kernel's selection; its kernels' launch rows first)
+    events_tab = page.locator(".pv-table-tab[data-kind='events']")
+    assert wait_until(lambda: events_tab.count() == 1 and events_tab.inner_text() == f"Events ({n:,})")
+    launches_tab = page.locator(".pv-table-tab[data-kind='launches']")
+    assert launches_tab.inner_text() == f"Launches ({int(step['kernels']):,})"
 
     # the switch: by op; then a range selection from Python redraws it for the range
     page.locator(".pv-icicle-by").select_option("op")

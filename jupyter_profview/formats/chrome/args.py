@@ -162,8 +162,7 @@ class _ArgsLookup:
         slow = parse[pick]
         for r_ in rows[slow].tolist():
             got = self(int(ids[r_])).get(key)
-            ok = isinstance(got, (int, float)) and not isinstance(got, bool)
-            out[r_] = float(got) if ok else np.nan
+            out[r_] = float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) else np.nan
         fast = hit[pick][~slow]
-        out[rows[~slow]] = np.array([float(values[h]) for h in fast.tolist()])  # type: ignore[arg-type]
+        out[rows[~slow]] = np.array([float(values[h] or "nan") for h in fast.tolist()])
         return out
