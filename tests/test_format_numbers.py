@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_profview.numbers import share_text
+from jupyter_profview.numbers import share_text, tflops_text
 from jupyter_profview.widget.numbers import fixed_half_up, format_bytes, format_duration
 
 FIXTURE = json.loads((Path(__file__).parent / "shared_fixtures" / "format_numbers.json")
@@ -31,6 +31,11 @@ def test_duration_steps(value: float | str, want: str) -> None:
 @pytest.mark.parametrize(("value", "want"), FIXTURE["bytes"])
 def test_bytes(value: float | str, want: str) -> None:
     assert format_bytes(_num(value)) == want
+
+
+@pytest.mark.parametrize(("value", "want"), FIXTURE["tflops"])
+def test_tflops(value: float | str, want: str) -> None:
+    assert tflops_text(_num(value)) == want
 
 
 @pytest.mark.parametrize(("value", "want"), FIXTURE["share"])

@@ -1,6 +1,7 @@
 // The number formatters against the fixture shared with pytest (tests/test_format_numbers.py).
 import { describe, expect, it } from "vitest";
 import { formatBytes, formatTime, shareText, ticks, toFixedHalfUp } from "../src/axis";
+import { tflopsText } from "../src/table";
 import shared from "../../tests/shared_fixtures/format_numbers.json";
 
 interface TickCase { t0: number; t1: number; width: number; spacing: number; step: number; originLabel: string; labels: string[] }
@@ -9,6 +10,7 @@ interface Fixture {
   duration_step: Array<[number | string, string]>;
   bytes: Array<[number | string, string]>;
   share: Array<[number, string]>;
+  tflops: Array<[number | string, string]>;
   ticks: TickCase[];
 }
 
@@ -24,6 +26,9 @@ describe("number formatters (shared fixture)", () => {
   });
   it.each(fixture.bytes)("%s bytes → %s", (v, want) => {
     expect(formatBytes(num(v))).toBe(want);
+  });
+  it.each(fixture.tflops)("tflops %s → %s", (v, want) => {
+    expect(tflopsText(num(v))).toBe(want);
   });
   it.each(fixture.share)("share %s → %s", (v, want) => {
     expect(shareText(v)).toBe(want);
