@@ -23,6 +23,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_gpu import ensure_file  # noqa: E402
+
 from tests.browser.lab import CHROMIUM, LAUNCH_ARGS, LabNotebook, LabServer, wait_until  # noqa: E402
 
 TARGET_MS = 200.0
