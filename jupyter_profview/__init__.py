@@ -9,20 +9,21 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import formats as _formats_registry  # noqa: F401  (bound first: `formats` below is the function)
+from ._version import package_version
 from .errors import NativeUnavailableWarning, ProfviewError
 
 if TYPE_CHECKING:
     from .analysis.compare import Comparison, compare
     from .analysis.summary import phases, summary, top
-    from .loader import load_any as load
+    from .loader import load
     from .model import Quality, Trace
     from .ranks import TraceSet, load_many
     from .widget import TraceWidget
+    from .widget.compare import CompareView
 
 # Imported on first use, so that ``import jupyter_profview`` (done by the Jupyter server for its
 # extension) does not pay for pandas, the formats and the analyses until they are needed.
@@ -31,9 +32,7 @@ _LAZY = {
     "load_many": "ranks", "Comparison": "analysis", "compare": "analysis", "phases": "analysis",
     "summary": "analysis", "top": "analysis",
 }
-# ``profview.load`` is ``loader.load_any``: one Trace, or a TraceSet for a multi-host XSpace run
-# directory (``loader.load``, which the package itself uses, always gives one Trace).
-_ALIASES = {"load": "load_any"}
+_ALIASES: dict[str, str] = {}
 
 
 def __getattr__(name: str) -> Any:
@@ -45,10 +44,7 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-try:
-    __version__ = version("jupyter_profview")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+__version__ = package_version()
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -74,7 +70,7 @@ def example(name: str = "tf_step_stats") -> Path:
 
 
 def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: Any = None,
-         icicle: str = "", **options: Any) -> TraceWidget:
+         icicle: str = "", **options: Any) -> TraceWidget | CompareView:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
     ``profview.load`` gives for a multi-host XSpace run directory: its
     ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
@@ -84,13 +80,19 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
     one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``); ``icicle``: a
     node kind (``"annotation"``, ``"module"``, ``"stack"``, ``"op"``) whose GPU-time icicle to show
     (``TraceWidget.show_icicle``)."""
-    from .loader import load_any
+    from .analysis.compare import Comparison
+    from .loader import host_files, load
     from .model import Trace
-    from .ranks import TraceSet
+    from .ranks import TraceSet, load_many
     from .widget import TraceWidget
 
+    if isinstance(source, Comparison):  # two runs side by side
+        from .widget.compare import CompareView
+
+        return CompareView(source, **options)
     if not isinstance(source, (Trace, TraceSet)):
-        source = load_any(source)  # a TraceSet too: a multi-host XSpace run directory
+        hosts = host_files(source)  # a multi-host XSpace run directory: its hosts as ranks
+        source = load_many(hosts) if hosts is not None and len(hosts) > 1 else load(source)
     if isinstance(source, TraceSet):
         from .widget.ranks import show_ranks
 

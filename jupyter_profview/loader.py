@@ -1,12 +1,11 @@
-"""``profview.load``: from any source to a Trace (or, for a multi-host XSpace run, a TraceSet)."""
+"""``profview.load``: from any source to one Trace (a multi-host XSpace run is ``load_many``'s)."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -15,9 +14,6 @@ from .errors import ProfviewError
 from .formats import by_name, detect
 from .model import Trace
 from .sources import Source
-
-if TYPE_CHECKING:
-    from .ranks import TraceSet
 
 EXAMPLE_FILES = {
     "tf_node_order": "000_5bf2854c930b1b8f.txt",
@@ -39,54 +35,7 @@ EXAMPLE_FILES = {
 RANKS_EXTRA = "pip install 'jupyter_profview[ranks]'"
 
 
-def load_any(source: Any, format: str | None = None, *, name: str | None = None,
-             memory: Any = None) -> Trace | TraceSet:
-    """Load a trace: ``profview.load``.
-
-    ``source`` is a path (str or Path), bytes, or a binary file object; gzip
-    is decompressed transparently.  The format is detected from the content
-    unless ``format=`` names one (see :func:`jupyter_profview.formats`).
-    ``memory=`` adds a PyTorch memory timeline / snapshot on the trace's time
-    axis (see :func:`with_memory`).
-
-    A directory is searched for an XSpace profile (``*.xplane.pb``, e.g. a
-    TensorBoard ``logs/`` or ``plugins/profile/<run>/``; the latest run is
-    taken, see :func:`jupyter_profview.formats.xspace.find_in_directory`).  A
-    run with one host's file gives that host's Trace; a run with several
-    hosts' files gives a :class:`~jupyter_profview.ranks.TraceSet` with one
-    "rank" per host (:func:`jupyter_profview.ranks.load_many` on the run's
-    files: rank ``r`` is the ``r``-th file by name; ``ts.files[r]`` and
-    ``ts[r].metadata["host"]`` say which host it is).  That needs the
-    ``ranks`` extra: without pyarrow it raises a :class:`ProfviewError` saying
-    so (and how to load the hosts one by one).
-
-    Raises :class:`ProfviewError` for anything wrong with the input, also
-    when memory runs out (naming how far the reading got; see
-    ``sources.py`` for the limits that keep hostile input bounded).  Warns
-    once per process (``NativeUnavailableWarning``) when the native scanner
-    is missing or refused.
-    """
-    hosts = _host_files(source)
-    if hosts is None or len(hosts) == 1:
-        return load(hosts[0] if hosts else source, format, name=name, memory=memory)
-    if memory is not None or (format is not None and format != "xspace"):
-        raise ProfviewError(f"{source} holds {len(hosts)} hosts' XSpace profiles, loaded as a TraceSet",
-                            source=str(source), expected="no format= or memory= for a multi-host run "
-                            "(load one host's file for that)")
-    missing = [m for m in ("pyarrow",) if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ProfviewError(
-            f"{source} holds {len(hosts)} hosts' XSpace profiles ({_names(hosts)}); loading them as one "
-            f"TraceSet (a rank per host) needs the ranks extra, and {', '.join(missing)} is not installed",
-            source=str(source),
-            expected=f"{RANKS_EXTRA}, then profview.load(run_dir) or profview.load_many(files); "
-                     "or load one host at a time: profview.load(path_of_one_host_file)")
-    from .ranks import load_many
-
-    return load_many(hosts)
-
-
-def _host_files(source: Any) -> list[Path] | None:
+def host_files(source: Any) -> list[Path] | None:
     """The latest run's XSpace files when ``source`` is a directory, else None."""
     if not (isinstance(source, (str, os.PathLike)) and Path(source).is_dir()):
         return None
@@ -100,20 +49,35 @@ def _names(files: list[Path]) -> str:
 
 
 def load(source: Any, format: str | None = None, *, name: str | None = None, memory: Any = None) -> Trace:
-    """Load one trace (see :func:`load_any`, which is ``profview.load``).
+    """Load one trace: ``profview.load``.
 
-    The same as :func:`load_any` except for a directory holding several
-    hosts' XSpace profiles: this loads one Trace only, so it raises a
-    :class:`ProfviewError` naming the host files (``profview.load(run_dir)``
-    gives them all as a TraceSet).
+    ``source`` is a path (str or Path), bytes, or a binary file object; gzip
+    is decompressed transparently.  The format is detected from the content
+    unless ``format=`` names one (see :func:`jupyter_profview.formats`).
+    ``memory=`` adds a PyTorch memory timeline / snapshot on the trace's time
+    axis (see :func:`with_memory`).
+
+    A directory is searched for an XSpace profile (``*.xplane.pb``, e.g. a
+    TensorBoard ``logs/`` or ``plugins/profile/<run>/``; the latest run is
+    taken, see :func:`jupyter_profview.formats.xspace.find_in_directory`).  A
+    run with one host's file gives that host's Trace; a run with several hosts'
+    files is several traces: this raises a :class:`ProfviewError` that names
+    them and :func:`jupyter_profview.load_many`, which loads such a run as a
+    TraceSet (one rank per host).
+
+    Raises :class:`ProfviewError` for anything wrong with the input, also
+    when memory runs out (naming how far the reading got; see
+    ``sources.py`` for the limits that keep hostile input bounded).  Warns
+    once per process (``NativeUnavailableWarning``) when the native scanner
+    is missing or refused.
     """
-    hosts = _host_files(source)
+    hosts = host_files(source)
     if hosts is not None:
         if len(hosts) > 1:
             raise ProfviewError(
                 f"{source} holds {len(hosts)} hosts' XSpace profiles ({_names(hosts)}), not one trace",
-                source=str(source), expected="one host's file, or profview.load(run_dir) for a TraceSet "
-                                             "of all hosts")
+                source=str(source), expected="one host's file, or profview.load_many(run_dir) for a "
+                                             f"TraceSet of all hosts (needs the ranks extra: {RANKS_EXTRA})")
         source = hosts[0]
     src = Source(source, name=name)
     fmt = by_name(format) if format else detect(src)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Union
 
 from .errors import ProfviewError
+from .limits import MAX_LINE, MAX_STRING, SQUEEZE_RUN  # noqa: F401  (part of this module's API)
 
 if TYPE_CHECKING:
     from .text_stream import LineReader, Squeezed
@@ -42,10 +43,7 @@ SourceLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[byt
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_SIZE = 32 * 1024 * 1024
-MAX_STRING = 64 * 1024 * 1024  # bytes of one JSON string, as written (>= CHUNK_SIZE)
-MAX_LINE = 64 * 1024 * 1024  # bytes of one line of a text format
 MAX_PROTOBUF = 2 * 1024 * 1024 * 1024 - 1  # protobuf messages are limited to 2 GiB
-SQUEEZE_RUN = 4096  # whitespace runs at least this long are squeezed
 RAW_BLOCK = 256 * 1024  # compressed bytes read at a time (keeps raw_consumed fine-grained)
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import ProfviewError
-from .sources import MAX_LINE, MAX_STRING, SQUEEZE_RUN
+from .limits import MAX_LINE, MAX_STRING, SQUEEZE_RUN
 
 if TYPE_CHECKING:
     from .sources import Source

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh), then run every check: ruff, mypy, the TypeScript type check and
-# unit tests, and pytest (loaders, widget kernel side, notebooks, Binder env, real-browser tests).
+# Set up (scripts/setup.sh), then run every check: ruff, the import contracts, mypy, the
+# TypeScript type check, import-cycle check and unit tests, and pytest (loaders, widget kernel side, notebooks, Binder env, real-browser tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,8 @@ bash scripts/setup.sh
 .venv/bin/python -m pip install -q torch==2.13.0 || echo "torch==2.13.0 not installable here: torch paths will be skipped (visibly)"
 
 .venv/bin/ruff check jupyter_profview tests benchmarks
+.venv/bin/lint-imports   # the architecture: [tool.importlinter] contracts in pyproject.toml
 .venv/bin/mypy
-(cd js && npm run typecheck && npm test)
+(cd js && npm run typecheck && npm run cycles && npm test)   # cycles: madge --circular on js/src
 (cd labextension && npm run typecheck)
 .venv/bin/python -m pytest -q "$@"

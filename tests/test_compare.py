@@ -529,7 +529,7 @@ def _highlighted(widget: Any) -> list[int]:
 
 
 def test_show_syncs_zoom_through_the_offset(torch_pair: profview.Comparison) -> None:
-    view = torch_pair.show()
+    view = profview.show(torch_pair)
     a, b, off = view.a, view.b, torch_pair.offset
     assert off != 0
     # the initial window: the time both runs have, in each one's own clock
@@ -549,7 +549,7 @@ def test_show_syncs_zoom_through_the_offset(torch_pair: profview.Comparison) -> 
 
 
 def test_show_row_highlights_the_op_in_both(torch_pair: profview.Comparison) -> None:
-    view = torch_pair.show()
+    view = profview.show(torch_pair)
     keys = [value for _, value in view.table.options if value is not None]
     assert len(keys) == len(torch_pair.ops) + len(torch_pair.kernels)
     assert keys[0] == ("name", str(torch_pair.ops.index[0]))  # largest |delta| first
@@ -584,11 +584,11 @@ def test_show_keeps_one_widgets_display_budget(tmp_path: Path) -> None:
         make_pytorch_trace.generate(buf, 60_000, seed=seed)
         traces.append(profview.load(buf.getvalue().encode()))
     c = profview.compare(*traces)
-    natural = c.show()
+    natural = profview.show(c)
     sizes = [_state_bytes(natural.a), _state_bytes(natural.b)]
     assert sum(sizes) <= 4 * 2**20
     budget = int(sum(sizes) * 0.6)  # less than the two would take: both overviews are narrowed
-    tight = c.show(budget=budget)
+    tight = profview.show(c, budget=budget)
     assert _state_bytes(tight.a) + _state_bytes(tight.b) <= budget
     assert len(tight.a._overview) < len(natural.a._overview)
 
@@ -619,7 +619,7 @@ def test_two_trace_sets_per_rank_and_overall(tmp_path: Path) -> None:
     busy = sum(int(profview.phases(profview.load(f))["busy"].sum()) for f in files)
     assert c.phases.loc["busy", "a"] == busy
     with pytest.raises(ProfviewError, match="single traces"):
-        c.show()
+        profview.show(c)
 
 
 # -- the verdict's numbers: the shared rule of the front end -------------------------------------

@@ -128,13 +128,12 @@ def test_no_private_anywidget_module_is_imported() -> None:
 
 def test_typed_package_and_load_signature() -> None:
     assert (ROOT / "jupyter_profview/py.typed").is_file()
-    # one Trace; a TraceSet only for a directory holding several hosts' XSpace files (the
-    # formats issue), so the public load says both and the single-trace loader says Trace
+    # load -> Trace, always (a multi-host XSpace run directory is load_many's): typed users write
+    # t = profview.load(p); t.launches without a cast
     from jupyter_profview import loader
 
-    names = {**vars(loader), "TraceSet": profview.TraceSet}
-    assert typing.get_type_hints(profview.load, names)["return"] == profview.Trace | profview.TraceSet
-    assert typing.get_type_hints(loader.load)["return"] is profview.Trace
+    assert profview.load is loader.load
+    assert typing.get_type_hints(profview.load)["return"] is profview.Trace
 
 
 def test_charts_without_vl_convert_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -369,11 +369,12 @@ def test_logdir_run_dir_and_several_hosts(tmp_path: Path) -> None:
     old = tmp_path / "plugins" / "profile" / "2020_01_01_00_00_00"
     old.mkdir()
     shutil.copyfile(JAX_FILE, old / "x.xplane.pb.gz")
-    # loader.load gives one trace only: it names the hosts instead
-    with pytest.raises(ProfviewError, match=r"3 hosts' XSpace profiles \(a.xplane.pb, b.xplane.pb.gz, c.xpl"):
-        loader.load(tmp_path)
+    # load gives one Trace only: it names the hosts and load_many, which loads them as ranks
+    with pytest.raises(ProfviewError, match=r"3 hosts' XSpace profiles \(a.xplane.pb, b.xplane.pb.gz, c.xpl"
+                                            r".*profview.load_many"):
+        profview.load(tmp_path)
     if importlib.util.find_spec("pyarrow") is not None:
-        ts = profview.load(tmp_path)  # the latest run, one "rank" per host, in file-name order
+        ts = profview.load_many(tmp_path, cache=False, progress=False)  # the latest run, a rank per host
         assert isinstance(ts, profview.TraceSet) and ts.ranks == [0, 1, 2]
         assert [ts.files[r].name for r in ts.ranks] == ["a.xplane.pb", "b.xplane.pb.gz", "c.xplane.pb"]
         counts = ts.events.groupby("rank").size().to_dict()
@@ -388,14 +389,16 @@ def test_logdir_run_dir_and_several_hosts(tmp_path: Path) -> None:
 def test_several_hosts_without_the_ranks_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copyfile(TF_FILE, tmp_path / "a.xplane.pb")
     shutil.copyfile(JAX_FILE, tmp_path / "b.xplane.pb.gz")
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "pyarrow" else real(name, *a))
     with pytest.raises(ProfviewError) as err:
         profview.load(tmp_path)
     text = str(err.value)
-    assert "2 hosts' XSpace profiles" in text and "pyarrow is not installed" in text
-    assert "pip install 'jupyter_profview[ranks]'" in text and "load_many" in text
+    assert "2 hosts' XSpace profiles" in text and "load_many" in text
+    assert "pip install 'jupyter_profview[ranks]'" in text
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    with pytest.raises(ImportError, match=r"load_many needs pyarrow: pip install 'jupyter_profview\[ranks\]'"):
+        profview.load_many(tmp_path)
 
 
 def test_several_hosts_as_a_traceset(tmp_path: Path) -> None:

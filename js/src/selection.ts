@@ -1,28 +1,13 @@
-// The `_selection` trait value (docs/widget-protocol.md): {} for none, {"ids": [id]} for a
-// clicked slice, {"range": [t0, t1], "tracks": [int] | null} for a shift-drag; and a view's
-// selection (ViewSelection), which keeps that trait and the table in step with it.
+// A view's selection (ViewSelection): a slice, a time range or nothing, kept in step with the
+// `_selection` trait (its values: selection_value.ts) and the table.
 
 import type { AnyModel } from "@anywidget/types";
 import { debounce } from "./rpc";
 import type { Flow, SelectedBox } from "./scene";
+import { selectionValue } from "./selection_value";
 import type { TablePanel, TableRow } from "./table";
 import type { EventCache } from "./tooltip";
 import { zoomToRange, type Bounds, type View } from "./viewport";
-
-export type SelectionTrait =
-  | Record<string, never>
-  | { ids: number[] }
-  | { range: [number, number]; tracks: number[] | null };
-
-export function selectionValue(
-  id: number | null, range: [number, number] | null, tracks: number[] | null,
-): SelectionTrait {
-  if (id !== null && id >= 0) return { ids: [id] };
-  if (range && Number.isFinite(range[0]) && Number.isFinite(range[1])) {
-    return { range: [Math.min(...range), Math.max(...range)], tracks: tracks ? [...tracks] : null };
-  }
-  return {};
-}
 
 /** What a view's selection needs of the view. */
 export interface SelectionHost {

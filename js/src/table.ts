@@ -6,7 +6,7 @@
 import { formatTime, shareText, toFixedHalfUp, type TimeUnit } from "./axis";
 import { decodeFrame } from "./codec";
 import type { Rpc } from "./rpc";
-import type { SelectionTrait } from "./selection";
+import type { SelectionTrait } from "./selection_value";
 
 export type SortKey = "start" | "dur" | "self" | "name" | "delay" | "tflops" | "pct";
 export type TableKind = "events" | "launches" | "efficiency";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { selectionValue } from "../src/selection";
+import { selectionValue } from "../src/selection_value";
 
 describe("_selection trait values (protocol)", () => {
   it("one clicked slice is {ids: [id]}", () => {

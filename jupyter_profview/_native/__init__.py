@@ -90,7 +90,7 @@ def _open(path: Path) -> tuple[ctypes.CDLL | None, str | None]:
     except AttributeError as exc:
         return None, f"{path} lacks a function ({exc})"
 
-    from ..formats.chrome.columns import NUMERIC_ARGS
+    from .keys import NUMERIC_ARGS
 
     keys = tuple(lib.pv_num_key(i).decode() for i in range(lib.pv_num_keys()))
     if keys != tuple(NUMERIC_ARGS):

@@ -87,9 +87,14 @@ NUMERIC = ("count_a", "count_b", "total_a", "total_b", "self_a", "self_b")
 
 def _load(x: Any, side: str) -> Any:
     if isinstance(x, (str, Path, bytes)):
-        from ..loader import load_any
+        from ..loader import host_files, load
 
-        return load_any(x)  # a multi-host XSpace run directory gives a TraceSet
+        hosts = host_files(x) if isinstance(x, (str, Path)) else None
+        if hosts is not None and len(hosts) > 1:  # a multi-host XSpace run: its hosts as ranks
+            from ..ranks import load_many
+
+            return load_many(hosts)
+        return load(x)
     if isinstance(getattr(x, "events", None), pd.DataFrame):
         return x
     raise ProfviewError(f"cannot compare a {type(x).__name__} (trace {side})",
@@ -349,14 +354,6 @@ class Comparison:
         from .compare_view import waterfall
 
         return waterfall(self, n)
-
-    def show(self, **options: Any) -> Any:
-        """Both timelines stacked with a shared, aligned time axis and the ops table between them
-        (see :class:`~jupyter_profview.widget.compare.CompareView`; the widget code is all
-        there, imported only when this is called)."""
-        from ..widget.compare import CompareView
-
-        return CompareView(self, **options)
 
     def __repr__(self) -> str:
         counts = self.ops["status"].value_counts()

@@ -63,7 +63,7 @@ only one plane is held parsed at a time; :mod:`.xspace_build` turns each into
 columns.  A directory (a TensorBoard ``logs/``, ``plugins/profile/`` or a run
 directory) is resolved by :func:`find_in_directory` (the latest run's files, one
 per host; several hosts load as a TraceSet, see
-:func:`jupyter_profview.loader.load_any`).  ``metadata["host"]``: the XSpace's
+:func:`jupyter_profview.ranks.load_many` on the run directory).  ``metadata["host"]``: the XSpace's
 ``hostnames`` entry, else the file name's ``<host>`` part.
 """
 
@@ -343,7 +343,7 @@ def find_in_directory(path: Path) -> list[Path]:
     directory; the latest run (names are ``YYYY_MM_DD_HH_MM_SS``) is taken and
     its files (one per host, ``<host>.xplane.pb``) are returned sorted by name.
     What to do with several hosts is the loader's business
-    (:func:`jupyter_profview.loader.load_any`)."""
+    (``load`` refuses several and names ``load_many``, which loads them as ranks)."""
     found = sorted(p for p in path.rglob("*.xplane.pb*") if p.is_file() and
                    (p.name.endswith(".xplane.pb") or p.name.endswith(".xplane.pb.gz")))
     if not found:

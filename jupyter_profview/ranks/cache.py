@@ -61,9 +61,9 @@ def time_columns(columns: list[str]) -> list[str]:
 
 
 def package_version() -> str:
-    from .. import __version__
+    from .._version import package_version as version
 
-    return str(__version__)
+    return version()
 
 
 def user_cache_dir() -> Path:

@@ -69,15 +69,22 @@ class Run(NamedTuple):
 
 
 def find_files(source: Any) -> list[Path]:
-    """A directory (its files named ``*`` + :data:`TRACE_SUFFIXES`), a glob, one path or a list of paths."""
+    """A directory (its files named ``*`` + :data:`TRACE_SUFFIXES`, or for a TensorBoard log
+    directory the latest profile run's ``*.xplane.pb``), a glob, one path or a list of paths."""
     if isinstance(source, (str, os.PathLike)):
         text = os.fspath(source)
         path = Path(text)
         if path.is_dir():
             files = [p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES)]
+            if not files and any(path.rglob("*.xplane.pb*")):
+                # a TensorBoard log directory: the latest run's hosts (one rank each, by file name)
+                from ..formats.xspace import find_in_directory
+
+                files = find_in_directory(path)
             if not files:
                 raise ProfviewError("no trace files in this directory", source=text,
-                                    expected="files named *" + ", *".join(TRACE_SUFFIXES))
+                                    expected="files named *" + ", *".join(TRACE_SUFFIXES)
+                                    + ", or a TensorBoard log directory of *.xplane.pb")
         elif glob.has_magic(text):
             files = [Path(p) for p in glob.glob(text) if Path(p).is_file()]
             if not files:

@@ -27,7 +27,7 @@ def connect(ts: TraceSet) -> Any:
     """A DuckDB connection with one view per table over all ranks' Parquet files."""
     import pyarrow.parquet as pq
 
-    from .traceset import time_columns
+    from .cache import time_columns
 
     con = duckdb().connect()
     tables = {t: ts.table_files(t) for t in TRACE_TABLES}

@@ -1,5 +1,5 @@
 """The side-by-side view of a :class:`~jupyter_profview.analysis.compare.Comparison`
-(``profview.compare(a, b).show()``).
+(``profview.show(profview.compare(a, b))``).
 
 :class:`CompareView` is an ``ipywidgets.VBox``: a header, the TraceWidget of A,
 the ops table (an ``ipywidgets.Select``, one row per op / kernel, largest
@@ -18,7 +18,7 @@ Display budget: the overview frames of both widgets together stay within
 widget's overview is recomputed at a narrower width for its share.
 
 Layering: the comparison itself (tables, verdict, chart) is in
-:mod:`jupyter_profview.analysis`; ``Comparison.show()`` imports this module when
+:mod:`jupyter_profview.analysis`; ``profview.show(comparison)`` imports this module when
 it is called, the only reference from the analyses to the widget.
 """
 
@@ -82,7 +82,8 @@ class CompareView:
         self.comparison = c = comparison
         if not (isinstance(c.a, Trace) and isinstance(c.b, Trace)):
             raise ProfviewError("show() draws two single traces side by side",
-                                expected="two Traces, e.g. profview.compare(set_a[rank], set_b[rank]).show()")
+                                expected="two Traces, e.g. "
+                                         "profview.show(profview.compare(set_a[rank], set_b[rank]))")
         self.offset = c.offset
         self.a = TraceWidget(c.a, **widget_options)
         self.b = TraceWidget(c.b, **widget_options)

@@ -1,4 +1,4 @@
-"""``Comparison.show()`` in JupyterLab under Debian Chromium (marked ``browser``): two timelines
+"""``profview.show(comparison)`` in JupyterLab under Debian Chromium (marked ``browser``): two timelines
 whose zoom and pan are synced through the alignment offset both ways (A -> B and B -> A), and an
 ops table whose rows highlight in both.  Every step waits for state (the front ends' view
 attributes, the kernel's ``visible``), never for a fixed time."""
@@ -16,7 +16,7 @@ TEST = REPO / "tests" / "data" / "compare" / "test.pt.trace.json.gz"
 READY = ".pv-root[data-pv-state='ready']"
 CELLS = ["import jupyter_profview as profview\n"
          "c = profview.compare(profview.example('compare_base'), profview.example('compare_test'))\n"
-         "view = c.show()\n"
+         "view = profview.show(c)\n"
          "view"]
 
 

@@ -20,15 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ..._native.keys import NUMERIC_ARGS as _NUMERIC_ARGS
+
 ABSENT_TIME = np.iinfo(np.int64).min  # marker in ts_ns / dur_ns for "field absent"
 
 # args keys whose top-level numeric values both decoders extract into float64 columns
-# (SparseColumn: only the records where the value is a number); everything else stays
-# in the raw args JSON.
-NUMERIC_ARGS = (
-    "Total Allocated", "Total Reserved", "Bytes", "Addr", "Device Id", "Device Type",
-    "External id", "correlation", "Sequence number", "Fwd thread id", "stream", "device",
-)
+# (SparseColumn: only the records where the value is a number): the scanner's list
+NUMERIC_ARGS = _NUMERIC_ARGS
 
 
 @dataclass
