@@ -14,7 +14,7 @@ fi
 rm -f jupyter_profview/static/widget.js
 # ... and the prebuilt JupyterLab extension (labextension/ -> jupyter_profview/labextension/)
 rm -rf jupyter_profview/labextension
-.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -m pip install -q -e ".[test,docs]"
 # Dev tools (ruff, mypy, stubs): the PEP 735 group in pyproject.toml (pip >= 25.1, upgraded above)
 .venv/bin/python -m pip install -q --group dev
 echo "setup: OK ($(.venv/bin/python -c 'import jupyter_profview._native as n; print("native scanner", "on" if n.available() else "off")'))"

@@ -19,4 +19,5 @@ bash scripts/setup.sh
 .venv/bin/mypy
 (cd js && npm run typecheck && npm run cycles && npm test)   # cycles: madge --circular on js/src
 (cd labextension && npm run typecheck)
+.venv/bin/mkdocs build --strict -q   # the API reference site (mkdocs.yml, docs/site_src -> build/site)
 .venv/bin/python -m pytest -q "$@"
