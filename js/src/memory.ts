@@ -82,6 +82,57 @@ export function formatValue(s: SeriesInfo, v: number): string {
   return formatNumber(v);
 }
 
+/** A label box on the canvas: x0, y0 (top), x1, y1 (bottom), in CSS px. */
+export type LabelBox = [number, number, number, number];
+
+/**
+ * Where a label `w` x `h` px whose preferred top is `y` goes so that it overlaps none of
+ * `placed`: moved down a line at a time (then up from the preferred place), within [top, bottom];
+ * null when there is no room.  The box taken is appended to `placed`.
+ */
+export function placeLabel(placed: LabelBox[], x: number, y: number, w: number, h: number, top: number,
+  bottom: number): number | null {
+  const free = (yy: number): boolean => placed.every(([a, b, c, d]) => x + w <= a || x >= c || yy + h <= b || yy >= d);
+  const start = Math.min(Math.max(y, top), bottom - h);
+  for (let k = 0; ; k++) {
+    const down = start + k * h;
+    const up = start - k * h;
+    if (down > bottom - h && up < top) return null;
+    for (const yy of [down, up]) {
+      if (yy >= top && yy <= bottom - h && free(yy)) {
+        placed.push([x, yy, x + w, yy + h]);
+        return yy;
+      }
+    }
+  }
+}
+
+/**
+ * Legend labels of at most `max` characters that keep what tells the series apart: the prefix
+ * all of them share (up to a separator) is cut first, then, if still too long, the middle.
+ */
+export function legendLabels(names: string[], max = 22): string[] {
+  let cut = 0;
+  if (names.length > 1) {
+    let common = names[0];
+    for (const n of names) while (!n.startsWith(common)) common = common.slice(0, -1);
+    // back to the end of a separator, so that no word is cut in two
+    const seps = [" · ", " / ", " "];
+    let best = 0;
+    for (const sep of seps) {
+      const at = common.lastIndexOf(sep);
+      if (at >= 0) best = Math.max(best, at + sep.length);
+    }
+    if (names.every((n) => n.length > best)) cut = best;
+  }
+  return names.map((n) => {
+    const rest = cut > 0 ? `…${n.slice(cut).replace(/^[/·]\s*/, "")}` : n;
+    if (rest.length <= max) return rest;
+    const head = Math.ceil((max - 1) / 2);
+    return `${rest.slice(0, head)}…${rest.slice(rest.length - (max - 1 - head))}`;
+  });
+}
+
 function seriesName(s: SeriesInfo): string {
   return `${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
 }
@@ -240,14 +291,18 @@ export class MemoryPanel {
     ctx.rect(GUTTER_W, 0, pw, h);
     ctx.clip();
     if (range) this.drawRange(p, range);
+    const placed: LabelBox[] = [];
+    let peaks = 0;
     this.series.forEach((s, si) => {
       const c = curves[si];
       if (!c || c.time.length === 0 || this.hidden.has(si)) return;
       const scale = scaleTop(s, this.maxBytes);
       const color = PALETTE[si % PALETTE.length];
       this.drawCurve(p, s, c, color, scale);
-      this.drawPeak(p, s, color, scale);
+      if (this.drawPeak(p, s, color, scale, placed)) peaks++;
     });
+    this.canvas.dataset.peakLabels = String(peaks);
+    this.canvas.dataset.peakBoxes = JSON.stringify(placed.map((b) => b.map((v) => Math.round(v * 10) / 10)));
     ctx.lineWidth = 1;
     this.drawCursors(p);
     ctx.restore();
@@ -315,13 +370,16 @@ export class MemoryPanel {
     ctx.globalAlpha = 1;
   }
 
-  /** A series' peak: a marker and a `peak …` label (when the peak is in view). */
-  private drawPeak(p: Plot, s: SeriesInfo, color: string, scale: number): void {
-    if (!Number.isFinite(s.peak_time) || !Number.isFinite(s.peak_bytes)) return;
+  /**
+   * A series' peak: a marker and a `peak …` label (when the peak is in view), placed clear of the
+   * labels drawn before it (`placed`); true when the label was drawn.
+   */
+  private drawPeak(p: Plot, s: SeriesInfo, color: string, scale: number, placed: LabelBox[]): boolean {
+    if (!Number.isFinite(s.peak_time) || !Number.isFinite(s.peak_bytes)) return false;
     const { ctx, w } = this;
     const px = p.xOf(s.peak_time);
     const py = p.yOf(s.peak_bytes, scale);
-    if (px < GUTTER_W - 2 || px > w + 2) return;
+    if (px < GUTTER_W - 2 || px > w + 2) return false;
     ctx.fillStyle = color;
     ctx.beginPath();
     ctx.moveTo(px, py - 1);
@@ -332,8 +390,13 @@ export class MemoryPanel {
     const text = `peak ${formatBytes(s.peak_bytes)}`;
     const tw = ctx.measureText(text).width;
     const lx = px + 6 + tw > w ? px - 6 - tw : px + 6;
+    const lineH = 12;
+    // the text's baseline is 4 px above the peak; its box is the line above that
+    const at = placeLabel(placed, lx, Math.max(p.top, py - 4) - lineH + 2, tw, lineH, 0, p.h - 2);
+    if (at === null) return false;
     ctx.fillStyle = p.th.fg;
-    ctx.fillText(text, lx, Math.max(p.top, py - 4));
+    ctx.fillText(text, lx, at + lineH - 2);
+    return true;
   }
 
   /** Vertical lines at the hovered time and at the time whose live allocations are listed. */
@@ -357,15 +420,16 @@ export class MemoryPanel {
     const bytesShown = this.series.some((s, si) => s.unit === "bytes" && !this.hidden.has(si));
     ctx.fillText(bytesShown ? formatBytes(this.maxBytes) : "max", 6, p.yOf(this.maxBytes, this.maxBytes) + 6);
     ctx.fillText("0", 6, h - 8);
-    this.series.map((s, si) => [s, si] as const).filter(([, si]) => !this.hidden.has(si)).slice(0, 4)
-      .forEach(([s, si], row) => {
-        const y = 34 + row * 14;
-        ctx.fillStyle = PALETTE[si % PALETTE.length];
-        ctx.fillRect(6, y - 4, 10, 8);
-        ctx.fillStyle = th.fg;
-        const name = seriesName(s);
-        ctx.fillText(name.length > 22 ? `${name.slice(0, 21)}…` : name, 20, y);
-      });
+    const shown = this.series.map((s, si) => [s, si] as const).filter(([, si]) => !this.hidden.has(si)).slice(0, 4);
+    const labels = legendLabels(shown.map(([s]) => seriesName(s)));
+    shown.forEach(([, si], row) => {
+      const y = 34 + row * 14;
+      ctx.fillStyle = PALETTE[si % PALETTE.length];
+      ctx.fillRect(6, y - 4, 10, 8);
+      ctx.fillStyle = th.fg;
+      ctx.fillText(labels[row], 20, y);
+    });
+    this.canvas.dataset.legend = JSON.stringify(labels);
   }
 
   /** Fill the list under the panel from a `_live` reply (text only). */

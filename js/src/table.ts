@@ -14,6 +14,8 @@ export type TableKind = "events" | "launches" | "efficiency";
 export interface TableQuery { mode: "selection" | "window"; t0: number; t1: number; selection?: SelectionTrait }
 export interface TableRow {
   id: number; start: number; dur: number; self: number; name: string; category: string; track: number;
+  /** The event's rank, in a view of several ranks (absent otherwise). */
+  rank?: number;
   /** Launch rows: the launch call's and the cpu_op's event ids (-1: none), names and the delay. */
   launch?: number; launchName?: string; cpuOp?: number; cpuOpName?: string; delay?: number;
   /** Efficiency rows: the op's shapes, FLOPs, achieved TFLOP/s, % of the device's peak, bound. */
@@ -30,6 +32,7 @@ const BODY_H = 200;
 const MAX_ROWS = 1_500_000; // keeps the scroll spacer under browsers' element-height limit
 
 type Col = { key: string; label: string; sort: SortKey | null; text: (r: TableRow, unit: TimeUnit) => string };
+const RANK_COLUMN: Col = { key: "rank", label: "Rank", sort: null, text: (r) => (r.rank === undefined ? "" : String(r.rank)) };
 const EVENT_COLUMNS: Col[] = [
   { key: "name", label: "Name", sort: "name", text: (r) => r.name },
   { key: "category", label: "Category", sort: null, text: (r) => r.category },
@@ -53,8 +56,10 @@ const EFFICIENCY_COLUMNS: Col[] = [
   { key: "pct", label: "% of peak", sort: "pct", text: (r) => (Number.isFinite(r.pct) ? shareText(r.pct ?? NaN) : "–") },
   { key: "bound", label: "Bound", sort: null, text: (r) => r.bound || "–" },
 ];
-export const columnsOf = (kind: TableKind): Col[] =>
-  (kind === "launches" ? LAUNCH_COLUMNS : kind === "efficiency" ? EFFICIENCY_COLUMNS : EVENT_COLUMNS);
+/** The columns of a kind of rows; a view of several ranks leads the events with their rank. */
+export const columnsOf = (kind: TableKind, ranks = false): Col[] =>
+  (kind === "launches" ? LAUNCH_COLUMNS : kind === "efficiency" ? EFFICIENCY_COLUMNS
+    : ranks ? [RANK_COLUMN, ...EVENT_COLUMNS] : EVENT_COLUMNS);
 
 /** Achieved TFLOP/s with three decimals, half up (numbers.py `tflops_text`); NaN → "–". */
 export function tflopsText(v: number): string {
@@ -121,6 +126,7 @@ export function rowsFromFrame(buf: DataView | undefined): TableRow[] {
       name: c.name ? names[c.name[i]] ?? "" : "",
       category: c.category ? cats[c.category[i]] ?? "" : "",
       track: c.track ? c.track[i] : 0,
+      ...(c.rank ? { rank: c.rank[i] } : {}),
     });
   }
   return rows;
@@ -194,7 +200,7 @@ export class TablePanel {
 
   private onHeadClick = (ev: MouseEvent): void => {
     const key = (ev.target as HTMLElement).closest<HTMLElement>(".pv-cell")?.dataset.key;
-    const col = columnsOf(this.kind).find((c) => c.key === key);
+    const col = this.columns().find((c) => c.key === key);
     if (!col || !col.sort) return;
     if (this.sort === col.sort) this.descending = !this.descending;
     else {
@@ -205,6 +211,23 @@ export class TablePanel {
     this.renderHead();
     this.reload();
   };
+
+  /** A view of several ranks (the front end sets it from `_tracks`): a Rank column. */
+  ranks = false;
+
+  private columns(): Col[] {
+    return columnsOf(this.kind, this.ranks);
+  }
+
+  /** Several ranks shown or not: the Rank column comes or goes. */
+  setRanks(on: boolean): void {
+    if (on === this.ranks) return;
+    this.ranks = on;
+    for (const r of this.pool) r.remove();
+    this.pool = [];
+    this.buildHead();
+    this.renderRows();
+  }
 
   private onTabClick = (ev: MouseEvent): void => {
     const kind = (ev.target as HTMLElement).closest<HTMLElement>(".pv-table-tab")?.dataset.kind;
@@ -226,7 +249,7 @@ export class TablePanel {
 
   private buildHead(): void {
     this.head.replaceChildren();
-    for (const col of columnsOf(this.kind)) {
+    for (const col of this.columns()) {
       const cell = document.createElement("div");
       cell.className = `pv-cell pv-col-${col.key}${col.sort ? " pv-sortable" : ""}`;
       cell.dataset.key = col.key;
@@ -268,7 +291,7 @@ export class TablePanel {
 
   private renderHead(): void {
     for (const cell of Array.from(this.head.children) as HTMLElement[]) {
-      const col = columnsOf(this.kind).find((c) => c.key === cell.dataset.key);
+      const col = this.columns().find((c) => c.key === cell.dataset.key);
       const active = col?.sort === this.sort;
       cell.textContent = (col?.label ?? "") + (active ? (this.descending ? " ▾" : " ▴") : "");
       cell.classList.toggle("pv-sorted", active);
@@ -365,7 +388,7 @@ export class TablePanel {
     while (this.pool.length < need) {
       const r = document.createElement("div");
       r.className = "pv-table-row";
-      for (const col of columnsOf(this.kind)) {
+      for (const col of this.columns()) {
         const c = document.createElement("div");
         c.className = `pv-cell pv-col-${col.key}`;
         r.appendChild(c);
@@ -385,7 +408,7 @@ export class TablePanel {
       const row = this.rowAt(i);
       if (!row) void this.fetchPage(Math.floor(i / PAGE));
       const cells = el.children;
-      columnsOf(this.kind).forEach((col, c) => {
+      this.columns().forEach((col, c) => {
         cells[c].textContent = row ? col.text(row, this.unit) : c === 0 ? "…" : "";
       });
       el.classList.toggle("pv-row-selected", !!row && row.id === this.selectedId);

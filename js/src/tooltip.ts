@@ -4,6 +4,8 @@ import { formatTime, type TimeUnit } from "./axis";
 
 export interface EventInfo {
   id: number;
+  /** In a view of several ranks: the event's rank. */
+  rank?: number;
   name?: string;
   category?: string;
   phase?: string;
@@ -59,7 +61,8 @@ function argText(v: unknown): string {
 export function eventLines(e: EventInfo, unit: TimeUnit, maxArgs = 12): string[] {
   const lines: string[] = [];
   if (e.name !== undefined) lines.push(e.name);
-  const cat = [e.category, e.phase].filter((x) => x !== undefined && x !== "").join(" · ");
+  const cat = [e.rank !== undefined ? `rank ${e.rank}` : "", e.category, e.phase]
+    .filter((x) => x !== undefined && x !== "").join(" · ");
   if (cat) lines.push(cat);
   if (e.start !== undefined) lines.push(`start ${formatTime(e.start, unit)}`);
   if (e.dur !== undefined) lines.push(`duration ${formatTime(e.dur, unit)}`);

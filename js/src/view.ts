@@ -257,6 +257,7 @@ export class ProfView implements DetailHost {
 
   private loadTracks(): void {
     this.tracks = parseTracks(this.model.get("_tracks"));
+    this.table.setRanks(this.tracks.some((t) => t.rank !== undefined));
     this.relayout();
   }
 

@@ -44,3 +44,37 @@ describe("counters panel series", () => {
     expect(formatValue(info("count", 9), v)).toBe(want);
   });
 });
+
+describe("peak labels and the legend (several ranks)", () => {
+  it("labels at the same place stack without overlapping", async () => {
+    const { placeLabel } = await import("../src/memory");
+    const placed: Array<[number, number, number, number]> = [];
+    const ys = [0, 1, 2, 3].map(() => placeLabel(placed, 100, 10, 80, 12, 0, 100));
+    expect(ys).toEqual([10, 22, 34, 46]);
+    for (let i = 0; i < placed.length; i++) {
+      for (let j = i + 1; j < placed.length; j++) {
+        const [a, b] = [placed[i], placed[j]];
+        expect(a[3] <= b[1] || b[3] <= a[1] || a[2] <= b[0] || b[2] <= a[0]).toBe(true);
+      }
+    }
+    // no room left below or above: null
+    const tight: Array<[number, number, number, number]> = [];
+    expect(placeLabel(tight, 0, 0, 10, 12, 0, 20)).toBe(0);
+    expect(placeLabel(tight, 0, 0, 10, 12, 0, 20)).toBeNull();
+    // elsewhere on the x axis: its own place
+    expect(placeLabel(placed, 300, 10, 80, 12, 0, 100)).toBe(10);
+  });
+
+  it("the legend cuts the common prefix, not the end that tells series apart", async () => {
+    const { legendLabels } = await import("../src/memory");
+    const names = ["GPU 1 · Tesla V100-SXM2-16GB / stream 7 queue", "GPU 1 · Tesla V100-SXM2-16GB / stream 13 queue",
+      "GPU 1 · Tesla V100-SXM2-16GB utilisation"];
+    const got = legendLabels(names);
+    expect(new Set(got).size).toBe(3);
+    expect(got).toEqual(["…stream 7 queue", "…stream 13 queue", "…utilisation"]);
+    expect(got.every((l) => l.length <= 22)).toBe(true);
+    // one series: as it is, the middle cut when long
+    expect(legendLabels(["rank 0 · cuda:0 allocated"])).toEqual(["rank 0 · cu… allocated"]); // 11 + … + 10
+    expect(legendLabels(["cpu"])).toEqual(["cpu"]);
+  });
+});

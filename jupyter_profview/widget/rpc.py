@@ -150,7 +150,7 @@ def _table_frame(data: WidgetData, page: np.ndarray) -> bytes:
     ev = data.events
     name_codes, names_u = pd.factorize(ev["name"].iloc[page].astype(str))
     cat_codes, cats_u = pd.factorize(ev["category"].iloc[page].astype(str))
-    return encode_frame({
+    columns = {
         "id": data.ids[page].astype(np.int32),
         "start": data.start[page].astype(np.float64),
         "dur": data.dur[page].astype(np.float64),
@@ -158,7 +158,10 @@ def _table_frame(data: WidgetData, page: np.ndarray) -> bytes:
         "name": name_codes.astype(np.int32),
         "category": cat_codes.astype(np.int32),
         "track": data.timeline.event_track[page].astype(np.uint32),
-    }, {"names": [str(s) for s in names_u], "categories": [str(s) for s in cats_u]})
+    }
+    if "rank" in ev.columns:  # several ranks in one view: say which rank each row is from
+        columns["rank"] = ev["rank"].to_numpy(np.int64)[page].astype(np.int32)
+    return encode_frame(columns, {"names": [str(s) for s in names_u], "categories": [str(s) for s in cats_u]})
 
 
 @guarded
@@ -184,6 +187,7 @@ def event(data: WidgetData, msg: Any) -> Reply:
             })
     out += _launch_links(data, event_id, seen, MAX_FLOWS - len(out))
     reply = {
+        **({"rank": int(row["rank"])} if "rank" in data.events.columns else {}),
         "id": event_id, "name": str(row["name"]), "category": str(row["category"]),
         "phase": str(row["phase"]), "track": int(data.timeline.event_track[p]),
         "start": float(row["start"]), "dur": float(row["dur"]), "self": float(row["self"]),
