@@ -188,6 +188,8 @@ def test_run_directory_opens_every_rank(server: Http, root: Path) -> None:
     status = json.loads(server.request("GET", f"/profview/api/sessions/{sid}")[1])
     assert status["run"] == {"mode": "ranks", "ranks": list(range(len(files)))}
     assert status["events"] == state["_info"]["event_count"]
+    # a run opens as the notebook widget does: every rank collapsed to one busy lane
+    assert state["collapsed_groups"] == [f"rank {r}" for r in range(len(files))]
     # the Parquet cache went to PROFVIEW_CACHE_DIR, nothing was written next to the traces
     assert sorted(p.name for p in (root / "run").iterdir()) == [f.name for f in files]
     assert server.request("DELETE", f"/profview/api/sessions/{sid}")[0] == 204

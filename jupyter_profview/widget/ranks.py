@@ -181,8 +181,8 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
         hit = ev[(ev["name"].astype(str) == f"ProfilerStep#{step}") & (ev["kind"].astype(str) == "slice")]
         rebase(trace, int(hit["start"].min()))
         trace.metadata["align"] = {"step": step, "at": 0}
-    sections = [f"rank {r}" for r in chosen] if collapsed else []
-    options.setdefault("collapsed_groups", sections)
+    if not collapsed:  # collapsed is the default of every view (widget.initial_state)
+        options.setdefault("collapsed_groups", [])
     widget = TraceWidget(trace, **options)
     widget.traceset = ts  # what a rank's critical path is recomputed on (the step picker)
     return widget

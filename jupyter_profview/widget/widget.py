@@ -62,6 +62,8 @@ def initial_state(data: rpc.WidgetData) -> dict[str, Any]:
         "_highlight": encode_frame({"id": np.zeros(0, np.int32)}, {"token": 0}),
         "_view": {"start": extent[0], "end": extent[1]},
         "color_by": data.legend.color_by,
+        # several ranks start collapsed to one busy lane each, in the notebook and in a tab alike
+        "collapsed_groups": [f"rank {r}" for r in data.trace.metadata.get("ranks") or []],
     }
 
 
@@ -142,7 +144,7 @@ class TraceWidget(anywidget.AnyWidget):
         #: recomputes the shown path for another instance (set by show_critical_path)
         self._path_source: Any = trace
         state = initial_state(self._data)
-        super().__init__(**state, **kwargs)
+        super().__init__(**{**state, **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
         self.set_trait("visible", (state["_view"]["start"], state["_view"]["end"]))
 
