@@ -113,6 +113,7 @@ export function placeLabel(placed: LabelBox[], x: number, y: number, w: number, 
  */
 export function legendLabels(names: string[], max = 22): string[] {
   let cut = 0;
+  if (names.every((n) => n.length <= max)) return names.slice();
   if (names.length > 1) {
     let common = names[0];
     for (const n of names) while (!n.startsWith(common)) common = common.slice(0, -1);
@@ -387,7 +388,8 @@ export class MemoryPanel {
     ctx.lineTo(px + 4, py - 8);
     ctx.closePath();
     ctx.fill();
-    const text = `peak ${formatBytes(s.peak_bytes)}`;
+    const rank = /^rank (\d+) · /.exec(s.device);  // several ranks: say whose peak it is
+    const text = `${rank ? `rank ${rank[1]} ` : ""}peak ${formatBytes(s.peak_bytes)}`;
     const tw = ctx.measureText(text).width;
     const lx = px + 6 + tw > w ? px - 6 - tw : px + 6;
     const lineH = 12;

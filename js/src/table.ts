@@ -219,6 +219,16 @@ export class TablePanel {
     return columnsOf(this.kind, this.ranks);
   }
 
+  get bodyHeight(): number {
+    return this.body.offsetHeight || BODY_H;
+  }
+
+  /** The rows' area `h` px high (the split above the table). */
+  setBodyHeight(h: number): void {
+    this.body.style.height = `${h}px`;
+    this.renderRows();
+  }
+
   /** Several ranks shown or not: the Rank column comes or goes. */
   setRanks(on: boolean): void {
     if (on === this.ranks) return;

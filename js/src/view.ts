@@ -7,6 +7,7 @@ import type { TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 import { CriticalPanel, parseCriticalPath, type Segment } from "./critical";
 import { IciclePanel, parseIcicle } from "./icicle";
+import { MIN_TABLE, MIN_TIMELINE, clampHeight, parseLayout, splitHandle, type SplitLayout } from "./split";
 import { DetailLoader, type DetailHost } from "./detail";
 import { skeleton } from "./dom";
 import { GroupControls } from "./groups";
@@ -41,6 +42,8 @@ export class ProfView implements DetailHost {
   readonly icicle: IciclePanel;
   /** The shown critical path's launch / gap / sync edges, drawn as arrows. */
   pathArrows: Flow[] = [];
+  /** The dragged heights of the timeline and the table (the `split_layout` trait). */
+  split: SplitLayout = {};
   readonly tooltip: Tooltip;
   private header: ViewHeader;
   private tlSpacer: HTMLDivElement;
@@ -101,6 +104,7 @@ export class ProfView implements DetailHost {
       this.model.save_changes();
     });
     this.root.insertBefore(this.icicle.el, this.critical.el);
+    this.addSplits(dom.timeline);
     this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
     this.events = new EventCache(async (id) => {
@@ -171,6 +175,34 @@ export class ProfView implements DetailHost {
     this.requestDraw();
   }
 
+  /** Handles under the timeline and above the table; a drag ends in the `split_layout` trait. */
+  private addSplits(timeline: HTMLElement): void {
+    let t0 = 0;
+    let b0 = 0;
+    const save = (): void => {
+      this.model.set("split_layout", { ...this.split });
+      this.model.save_changes();
+      this.root.dataset.layout = JSON.stringify(this.split);
+    };
+    const below = splitHandle("timeline", () => { t0 = this.tlScroll.offsetHeight; }, (dy) => {
+      this.split = { ...this.split, timeline: clampHeight(t0 + dy, MIN_TIMELINE) };
+      this.resize();
+    }, save);
+    timeline.after(below);
+    const above = splitHandle("table", () => { b0 = this.table.bodyHeight; }, (dy) => {
+      this.split = { ...this.split, table: clampHeight(b0 - dy, MIN_TABLE) };
+      this.table.setBodyHeight(this.split.table ?? 0);
+    }, save);
+    this.table.el.before(above);
+  }
+
+  private loadLayout(): void {
+    this.split = parseLayout(this.model.get("split_layout"));
+    if (this.split.table) this.table.setBodyHeight(this.split.table);
+    this.root.dataset.layout = JSON.stringify(this.split);
+    this.resize();
+  }
+
   // ---- traits -------------------------------------------------------------------------
 
   private loadAll(): void {
@@ -184,6 +216,7 @@ export class ProfView implements DetailHost {
     this.loadNodes();
     this.loadCritical();
     this.loadIcicle();
+    this.loadLayout();
     const start = initialView(this.model, this.bounds);
     this.view = start.view;
     this.zoomToken = start.zoomToken;
@@ -205,6 +238,7 @@ export class ProfView implements DetailHost {
     else if (name === "_critical_path") this.loadCritical();
     else if (name === "_icicle") this.loadIcicle();
     else if (name === "_kernel_selection") this.sel.showKernelSelection();
+    else if (name === "split_layout") this.loadLayout();
     else if (name === "collapsed_groups" || name === "shown_ranks") {
       this.groups.load();
       this.relayout();
@@ -372,7 +406,8 @@ export class ProfView implements DetailHost {
     const dpr = window.devicePixelRatio || 1;
     const content = this.layout.height + AXIS_H + 4;
     const css = parseFloat(getComputedStyle(this.root).getPropertyValue("--pv-timeline-max-height"));
-    const h = Math.max(AXIS_H + 24, Math.min(css > 0 ? css : MAX_TL_H, content));
+    const h = this.split.timeline !== undefined ? Math.max(AXIS_H + 24, this.split.timeline)
+      : Math.max(AXIS_H + 24, Math.min(css > 0 ? css : MAX_TL_H, content));
     this.tlScroll.style.height = `${h}px`;
     const sw = this.tlScroll.offsetWidth - this.tlScroll.clientWidth; // scrollbar
     this.timeline.resize(w - (content > h ? Math.max(sw, 0) : 0), h, dpr);

@@ -76,5 +76,7 @@ describe("peak labels and the legend (several ranks)", () => {
     // one series: as it is, the middle cut when long
     expect(legendLabels(["rank 0 · cuda:0 allocated"])).toEqual(["rank 0 · cu… allocated"]); // 11 + … + 10
     expect(legendLabels(["cpu"])).toEqual(["cpu"]);
+    // short enough: as they are
+    expect(legendLabels(["rank 0 · cpu", "rank 1 · cpu"])).toEqual(["rank 0 · cpu", "rank 1 · cpu"]);
   });
 });

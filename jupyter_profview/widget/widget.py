@@ -114,6 +114,9 @@ class TraceWidget(anywidget.AnyWidget):
     # ranks shown (empty: all) of a TraceSet's widget
     collapsed_groups = traitlets.List(traitlets.Unicode()).tag(sync=True)
     shown_ranks = traitlets.List(traitlets.Int()).tag(sync=True)
+    # both ways: the heights (px) the user dragged the timeline and the table to, {} for the
+    # defaults: {"timeline": px, "table": px}; kept with the notebook's widget state
+    split_layout = traitlets.Dict().tag(sync=True)
     # browser -> kernel
     _view = traitlets.Dict().tag(sync=True)
     _selection = traitlets.Dict().tag(sync=True)
@@ -367,7 +370,8 @@ class TraceWidget(anywidget.AnyWidget):
         state = {name: getattr(self, name) for name in
                  ("_info", "_tracks", "_overview", "_memory", "_nodes", "_summary", "_highlight",
                   "_zoom_request", "_view", "_selection", "color_by", "collapsed_groups", "shown_ranks",
-                  "_critical_path", "critical_path_instance", "_icicle", "icicle_by", "icicle_measure")}
+                  "_critical_path", "critical_path_instance", "_icicle", "icicle_by", "icicle_measure",
+                  "split_layout")}
         state["_info"] = {**state["_info"], "static": True}
         start, end = self.visible
         # The page opens where the user is now, not at an earlier zoom_to/highlight request.
