@@ -25,7 +25,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_profview as profview
-from jupyter_profview import loader
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import detect, tf_step_stats, xspace, xspace_proto
 from jupyter_profview.sources import Source
