@@ -176,6 +176,8 @@ def test_kernel_range_lists_launches_with_delay(lab: LabServer, page: Any, tmp_p
     assert nb.value(f"w._tracks[{flow['source_track']}]['process']") == cpu
     ka = wait_until(lambda: page.evaluate(f"{hook}.locate({a})"))
     assert ka, "kernel a is not drawn after collapsing the CPU group"
+    # the kernel's row, relative to the canvas (the page scrolls when the step cell runs)
+    ka_rel = ka["y"] - page.locator(TIMELINE).first.bounding_box()["y"]
     # the arrow's middle, in a view showing both ends (the launch ends ~10 ms before the kernel)
     span = flow["target_time"] - flow["source_time"]
     wide = (flow["source_time"] - 0.3 * span, flow["target_time"] + 0.3 * span)
@@ -186,20 +188,23 @@ def test_kernel_range_lists_launches_with_delay(lab: LabServer, page: Any, tmp_p
         assert wait_until(lambda: abs(page.evaluate(f"{hook}.view()")["start"] - lo) < 1e-6 * (hi - lo))
         page.wait_for_timeout(300)  # the next frame is painted
 
+    def middle() -> tuple[float, float]:
+        """The curve's middle (a symmetric cubic Bézier), in page coordinates as they are now."""
+        box = page.locator(TIMELINE).first.bounding_box()
+        k = (box["width"] - GUTTER_W) / (wide[1] - wide[0])
+        x0 = box["x"] + GUTTER_W + (flow["source_time"] - wide[0]) * k
+        x1 = box["x"] + GUTTER_W + (flow["target_time"] - wide[0]) * k
+        y0 = AXIS_H + GROUP_H / 2  # the collapsed group's header row
+        return (x0 + x1) / 2, box["y"] + (y0 + ka_rel) / 2
+
     zoom(*wide)
-    box = page.locator(TIMELINE).first.bounding_box()
-    k = (box["width"] - GUTTER_W) / (wide[1] - wide[0])
-    x0 = box["x"] + GUTTER_W + (flow["source_time"] - wide[0]) * k
-    x1 = box["x"] + GUTTER_W + (flow["target_time"] - wide[0]) * k
-    y0 = box["y"] + AXIS_H + GROUP_H / 2  # the collapsed group's header row
-    mid = ((x0 + x1) / 2, (y0 + ka["y"]) / 2)  # the curve's middle (a symmetric cubic Bézier)
-    before = pixel(page, *mid)
+    before = pixel(page, *middle())
     zoom(t0 - pad, t1 + pad)
     ka = wait_until(lambda: page.evaluate(f"{hook}.locate({a})"))
     page.mouse.click(ka["x"], ka["y"])
     assert wait_until(lambda: nb.value("w.selection.index.tolist()") == [a])
     zoom(*wide)
-    after = pixel(page, *mid)
+    after = pixel(page, *middle())
     assert after != before, "no arrow to the collapsed group's header"
     accent = page.evaluate("getComputedStyle(document.querySelector('.pv-root'))"
                            ".getPropertyValue('--pv-accent').trim() || '#1a73e8'")
