@@ -102,18 +102,22 @@ def test_tree_matches_the_independent_walk_on_real_gpu_traces(name: str, by: str
             assert row["depth"] == a.set_index("node").loc[row["parent"], "depth"] + 1
 
 
-def test_module_and_stack_trees_on_a_real_torch_cpu_trace() -> None:
-    # torch 2.13, record_function + with_stack: nn.Module frames and Python frames, no GPU
-    path = DATA / "torch_overlap.json.gz"
+@pytest.mark.parametrize("name", ["torch_overlap.json.gz", "torch_modules.json.gz"])
+def test_module_stack_and_op_trees_on_real_torch_cpu_traces(name: str) -> None:
+    # torch 2.13 on CPU: torch_overlap (record_function + with_stack) and torch_modules (made by
+    # tests/data/make_torch_modules.py: with_modules + with_stack + record_shapes, modules nested
+    # four deep); nn.Module frames, Python frames and ops, no GPU
+    path = DATA / name
     trace = profview.load(path)
-    for by in ("module", "stack"):
+    for by in ("module", "stack", "op", "annotation"):
         count, _, _, total = walk(path, by)
         a = attribute(trace, by)
         assert total == 0 and (a["gpu_total"] == 0).all() and (a["kernels"] == 0).all()
         assert dict(a.set_index("path")["count"]) == dict(count)
         assert (a["cpu_self"] >= 0).all() and (a["cpu_self"] <= a["cpu_total"]).all()
     modules = attribute(trace, "module")
-    assert any(p.count(" / ") >= 1 for p in modules["path"])  # nested modules: Sequential / Linear
+    deepest = 3 if name == "torch_modules.json.gz" else 1  # Net / Sequential / Block / Linear
+    assert max(p.count(" / ") for p in modules["path"]) == deepest
 
 
 def test_cpu_times_are_the_instances_durations() -> None:
