@@ -51,9 +51,9 @@ def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
     return mapping, int(offsets.get(rank, 0))
 
 
-def path_frame(data: WidgetData, cp: CriticalPath, token: int) -> bytes:
-    """The ``_critical_path`` frame of ``cp`` (see the module doc)."""
-    ids, shift = id_mapping(data, cp.rank)
+def path_frame(data: WidgetData, cp: CriticalPath, ids: pd.Series, shift: int, token: int) -> bytes:
+    """The ``_critical_path`` frame of ``cp`` (see the module doc), given :func:`id_mapping`'s
+    ``ids`` and ``shift``."""
     path = cp.path
     widget_id = ids.reindex(np.concatenate([path["src"], path["dst"], path["event"]]).astype(np.int64))
     mapped = widget_id.fillna(-1).to_numpy(np.int64)
@@ -61,8 +61,6 @@ def path_frame(data: WidgetData, cp: CriticalPath, token: int) -> bytes:
     src, dst, event = mapped[:n], mapped[n:2 * n], mapped[2 * n:]
     event = np.where(path["event"].to_numpy(np.int64) >= 0, event, -1)
     track_of = _tracks(data, np.concatenate([src, dst]))
-    kind = path["type"].astype(str).to_numpy()
-    bound = path["bound"].astype(str).to_numpy()
     names = pd.Index(cp.events["name"].astype(str).unique())
     codes = names.get_indexer(pd.Index(cp.events["name"].astype(str)))
     label_of = dict(zip(cp.events["event"].tolist(), codes.tolist(), strict=True))
@@ -81,21 +79,15 @@ def path_frame(data: WidgetData, cp: CriticalPath, token: int) -> bytes:
     }
     return encode_frame({
         "order": np.arange(n, dtype=np.uint32),
-        "type": np.asarray([EDGE_TYPES.index(k) for k in kind], np.uint8),
-        "bound": np.asarray([BREAKDOWN_TYPES.index(b) for b in bound], np.uint8),
+        # both columns are categoricals over EDGE_TYPES / BREAKDOWN_TYPES, in that order
+        "type": path["type"].cat.codes.to_numpy(np.uint8),
+        "bound": path["bound"].cat.codes.to_numpy(np.uint8),
         "event": event.astype(np.int32), "src": src.astype(np.int32), "dst": dst.astype(np.int32),
         "src_time": path["src_time"].to_numpy(np.float64) + shift,
         "dst_time": path["dst_time"].to_numpy(np.float64) + shift,
         "src_track": track_of[:n].astype(np.int32), "dst_track": track_of[n:].astype(np.int32),
         "weight": path["weight"].to_numpy(np.float64), "label": label,
     }, meta)
-
-
-def path_event_ids(data: WidgetData, cp: CriticalPath) -> np.ndarray:
-    """The widget's ids of the events on the path (for the highlight)."""
-    ids, _ = id_mapping(data, cp.rank)
-    out = ids.reindex(cp.events["event"].to_numpy(np.int64)).dropna().to_numpy(np.int64)
-    return out
 
 
 def _tracks(data: WidgetData, ids: np.ndarray) -> np.ndarray:

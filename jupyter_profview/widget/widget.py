@@ -21,7 +21,7 @@ from ..analysis.critical_path import CriticalPath, critical_path
 from ..model import Trace
 from . import rpc
 from .codec import encode_frame
-from .critical_path import path_event_ids, path_frame
+from .critical_path import id_mapping, path_frame
 from .icicle import icicle_frame
 from .summary import summary_frame
 
@@ -31,12 +31,6 @@ _CSS_PATH = STATIC / "widget.css"
 _BUILD_HINT = "cd js && npm install && npm run build   (or: pip install -e . , which runs the same build)"
 _MISSING_ESM = "export default { render({ el }) { el.textContent = 'jupyter_profview: bundle missing'; } };"
 _tokens = itertools.count(1)
-
-
-def _path_shift(data: rpc.WidgetData, cp: CriticalPath) -> tuple[Any, int]:
-    from .critical_path import id_mapping
-
-    return id_mapping(data, cp.rank)
 
 
 class BundleMissingError(FileNotFoundError):
@@ -247,13 +241,13 @@ class TraceWidget(anywidget.AnyWidget):
         elif cp.rank is not None and getattr(self, "traceset", None) is not None:
             self._path_source = self.traceset
         self._path = cp
-        ids = path_event_ids(self._data, cp)
+        ids, shift = id_mapping(self._data, cp.rank)
+        lit = ids.reindex(cp.events["event"].to_numpy(np.int64)).dropna().to_numpy(np.int64)
         with self.hold_sync():
-            self._critical_path = path_frame(self._data, cp, next(_tokens))
+            self._critical_path = path_frame(self._data, cp, ids, shift, next(_tokens))
             self.set_trait("critical_path_instance", -1 if cp.instance is None else int(cp.instance))
-            self.highlight(self.trace.events.loc[ids], zoom=False)
+            self.highlight(self.trace.events.loc[lit], zoom=False)
             if zoom:
-                _, shift = _path_shift(self._data, cp)
                 ev = cp.events
                 lo = float(min(cp.start, ev["start"].min() if len(ev) else cp.start))
                 hi = float(max(cp.end, (ev["start"] + ev["dur"]).max() if len(ev) else cp.end))
