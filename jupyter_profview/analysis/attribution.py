@@ -47,6 +47,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Trace
+from .columns import among, match, on_device, thread_keys
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -60,34 +61,19 @@ COLUMNS = ("node", "parent", "depth", "name", "path", "count", "cpu_total", "cpu
            "kernels_self", "gpu_total", "gpu_self")
 
 
-def _in(values: pd.Series, names: tuple[str, ...]) -> np.ndarray:
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        hit = np.asarray([str(c) in names for c in values.cat.categories] + [False], bool)
-        return hit[values.cat.codes.to_numpy()]
-    return values.astype(str).isin(list(names)).to_numpy(bool)
-
-
-def _starts_with(values: pd.Series, prefix: str) -> np.ndarray:
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        hit = np.asarray([str(c).startswith(prefix) for c in values.cat.categories] + [False], bool)
-        return hit[values.cat.codes.to_numpy()]
-    return values.astype(str).str.startswith(prefix).to_numpy(bool)
-
-
 def node_mask(trace: Trace, by: str) -> np.ndarray:
     """Rows of ``trace.events`` that are nodes of kind ``by`` (see the module doc)."""
     ev = trace.events
-    gpus = {str(g) for g in pd.unique(trace.launches["gpu"].astype(str))}
-    on_device = _in(ev["process"], tuple(gpus)) if gpus else np.zeros(len(ev), bool)
-    slices = _in(ev["kind"], ("slice",)) & ~on_device
+    slices = among(ev["kind"], ("slice",)) & ~on_device(trace)
     if by == "annotation":
-        return slices & _in(ev["category"], ("user_annotation",))
+        return slices & among(ev["category"], ("user_annotation",))
     if by == "module":
-        return slices & _in(ev["category"], ("python_function",)) & _starts_with(ev["name"], "nn.Module: ")
+        frames = slices & among(ev["category"], ("python_function",))
+        return frames & match(ev["name"], lambda name: name.startswith("nn.Module: "))
     if by == "stack":
-        return slices & _in(ev["category"], ("python_function",))
+        return slices & among(ev["category"], ("python_function",))
     if by == "op":
-        return slices & _in(ev["category"], ("cpu_op",))
+        return slices & among(ev["category"], ("cpu_op",))
     raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
 
 
@@ -97,10 +83,6 @@ def attribute(trace: Trace | TraceSet, by: str = "annotation", *, rank: int | No
     path (columns :data:`COLUMNS`; ``node`` is the row's id, ``parent`` its parent's, -1 at a
     root).  ``window=(start, end)``: only node instances and launches that start inside it.
     See the module doc for the definition."""
-    if by not in BY:
-        raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
-    if backward not in ("launch", "forward"):
-        raise ProfviewError(f"attribute(backward={backward!r})", expected="'launch' or 'forward'")
     if is_traceset(trace):
         ranks = list(trace) if rank is None else [rank]
         frames = []
@@ -146,8 +128,6 @@ def attribute_members(trace: Trace, by: str = "annotation", *, backward: str = "
                       window: tuple[float, float] | None = None) -> Attribution:
     """:func:`attribute` of one Trace with the events behind every row (the widget's icicle
     highlights them)."""
-    if by not in BY:
-        raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
     tree = _Tree(trace, by, backward, window)
     frame = tree.frame()
     row_of, act, kr = tree.members
@@ -161,19 +141,51 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object if c in ("name", "path") else np.int64) for c in COLUMNS})
 
 
-def _thread_keys(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """One int per (process, thread) of the given positions of ``ev``."""
-    proc = pd.Categorical(ev["process"]).codes.astype(np.int64)[rows]
-    thr = pd.Categorical(ev["thread"]).codes.astype(np.int64)[rows]
-    return (proc << 32) | (thr & 0xFFFFFFFF)
+def _sweep(key_i: np.ndarray, start_i: np.ndarray, end_i: np.ndarray, key_p: np.ndarray,
+           t_p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals nested by time per thread key (by start, the longer first; an interval is open
+    on ``[start, end)``) and points located in them: each interval's parent (the innermost open
+    interval at its start), each point's innermost and outermost open interval; -1 for none."""
+    n, m = len(start_i), len(t_p)
+    t = np.concatenate([start_i, t_p])
+    key = np.concatenate([key_i, key_p])
+    is_point = np.concatenate([np.zeros(n, np.int8), np.ones(m, np.int8)])
+    length = np.concatenate([end_i - start_i, np.zeros(m, np.int64)])
+    item = np.concatenate([np.arange(n), np.arange(m)])
+    order = np.lexsort((item, -length, is_point, t, key))
+    parent = np.full(n, -1, np.int64)
+    inner = np.full(m, -1, np.int64)
+    outer = np.full(m, -1, np.int64)
+    ends = end_i.tolist()
+    stack: list[int] = []
+    cur = None
+    for k, kk, tt, pt in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
+                             is_point[order].tolist(), strict=True):
+        if kk != cur:
+            stack.clear()
+            cur = kk
+        while stack and ends[stack[-1]] <= tt:
+            stack.pop()
+        if pt:
+            if stack:
+                inner[k], outer[k] = stack[-1], stack[0]
+            continue
+        parent[k] = stack[-1] if stack else -1
+        stack.append(k)
+    return parent, inner, outer
 
 
 class _Tree:
     def __init__(self, trace: Trace, by: str, backward: str, window: tuple[float, float] | None) -> None:
+        if by not in BY:
+            raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
+        if backward not in ("launch", "forward"):
+            raise ProfviewError(f"attribute(backward={backward!r})", expected="'launch' or 'forward'")
         self.trace, self.by = trace, by
         ev = trace.events
         start = ev["start"].to_numpy(np.int64)
         dur = ev["dur"].to_numpy(np.int64)
+        self.keys = thread_keys(ev)
         mask = node_mask(trace, by)
         if window is not None:
             mask &= (start >= window[0]) & (start <= window[1])
@@ -194,7 +206,7 @@ class _Tree:
         self.kdur = la["kernel_dur"].to_numpy(np.int64)
         # innermost node (local index) over each linked launch, -1 for none
         owner = np.full(len(la), -1, np.int64)
-        parent = self._nest_and_locate(ev, start, keep, lpos, owner)
+        parent = self._nest_and_locate(start, keep, lpos, owner)
         self.owner = owner
         self.node_parent = parent
         self.names = names
@@ -202,33 +214,13 @@ class _Tree:
         if backward == "forward":
             self._reassign_backward(ev, lpos)
 
-    def _nest_and_locate(self, ev: pd.DataFrame, start: np.ndarray, keep: np.ndarray, lpos: np.ndarray,
+    def _nest_and_locate(self, start: np.ndarray, keep: np.ndarray, lpos: np.ndarray,
                          owner: np.ndarray) -> np.ndarray:
-        """Per thread: each node's parent (local index, -1 at a root) and each launch's owner."""
-        n = len(self.pos)
+        """Each node's parent (local index, -1 at a root); each kept launch's owner (in place)."""
         launches = np.flatnonzero(keep)
-        t = np.concatenate([self.start, start[lpos[launches]]])
-        key = np.concatenate([_thread_keys(ev, self.pos), _thread_keys(ev, lpos[launches])])
-        is_launch = np.concatenate([np.zeros(n, np.int8), np.ones(len(launches), np.int8)])
-        length = np.concatenate([self.end - self.start, np.zeros(len(launches), np.int64)])
-        item = np.concatenate([np.arange(n), launches])
-        order = np.lexsort((item, -length, is_launch, t, key))
-        parent = np.full(n, -1, np.int64)
-        ends = self.end.tolist()
-        stack: list[int] = []
-        cur = None
-        for k, kk, tt, lz in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
-                                 is_launch[order].tolist(), strict=True):
-            if kk != cur:
-                stack.clear()
-                cur = kk
-            while stack and ends[stack[-1]] <= tt:
-                stack.pop()
-            if lz:
-                owner[k] = stack[-1] if stack else -1
-                continue
-            parent[k] = stack[-1] if stack else -1
-            stack.append(k)
+        parent, inner, _ = _sweep(self.keys[self.pos], self.start, self.end, self.keys[lpos[launches]],
+                                  start[lpos[launches]])
+        owner[launches] = inner
         return parent
 
     def _reassign_backward(self, ev: pd.DataFrame, lpos: np.ndarray) -> None:
@@ -253,73 +245,28 @@ class _Tree:
         fwd_of: dict[int, int] = {}
         for j in order.tolist():
             fwd_of.setdefault(int(seq[j]), int(ops[j]))
-        # each launch's innermost backward op: the enclosing cpu_ops on its thread
         bwd = np.flatnonzero(is_bwd & (seq >= 0))
         if len(bwd) == 0:
             return
         bpos = ops[bwd]
-        bkey = _thread_keys(ev, bpos)
         la_pos = np.flatnonzero(lpos >= 0)
-        lkey = _thread_keys(ev, lpos[la_pos])
-        lt = start[lpos[la_pos]]
-        # sweep per thread: backward op intervals and launch points
-        t = np.concatenate([start[bpos], lt])
-        key = np.concatenate([bkey, lkey])
-        kind = np.concatenate([np.zeros(len(bpos), np.int8), np.ones(len(la_pos), np.int8)])
-        length = np.concatenate([dur[bpos], np.zeros(len(la_pos), np.int64)])
-        item = np.concatenate([np.arange(len(bpos)), la_pos])
-        order = np.lexsort((item, -length, kind, t, key))
-        ends = (start[bpos] + dur[bpos]).tolist()
+        # the outermost backward op over each launch carries the autograd node's sequence number
+        _, _, outer = _sweep(self.keys[bpos], start[bpos], start[bpos] + dur[bpos], self.keys[lpos[la_pos]],
+                             start[lpos[la_pos]])
         # the forward op's position -> the node enclosing it (the innermost node over its start)
         fwd_positions = sorted(set(fwd_of.values()))
-        node_of_fwd = self._nodes_over(ev, np.asarray(fwd_positions, np.int64))
-        node_of = dict(zip(fwd_positions, node_of_fwd.tolist(), strict=True))
-        seq_b = seq[bwd].tolist()
-        stack: list[int] = []
-        cur = None
-        for k, kk, tt, lz in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
-                                 kind[order].tolist(), strict=True):
-            if kk != cur:
-                stack.clear()
-                cur = kk
-            while stack and ends[stack[-1]] <= tt:
-                stack.pop()
-            if not lz:
-                stack.append(k)
-                continue
-            if not stack:
-                continue
-            # the outermost backward op of the stack carries the autograd node's sequence number
-            fp = fwd_of.get(seq_b[stack[0]])
+        node_of = dict(zip(fwd_positions, self._nodes_over(np.asarray(fwd_positions, np.int64)).tolist(),
+                           strict=True))
+        seq_b = seq[bwd]
+        for j in np.flatnonzero(outer >= 0).tolist():
+            fp = fwd_of.get(int(seq_b[outer[j]]))
             if fp is not None:
-                self.bwd_owner[k] = node_of[fp]
+                self.bwd_owner[la_pos[j]] = node_of[fp]
 
-    def _nodes_over(self, ev: pd.DataFrame, positions: np.ndarray) -> np.ndarray:
+    def _nodes_over(self, positions: np.ndarray) -> np.ndarray:
         """The innermost node (local index, -1 none) enclosing the start of each event position."""
-        start = ev["start"].to_numpy(np.int64)
-        n = len(self.pos)
-        t = np.concatenate([self.start, start[positions]])
-        key = np.concatenate([_thread_keys(ev, self.pos), _thread_keys(ev, positions)])
-        kind = np.concatenate([np.zeros(n, np.int8), np.ones(len(positions), np.int8)])
-        length = np.concatenate([self.end - self.start, np.zeros(len(positions), np.int64)])
-        item = np.concatenate([np.arange(n), np.arange(len(positions))])
-        order = np.lexsort((item, -length, kind, t, key))
-        out = np.full(len(positions), -1, np.int64)
-        ends = self.end.tolist()
-        stack: list[int] = []
-        cur = None
-        for k, kk, tt, lz in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
-                                 kind[order].tolist(), strict=True):
-            if kk != cur:
-                stack.clear()
-                cur = kk
-            while stack and ends[stack[-1]] <= tt:
-                stack.pop()
-            if lz:
-                out[k] = stack[-1] if stack else -1
-            else:
-                stack.append(k)
-        return out
+        start = self.trace.events["start"].to_numpy(np.int64)
+        return _sweep(self.keys[self.pos], self.start, self.end, self.keys[positions], start[positions])[1]
 
     def frame(self) -> pd.DataFrame:
         n = len(self.pos)

@@ -71,6 +71,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import PHASES
+from .columns import match
 from .summary import self_interval_arrays
 
 if TYPE_CHECKING:
@@ -106,21 +107,12 @@ def _label(trace: Any, fallback: str) -> str:
     return Path(str(source)).name if source else fallback
 
 
-def _match(series: pd.Series, predicate: Any) -> np.ndarray:
-    """Boolean mask of ``predicate(str value)``, evaluated once per category."""
-    cat = series if isinstance(series.dtype, pd.CategoricalDtype) else series.astype("category")
-    hits = np.fromiter((bool(predicate(str(c))) for c in cat.cat.categories), bool,
-                       len(cat.cat.categories))
-    codes = cat.cat.codes.to_numpy()
-    return np.append(hits, False)[codes]  # code -1 (missing) -> False
-
-
 def event_groups(events: pd.DataFrame) -> dict[str, np.ndarray]:
     """Boolean masks over ``events``: ``ops``, ``kernels`` and ``steps`` (see the module doc)."""
     slices = (events["kind"] == "slice").to_numpy(bool) if "kind" in events else np.ones(len(events), bool)
-    device = _match(events["category"], lambda c: c.lower() in DEVICE_CATEGORIES)
-    profiler = _match(events["category"], lambda c: c.lower() in PROFILER_CATEGORIES)
-    step = _match(events["name"], STEP_PATTERN.match) & slices
+    device = match(events["category"], lambda c: c.lower() in DEVICE_CATEGORIES)
+    profiler = match(events["category"], lambda c: c.lower() in PROFILER_CATEGORIES)
+    step = match(events["name"], STEP_PATTERN.match) & slices
     return {"ops": slices & ~device & ~step & ~profiler, "kernels": slices & device, "steps": step}
 
 

@@ -71,6 +71,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Trace
+from .columns import among, gpu_labels, match, on_device, thread_keys
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -201,15 +202,10 @@ def steps(trace: Trace, annotation: str = "ProfilerStep") -> pd.DataFrame:
     by start: ``instance`` (0-based), ``event``, ``name``, ``start``, ``dur`` -- the choices of
     :func:`critical_path`'s ``instance``."""
     ev = trace.events
-    names = ev["name"].astype(str) if not isinstance(ev["name"].dtype, pd.CategoricalDtype) else ev["name"]
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        cats = pd.Index(names.cat.categories.astype(str))
-        hit = cats.str.contains(annotation, regex=False)
-        match = np.asarray(hit, bool)[names.cat.codes.to_numpy()] & (names.cat.codes.to_numpy() >= 0)
-    else:
-        match = names.str.contains(annotation, regex=False).to_numpy(bool)
-    match &= ~_on_device(trace) & ~_in(ev["category"], ("gpu_user_annotation",)) & _in(ev["kind"], ("slice",))
-    rows = ev[match].sort_values(["start", "dur"], ascending=[True, False], kind="stable")
+    named = match(ev["name"], lambda name: annotation in name)
+    named &= among(ev["kind"], ("slice",)) & ~on_device(trace)
+    named &= ~among(ev["category"], ("gpu_user_annotation",))
+    rows = ev[named].sort_values(["start", "dur"], ascending=[True, False], kind="stable")
     return pd.DataFrame({"instance": np.arange(len(rows)), "event": rows.index.to_numpy(np.int64),
                          "name": rows["name"].astype(str).to_numpy(),
                          "start": rows["start"].to_numpy(np.int64), "dur": rows["dur"].to_numpy(np.int64)})
@@ -264,29 +260,6 @@ def critical_path(trace: Trace | TraceSet, *, annotation: str | None = "Profiler
 # The graph
 # ---------------------------------------------------------------------------------------------
 
-def _gpu_labels(trace: Trace) -> list[str]:
-    gpu = trace.launches["gpu"]
-    if isinstance(gpu.dtype, pd.CategoricalDtype):
-        return [str(c) for c in gpu.cat.categories]
-    return sorted(set(gpu.astype(str)))
-
-
-def _on_device(trace: Trace) -> np.ndarray:
-    """Rows of ``trace.events`` on a device process (a GPU of ``trace.launches``)."""
-    gpus = frozenset(_gpu_labels(trace))
-    if not gpus:
-        return np.zeros(len(trace.events), bool)
-    return _in(trace.events["process"], gpus)
-
-
-def _in(values: pd.Series, names: frozenset[str] | tuple[str, ...]) -> np.ndarray:
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        hit = np.asarray([str(c) in names for c in values.cat.categories], bool)
-        codes = values.cat.codes.to_numpy()
-        return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
-    return values.astype(str).isin(list(names)).to_numpy(bool)
-
-
 class _Graph:
     """Nodes 2k (start) and 2k+1 (end) of the k-th graph event; edges in flat lists."""
 
@@ -295,9 +268,9 @@ class _Graph:
         ev = trace.events
         s = ev["start"].to_numpy(np.int64)
         d = ev["dur"].to_numpy(np.int64)
-        device = _on_device(trace)
-        cpu = (~device & _in(ev["category"], GRAPH_CATEGORIES) & (d > 0) & (s >= start) & (s <= end)
-               & _in(ev["kind"], ("slice",)))
+        device = on_device(trace)
+        cpu = (~device & among(ev["category"], GRAPH_CATEGORIES) & (d > 0) & (s >= start) & (s <= end)
+               & among(ev["kind"], ("slice",)))
         la = trace.launches
         has_launch = la["launch"].notna().to_numpy(bool)
         ls = la["launch_start"].to_numpy(np.float64, na_value=np.nan)
@@ -343,13 +316,11 @@ class _Graph:
         n = self.n_cpu
         if n == 0:
             return
-        proc = ev["process"].iloc[self.cpu_pos].astype(str).to_numpy()
-        thr = ev["thread"].iloc[self.cpu_pos].astype(str).to_numpy()
-        key = pd.factorize(pd.Series(proc, dtype=object) + "\x00" + pd.Series(thr, dtype=object))[0]
+        key = thread_keys(ev)[self.cpu_pos]
         t0, t1 = self.t0[:n], self.t1[:n]
         # HTA's order: by start, the longer first, then by id
         order = np.lexsort((self.ids[:n], -(t1 - t0), t0, key))
-        blocking = _in(ev["name"].iloc[self.cpu_pos], BLOCKING_CALLS).tolist()
+        blocking = among(ev["name"].iloc[self.cpu_pos], BLOCKING_CALLS).tolist()
         ends = t1.tolist()
         edge = self._edge
         stack: list[int] = []
@@ -494,7 +465,7 @@ class _Graph:
     def _bounds(self, kind: np.ndarray, attr: np.ndarray) -> np.ndarray:
         """Each edge's breakdown category (index into BREAKDOWN_TYPES)."""
         comm = np.zeros(len(self.ids), bool)
-        comm[self.n_cpu:] = _in(self.trace.launches["type"], ("communication",))[self.gpu_rows]
+        comm[self.n_cpu:] = among(self.trace.launches["type"], ("communication",))[self.gpu_rows]
         on_gpu = attr >= self.n_cpu
         operator = np.where(on_gpu, np.where(comm[np.maximum(attr, 0)], 2, 1), 0)
         other = np.array([0, 3, 4, 5, 5])[kind]  # launch -> launch, kernel -> kernel_gap, sync/dependency
@@ -562,7 +533,7 @@ def _int(value: Any) -> int:
 
 
 def _stream_key(trace: Trace, gpu: str, stream: int) -> int:
-    labels = _gpu_labels(trace)
+    labels = gpu_labels(trace)
     code = labels.index(gpu) if gpu in labels else -1
     return (code << 32) | (stream & 0xFFFFFFFF)
 
@@ -574,7 +545,7 @@ def _queue_lengths(la: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     n = len(la)
     qr = np.full(n, np.nan)
     qk = np.full(n, np.nan)
-    rows = np.flatnonzero(la["launch"].notna().to_numpy(bool) & _in(la["launch_name"], LAUNCH_CALLS))
+    rows = np.flatnonzero(la["launch"].notna().to_numpy(bool) & among(la["launch_name"], LAUNCH_CALLS))
     if len(rows) == 0:
         return qr, qk
     group = _stream_keys(la)[rows]
@@ -599,18 +570,18 @@ def _sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
     ev = trace.events
     out: dict[str, Any] = {"end": [], "kind": [], "call": [], "stream": [], "gpu": [], "recorded_row": [],
                            "wait_edges": {}}
-    is_sync = _in(ev["category"], ("cuda_sync",))
+    is_sync = among(ev["category"], ("cuda_sync",))
     if not is_sync.any() or "correlation" not in ev.columns:
         return out
     corr = ev["correlation"]
-    runtime = _in(ev["category"], ("cuda_runtime", "cuda_driver"))
-    calls = ev[~_on_device(trace) & runtime & corr.notna().to_numpy()]
+    runtime = among(ev["category"], ("cuda_runtime", "cuda_driver"))
+    calls = ev[~on_device(trace) & runtime & corr.notna().to_numpy()]
     call_of = dict(zip(calls["correlation"].astype(np.int64).tolist(), calls.index.tolist(), strict=True))
-    records = calls[_in(calls["name"], ("cudaEventRecord",))]
+    records = calls[among(calls["name"], ("cudaEventRecord",))]
     record_corr = records["correlation"].astype(np.int64).tolist()
     record_time = dict(zip(record_corr, records["start"].tolist(), strict=True))
     # the launches that enqueue, per stream by launch start: an event is recorded after the last one
-    enq = np.flatnonzero(la["launch"].notna().to_numpy(bool) & _in(la["launch_name"], LAUNCH_CALLS))
+    enq = np.flatnonzero(la["launch"].notna().to_numpy(bool) & among(la["launch_name"], LAUNCH_CALLS))
     lstart = la["launch_start"].to_numpy(np.int64, na_value=0)
     enq = enq[np.lexsort((lstart[enq], stream_key[enq]))]
     keys = stream_key[enq]
@@ -619,9 +590,10 @@ def _sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
                   for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
     launch_ev = la["launch"].to_numpy(np.int64, na_value=-1)
 
+    keys_of = thread_keys(ev)
+
     def thread(ids: Any) -> np.ndarray:
-        rows = ev.loc[ids, ["process", "thread"]]
-        return (rows["process"].astype(str) + "\x00" + rows["thread"].astype(str)).to_numpy()
+        return keys_of[ev.index.get_indexer(pd.Index(np.asarray(ids, np.int64)))]
 
     def recorded_after(key: int, record_corr: int) -> int:
         if record_corr not in record_time or key not in per_stream:
@@ -630,7 +602,7 @@ def _sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
         i = int(np.searchsorted(times, record_time[record_corr], side="right")) - 1
         return int(rows[i]) if i >= 0 else -1
 
-    labels = _gpu_labels(trace)
+    labels = gpu_labels(trace)
     for pos in np.flatnonzero(is_sync).tolist():
         event_id = int(ev.index[pos])
         args = trace.args(event_id)

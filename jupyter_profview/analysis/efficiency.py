@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Trace
+from .columns import among, thread_keys
 
 MODELLED = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
             "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
@@ -165,20 +166,14 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
     ev = trace.events
     la = trace.launches
     names = ev["name"]
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        cats = np.asarray(names.cat.categories.astype(str))
-        hit = np.append(np.isin(cats, MODELLED), False)
-        modelled = hit[names.cat.codes.to_numpy()]
-    else:
-        modelled = names.astype(str).isin(MODELLED).to_numpy(bool)
-    modelled &= (ev["category"].astype(str) == "cpu_op").to_numpy()
+    modelled = among(names, MODELLED) & among(ev["category"], ("cpu_op",))
     pos = np.flatnonzero(modelled)
     linked = la[la["launch"].notna()]
     if len(pos) == 0 or len(linked) == 0:
         return _empty()
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
-    thread = _thread_codes(ev)
+    thread = thread_keys(ev)
     lpos = ev.index.get_indexer(pd.Index(linked["launch"].to_numpy(np.int64)))
     ok = lpos >= 0
     lpos, kdur = lpos[ok], linked["kernel_dur"].to_numpy(np.int64)[ok]
@@ -204,8 +199,7 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
     gpu_times = cum[hi] - cum[lo]
     first_gpu = gpu[lorder][lo]
     devices = _device_names(trace)
-    name_of = np.asarray(names.cat.categories.astype(str), dtype=object)[names.cat.codes.to_numpy()[inner]] \
-        if isinstance(names.dtype, pd.CategoricalDtype) else names.astype(str).to_numpy()[inner]
+    name_of = names.iloc[inner].astype(str).to_numpy()
     found: list[dict[str, Any]] = []
     ids = ev.index.to_numpy(np.int64)
     cache: dict[tuple[str, str, str], tuple[float, list[int] | None]] = {}
@@ -249,13 +243,6 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
     kind[ridge.isna().to_numpy()] = None
     out["bound"] = kind
     return out[list(COLUMNS)]
-
-
-def _thread_codes(ev: pd.DataFrame) -> np.ndarray:
-    """One int64 per row of ``ev``: its (process, thread)."""
-    proc = pd.Categorical(ev["process"]).codes.astype(np.int64)
-    thr = pd.Categorical(ev["thread"]).codes.astype(np.int64)
-    return (proc << 32) | (thr & 0xFFFFFFFF)
 
 
 def _device_names(trace: Trace) -> dict[str, str]:
