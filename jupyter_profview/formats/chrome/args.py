@@ -52,21 +52,13 @@ class _ArgsLookup:
             args.update(args_at(self.blob, int(self.end_offset[k]), int(self.end_length[k])))
         return args
 
-    def texts(self, ids: np.ndarray, key: str) -> np.ndarray:
-        """``str(self(id).get(key))`` for each of ``ids`` (``""`` where the key is absent
-        or null), as an object array -- without parsing every args object.
-
-        The blob is searched once for ``"key":`` followed by a JSON array of at most
-        three levels without strings (what PyTorch's ``Input Dims`` are); each hit
-        belongs to the args text (of an event, or of its matching end record, which
-        wins, as in ``__call__``) that contains it.  Each distinct array text is
-        parsed once.  A hit whose value is anything else, or that may sit in a
-        nested object (a ``{`` between the object's start and the key), is read by
-        parsing that event's args instead, so the result is always ``__call__``'s."""
-        import orjson
-
-        ids = np.asarray(ids, np.int64)
-        out = np.full(len(ids), "", dtype=object)
+    def _find(self, ids: np.ndarray, key: str, value: bytes) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+        """The blob searched once for ``"key":`` followed by a ``value`` (a regex with one group):
+        the rows of ``ids`` answered from the blob with their value texts, and the rows to read by
+        parsing their args instead (a hit whose value is anything else, or that may sit in a
+        nested object: a ``{`` between the object's start and the key).  Each hit belongs to the
+        args text (of an event, or of its matching end record, which wins, as in ``__call__``)
+        that contains it."""
         own = self.offset[ids] >= 0
         # every args text that can answer, sorted by where it is in the blob
         k = np.searchsorted(self.end_ids, ids)
@@ -79,15 +71,15 @@ class _ArgsLookup:
         is_end = np.concatenate([np.zeros(int(own.sum()), bool), np.ones(int(has_end.sum()), bool)])
         order = np.argsort(off, kind="stable")
         row, off, end, is_end = row[order], off[order], end[order], is_end[order]
-        array = rb"(\[(?:[^\[\]\"]|\[(?:[^\[\]\"]|\[[^\[\]\"]*\])*\])*\])"
-        pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*(?:' + array + rb"|)")
+        pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*(?:' + value + rb"|)")
         pos_list: list[int] = []
         values: list[bytes | None] = []
         for m in pattern.finditer(self.blob):
             pos_list.append(m.start())
             values.append(m.group(1))
+        none = np.zeros(0, np.int64)
         if not pos_list:
-            return out
+            return none, [], none
         pos = np.array(pos_list, np.int64)
         at = np.searchsorted(off, pos, side="right") - 1
         keep = (at >= 0) & (pos < end[np.maximum(at, 0)])
@@ -104,65 +96,42 @@ class _ArgsLookup:
         rows, first = np.unique(row[j][order], return_index=True)
         pick = order[first]
         slow = parse[pick]
-        for r_ in rows[slow].tolist():
+        fast = [values[h] or b"" for h in hit[pick][~slow].tolist()]
+        return rows[~slow], fast, rows[slow]
+
+    def texts(self, ids: np.ndarray, key: str) -> np.ndarray:
+        """``str(self(id).get(key))`` for each of ``ids`` (``""`` where the key is absent
+        or null), as an object array -- without parsing every args object: one search of the
+        blob (:meth:`_find`) for a JSON array of at most three levels without strings (what
+        PyTorch's ``Input Dims`` are); each distinct array text is parsed once.  The result is
+        always ``__call__``'s."""
+        import orjson
+
+        ids = np.asarray(ids, np.int64)
+        out = np.full(len(ids), "", dtype=object)
+        array = rb"(\[(?:[^\[\]\"]|\[(?:[^\[\]\"]|\[[^\[\]\"]*\])*\])*\])"
+        fast_rows, fast, slow_rows = self._find(ids, key, array)
+        for r_ in slow_rows.tolist():
             got = self(int(ids[r_])).get(key)
             out[r_] = "" if got is None else str(got)
-        fast = hit[pick][~slow]
         if len(fast):  # each distinct array text parsed once
             texts = np.empty(len(fast), dtype=object)
-            texts[:] = [values[h] for h in fast.tolist()]
+            texts[:] = fast
             codes, distinct = pd.factorize(texts)
             shown = np.empty(len(distinct), dtype=object)
             shown[:] = [str(orjson.loads(t)) for t in distinct]
-            out[rows[~slow]] = shown[codes]
+            out[fast_rows] = shown[codes]
         return out
 
     def numbers(self, ids: np.ndarray, key: str) -> np.ndarray:
         """``self(id).get(key)`` for each of ``ids`` as float64 (NaN where absent or not a
-        number), found with one search of the blob for ``"key": <number>`` as :meth:`texts`
-        does; a hit that may sit in a nested object is read by parsing that event's args."""
+        number), found with one search of the blob for ``"key": <number>`` (:meth:`_find`)."""
         ids = np.asarray(ids, np.int64)
         out = np.full(len(ids), np.nan)
-        if len(ids) == 0:
-            return out
-        own = self.offset[ids] >= 0
-        k = np.searchsorted(self.end_ids, ids)
-        k_ok = k < len(self.end_ids)
-        has_end = np.zeros(len(ids), bool)
-        has_end[k_ok] = self.end_ids[k[k_ok]] == ids[k_ok]
-        row = np.concatenate([np.flatnonzero(own), np.flatnonzero(has_end)])
-        off = np.concatenate([self.offset[ids[own]], self.end_offset[k[has_end]]])
-        end = off + np.concatenate([self.length[ids[own]], self.end_length[k[has_end]]])
-        is_end = np.concatenate([np.zeros(int(own.sum()), bool), np.ones(int(has_end.sum()), bool)])
-        order = np.argsort(off, kind="stable")
-        row, off, end, is_end = row[order], off[order], end[order], is_end[order]
         number = rb"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]"
-        pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*(?:' + number + rb"|)")
-        pos_list: list[int] = []
-        values: list[bytes | None] = []
-        for m in pattern.finditer(self.blob):
-            pos_list.append(m.start())
-            values.append(m.group(1))
-        if not pos_list:
-            return out
-        pos = np.array(pos_list, np.int64)
-        at = np.searchsorted(off, pos, side="right") - 1
-        keep = (at >= 0) & (pos < end[np.maximum(at, 0)])
-        before = np.frombuffer(self.blob, np.uint8)[np.maximum(pos - 1, 0)]
-        keep &= before != 0x5C
-        hit = np.flatnonzero(keep)
-        j = at[hit]
-        brace = re.compile(rb"\{")
-        spans = zip(hit.tolist(), off[j].tolist(), pos[hit].tolist(), strict=True)
-        parse = np.fromiter((values[h] is None or brace.search(self.blob, a + 1, p) is not None
-                             for h, a, p in spans), bool, len(hit))
-        order = np.lexsort((pos[hit], is_end[j]))[::-1]
-        rows, first = np.unique(row[j][order], return_index=True)
-        pick = order[first]
-        slow = parse[pick]
-        for r_ in rows[slow].tolist():
+        fast_rows, fast, slow_rows = self._find(ids, key, number)
+        for r_ in slow_rows.tolist():
             got = self(int(ids[r_])).get(key)
             out[r_] = float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) else np.nan
-        fast = hit[pick][~slow]
-        out[rows[~slow]] = np.array([float(values[h] or "nan") for h in fast.tolist()])
+        out[fast_rows] = np.array([float(v) for v in fast])
         return out

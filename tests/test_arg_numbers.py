@@ -1,0 +1,55 @@
+"""``Trace.arg_numbers``: one search of the args blob gives what ``trace.args(id).get(key)`` gives
+for every event (as float64, NaN where absent or not a number) -- on real files and on the cases
+the search must hand to the full parse (a nested object, a bool, a string, an end record's args)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jupyter_profview as profview
+
+HTA = Path(__file__).parent / "data" / "hta"
+
+
+def one_by_one(trace: profview.Trace, key: str) -> np.ndarray:
+    out = []
+    for i in trace.events.index:
+        v = trace.args(int(i)).get(key)
+        out.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan)
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("name", ["nccl_parser_config_nccl_data.json.gz",
+                                  "amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
+@pytest.mark.parametrize("key", ["Sequence number", "Fwd thread id", "External id", "correlation", "stream"])
+def test_equals_args_on_real_traces(name: str, key: str) -> None:
+    trace = profview.load(HTA / name)
+    got = trace.arg_numbers(trace.events.index.to_numpy(), key)
+    want = one_by_one(trace, key)
+    assert np.isfinite(want).any() or key == "stream"
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_cases_the_search_hands_to_the_parse() -> None:
+    x = {"ph": "X", "pid": 1, "tid": 1, "dur": 1}
+    events = [
+        {**x, "name": "plain", "ts": 0, "args": {"n": 7, "m": -2.5e3}},
+        {**x, "name": "nested", "ts": 1, "args": {"inner": {"n": 99}}},   # not the top-level key
+        {**x, "name": "nested and own", "ts": 2, "args": {"inner": {"n": 1}, "n": 3}},
+        {**x, "name": "bool", "ts": 3, "args": {"n": True}},
+        {**x, "name": "text", "ts": 4, "args": {"n": "5"}},
+        {**x, "name": "in a string", "ts": 5, "args": {"s": "\"n\": 4"}},
+        {"ph": "B", "pid": 1, "tid": 2, "ts": 6, "name": "begin", "args": {"n": 1}},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 8, "args": {"n": 2}},  # the end's args win
+    ]
+    trace = profview.load(json.dumps({"traceEvents": events}).encode())
+    ids = trace.events.index.to_numpy()
+    for key in ("n", "m"):
+        assert np.array_equal(trace.arg_numbers(ids, key), one_by_one(trace, key), equal_nan=True)
+    by_name = dict(zip(trace.events["name"].astype(str), trace.arg_numbers(ids, "n"), strict=True))
+    assert by_name["plain"] == 7 and by_name["nested and own"] == 3 and by_name["begin"] == 2
+    assert all(np.isnan(by_name[k]) for k in ("nested", "bool", "text", "in a string"))
