@@ -276,14 +276,17 @@ class TraceWidget(anywidget.AnyWidget):
             else:
                 self.icicle_by = by
 
-    def _draw_icicle(self) -> None:
+    def _draw_icicle(self, *, recompute: bool = True) -> None:
+        """Send the icicle of ``icicle_by``; ``recompute=False`` re-lays out the tree already
+        computed (a change of ``icicle_measure`` changes only the boxes' widths)."""
         by = self.icicle_by
         if not by:
             self._attribution = None
             self._icicle = b""
             return
-        self._attribution = attribute_members(self.trace, by, backward=self.icicle_backward,
-                                              window=self._icicle_window)
+        if recompute or self._attribution is None:
+            self._attribution = attribute_members(self.trace, by, backward=self.icicle_backward,
+                                                  window=self._icicle_window)
         self._icicle = icicle_frame(self._attribution, by=by, measure=self.icicle_measure,
                                     window=self._icicle_window, token=next(_tokens))
 
@@ -302,7 +305,7 @@ class TraceWidget(anywidget.AnyWidget):
     @traitlets.observe("icicle_by", "icicle_measure")
     def _on_icicle(self, change: dict[str, Any]) -> None:
         if hasattr(self, "_data"):
-            self._draw_icicle()
+            self._draw_icicle(recompute=change["name"] == "icicle_by")
 
     @traitlets.observe("_icicle_pick")
     def _on_icicle_pick(self, change: dict[str, Any]) -> None:

@@ -1,0 +1,50 @@
+"""The icicle, kernel side, driven as the front end drives it: the frame against
+``attribute(...)``, the measure and node-kind switches, a pick, a range and clearing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import jupyter_profview as profview
+from jupyter_profview.analysis import attribute
+from jupyter_profview.widget.codec import decode_frame
+from jupyter_profview.widget.icicle import layout
+
+NCCL = Path(__file__).parent / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
+
+
+def test_icicle_frame_switches_pick_and_range() -> None:
+    trace = profview.load(NCCL)
+    w = profview.show(trace, icicle="annotation")
+    tree = attribute(trace, "annotation")
+    f = decode_frame(w._icicle)
+    assert f.meta["by"] == "annotation" and f.meta["measure"] == "gpu"
+    assert np.array_equal(f["width"], tree["gpu_total"].to_numpy(np.float64))
+    assert f.meta["total"] == float(trace.launches["kernel_dur"].sum())  # the roots add up
+    # children sit inside their parent, side by side
+    x0 = f["x0"]
+    for r in np.flatnonzero(f["parent"] >= 0).tolist():
+        p = int(f["parent"][r])
+        assert x0[p] <= x0[r] and x0[r] + f["width"][r] <= x0[p] + f["width"][p] + 1e-6
+    w.icicle_measure = "cpu"  # what the switch sets: the same tree, sized by CPU time
+    f = decode_frame(w._icicle)
+    assert np.array_equal(f["width"], tree["cpu_total"].to_numpy(np.float64))
+    assert np.array_equal(f["x0"], layout(tree, "cpu"))
+    w.icicle_by = "op"
+    assert len(decode_frame(w._icicle)) == len(attribute(trace, "op"))
+    w.icicle_by = "annotation"
+    w.icicle_measure = "gpu"
+    step = int(tree.index[tree["name"] == "ProfilerStep#5"][0])
+    w._icicle_pick = {"node": step, "token": 1}
+    assert sorted(w.selection.index) == sorted(w._attribution.events_under(step).tolist())
+    assert int(w.selection.index.isin(trace.launches["kernel"]).sum()) == int(tree.loc[step, "kernels"])
+    half = trace.duration / 2
+    w._selection = {"range": [0, half], "tracks": None}
+    windowed = attribute(trace, "annotation", window=(0, half))
+    assert decode_frame(w._icicle).meta["window"] == [0, half] and len(w.icicle) == len(windowed)
+    w._selection = {}
+    assert decode_frame(w._icicle).meta["window"] is None and len(w.icicle) == len(tree)
+    w.show_icicle("")
+    assert w._icicle == b"" and w.icicle is None
