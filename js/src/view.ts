@@ -179,10 +179,9 @@ export class ProfView implements DetailHost {
   private addSplits(timeline: HTMLElement): void {
     let t0 = 0;
     let b0 = 0;
-    const save = (): void => {
+    const save = (): void => {  // loadLayout follows the trait's change event
       this.model.set("split_layout", { ...this.split });
       this.model.save_changes();
-      this.root.dataset.layout = JSON.stringify(this.split);
     };
     const below = splitHandle("timeline", () => { t0 = this.tlScroll.offsetHeight; }, (dy) => {
       this.split = { ...this.split, timeline: clampHeight(t0 + dy, MIN_TIMELINE) };
