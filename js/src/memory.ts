@@ -294,14 +294,13 @@ export class MemoryPanel {
     if (range) this.drawRange(p, range);
     const placed: LabelBox[] = [];
     let peaks = 0;
-    this.series.forEach((s, si) => {
-      const c = curves[si];
-      if (!c || c.time.length === 0 || this.hidden.has(si)) return;
-      const scale = scaleTop(s, this.maxBytes);
-      const color = PALETTE[si % PALETTE.length];
-      this.drawCurve(p, s, c, color, scale);
-      if (this.drawPeak(p, s, color, scale, placed)) peaks++;
-    });
+    const shown = this.series.map((s, si) => [s, si] as const)
+      .filter(([, si]) => curves[si] && curves[si].time.length > 0 && !this.hidden.has(si));
+    for (const [s, si] of shown) this.drawCurve(p, s, curves[si], PALETTE[si % PALETTE.length], scaleTop(s, this.maxBytes));
+    // the peaks over every curve, so that no later curve crosses an earlier label
+    for (const [s, si] of shown) {
+      if (this.drawPeak(p, s, PALETTE[si % PALETTE.length], scaleTop(s, this.maxBytes), placed)) peaks++;
+    }
     this.canvas.dataset.peakLabels = String(peaks);
     this.canvas.dataset.peakBoxes = JSON.stringify(placed.map((b) => b.map((v) => Math.round(v * 10) / 10)));
     ctx.lineWidth = 1;
@@ -396,6 +395,10 @@ export class MemoryPanel {
     // the text's baseline is 4 px above the peak; its box is the line above that
     const at = placeLabel(placed, lx, Math.max(p.top, py - 4) - lineH + 2, tw, lineH, 0, p.h - 2);
     if (at === null) return false;
+    ctx.fillStyle = p.th.bg;  // over the curves, so that the text stays legible
+    ctx.globalAlpha = 0.85;
+    ctx.fillRect(lx - 1, at, tw + 2, lineH);
+    ctx.globalAlpha = 1;
     ctx.fillStyle = p.th.fg;
     ctx.fillText(text, lx, at + lineH - 2);
     return true;
