@@ -25,7 +25,7 @@ from .model import (
     empty_memory,
     empty_nodes,
 )
-from .nesting import fill_down, nest, nest_order, self_times
+from .nesting import fill_down, nest, nest_order, self_times, tree_depth
 
 
 def _categorical(values: Any) -> pd.Categorical:
@@ -123,7 +123,7 @@ def _nest_events(track_code: np.ndarray, start: np.ndarray,
     self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s)
     del sorted_start, sorted_track, sorted_end
     depth = np.empty(n, np.int32)
-    depth[order] = depth_s
+    depth[order] = tree_depth(depth_s, parent_s, lane_s)
     parent = np.full(n, -1, np.int64)
     has_parent = parent_s >= 0
     parent[order[has_parent]] = order[parent_s[has_parent]]

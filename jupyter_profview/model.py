@@ -27,17 +27,21 @@ track       category                display lane key (``process / thread``); of 
 kind        category                ``slice``, ``instant`` or ``async``
 start       int64        time_unit  start, relative to the trace's first event
 dur         int64        time_unit  duration (0 for instants)
-depth       int32                   nesting level on its track (0 = top)
+depth       int32                   nesting level: 0 iff ``parent`` is -1, else the
+                                    parent's ``depth`` + 1
 parent      int64                   id of the innermost event on its thread that
-                                    encloses it (may be on another track), or -1
-self        int64        time_unit  ``dur`` minus the ``dur`` of direct children,
-                                    as torch's ``key_averages()`` "Self CPU"
+                                    encloses it (may be on another track), or -1;
+                                    the child lies inside ``[start, start + dur]``
+self        int64        time_unit  time the event is the one running (>= 0):
+                                    ``dur`` minus the ``dur`` of direct children,
+                                    as torch's ``key_averages()`` "Self CPU",
+                                    wherever children do not partly overlap
 ==========  ===========  =========  ==============================================
 
 Nesting follows PyTorch's rule, and partial overlaps (a ``record_function``
 starting inside its ``__enter__`` frames) are resolved as stated in
-:mod:`jupyter_profview.builder`: the longer event keeps the main lane; ``self``
-sums, per thread, to the thread's busy time (never more).
+:mod:`jupyter_profview.nesting`: the longer event keeps the main lane, the
+event started later owns the time both run; ``self`` sums, per thread, to the thread's busy time.
 
 Formats append their own columns (e.g. ``flops``, ``bytes``, ``input_shapes``,
 ``external_id``); each format module documents them.

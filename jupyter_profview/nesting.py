@@ -6,8 +6,8 @@ Per thread, in (start, -duration) order, an event's ``parent`` is the
 innermost open event that contains it (an event ending exactly where another
 starts is closed).  This is PyTorch's rule for ``key_averages()``
 (``EventList._populate_cpu_children``: one stack per thread; an event that
-outlasts the top closes it), so ``self`` equals torch's "Self CPU" event by
-event, Python frames (``with_stack=True``) included.
+outlasts the top closes it), so each event has torch's parent, Python frames
+(``with_stack=True``) included.
 
 Two events can overlap partly: a ``record_function`` (``## forward ##``)
 starts inside its ``__enter__`` / ``_record_function_enter_new`` frames and
@@ -15,16 +15,29 @@ ends inside ``__exit__``.  One lane cannot draw both, so the **longer one
 keeps the lane** (on equal durations, the earlier one): the annotation keeps
 its children and the short helper moves, with everything drawn inside it, to
 the first free sub-lane ``"... [overlap k]"`` (``quality.overlaps``).
-``depth`` is the level within the lane; ``parent`` may be on another lane.
+``parent`` may be on another lane; the widget draws each lane from its own
+top row (``nest``'s depth), the table shows the tree depth (below).
 
-``self`` is ``dur`` minus the children's ``dur``, as in torch.  Time shared
-by overlapping siblings is subtracted twice from their parent and counted in
-both, so a thread's ``self`` still sums to its top-level ``dur``.  Only where
-partly overlapping events have no enclosing event (two top-level events)
-does torch count the shared time twice; here the top-level event that moved
-aside, with its subtree, counts only time outside the main lane's top-level
-events (and earlier such events), so a thread's ``self`` sums to its busy
-time (the union of its events), never more.
+Self time
+---------
+Each instant of a thread's busy time is the self time of exactly one event,
+the one *running* then: of the events open at that instant, the one that
+started last (on equal starts, the shorter) -- the innermost call still
+open, as on a call stack.  So ``self >= 0``, ``self <= dur``, and a thread's
+``self`` adds up to its busy time (the union of its events).
+
+An event that partly overlaps no other event and whose children do not
+partly overlap each other owns ``dur`` minus its children's ``dur``:
+torch's "Self CPU".  That is nearly every event of every trace.  Where two
+children of an event partly overlap, torch subtracts their shared time twice
+from the parent, which can make the parent's self time negative (a
+``with_stack`` frame around a ``record_function`` and its ``__enter__`` /
+``__exit__`` helpers); here the shared time is subtracted once and belongs
+to the event started later: the annotation owns the tail of ``__enter__``,
+the ``__exit__`` frames own the tail of the annotation.
+
+``depth`` is the event's level in the nesting tree: 0 exactly when it has no
+``parent``, else its parent's ``depth`` + 1, on whichever lane it is drawn.
 """
 
 from __future__ import annotations
@@ -133,70 +146,78 @@ def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndar
     return order[np.argsort(small[order], kind="stable")]
 
 
+def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.ndarray:
+    """Level in the nesting tree of events nested by :func:`nest` (``depth``
+    there is the level within the lane): main-lane events are nested in
+    main-lane events, so only overlap-lane events differ, each one level below
+    its parent (parents come first in nesting order)."""
+    out = depth.copy()
+    moved = np.flatnonzero(lane > 0)
+    if len(moved):
+        par = parent[moved].tolist()
+        for i, p in zip(moved.tolist(), par, strict=True):
+            out[i] = out[p] + 1 if p >= 0 else 0
+    return out
+
+
 def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
                lane: np.ndarray) -> np.ndarray:
-    """Self time of events sorted and nested by :func:`nest`: ``dur`` minus the
-    ``dur`` of the direct children, except in the subtree of a top-level event
-    moved to an overlap lane, where only the time not covered by the main
-    lane's top-level events (nor by earlier such subtrees) counts (module
-    docstring).  The result sums, per track, to the track's busy time."""
+    """Self time of events sorted and nested by :func:`nest` (module
+    docstring): ``dur`` minus the children's ``dur`` on tracks without partial
+    overlaps (no overlap lane), the time each event owns
+    (:func:`owned_time`) on the others.  The result is >= 0 and sums, per
+    track, to the track's busy time."""
     weight = end - start
-    loser = (lane > 0) & (parent < 0)
-    if loser.any():
-        weight = weight.copy()
-        _discount_shared(weight, track, start, end, parent, lane, loser)
     child = parent >= 0
     children = np.bincount(parent[child], weights=weight[child], minlength=len(weight))
-    weight -= children.astype(np.int64)  # weight is this function's own array
-    return weight
+    out = weight - children.astype(np.int64)
+    tangled = np.isin(track, np.unique(track[lane > 0]))
+    if tangled.any():
+        pick = np.flatnonzero(tangled)
+        out[pick] = owned_time(track[pick], start[pick], end[pick])
+    return out
 
 
-def _discount_shared(weight: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray,
-                     parent: np.ndarray, lane: np.ndarray, loser: np.ndarray) -> None:
-    """In place: ``weight`` of the events under each top-level overlap-lane
-    event ``d`` (``loser``) becomes the length of their interval outside the
-    main lane's top-level events and outside ``[d.start, M)``, ``M`` the latest
-    end of the earlier such events on the track (those start before ``d``, so
-    their union after ``d.start`` is that one interval)."""
-    sub = np.flatnonzero(lane > 0)
-    up = np.arange(len(weight))  # climb overlap-lane parents to the top of each chain
-    par = parent[sub]
-    up[sub] = np.where((par >= 0) & (lane[np.maximum(par, 0)] > 0), par, sub)
-    while not np.array_equal(up[up[sub]], up[sub]):
-        up[sub] = up[up[sub]]
-    members, root = sub[loser[up[sub]]], up[sub][loser[up[sub]]]
-    main_top = np.flatnonzero((lane == 0) & (parent < 0))
-    roots = np.flatnonzero(loser)
-    for tr in np.unique(track[roots]).tolist():
-        mains = main_top[track[main_top] == tr]
-        cover = _Cover(start[mains], end[mains])
-        mine = roots[track[roots] == tr]
-        earlier = np.concatenate([[_NO_END], np.maximum.accumulate(end[mine])[:-1]])
-        pick = track[members] == tr
-        ev = members[pick]
-        a, b = start[ev], end[ev]
-        lo = np.maximum(a, start[root[pick]])
-        hi = np.maximum(np.minimum(b, earlier[np.searchsorted(mine, root[pick])]), lo)
-        weight[ev] = (b - a) - cover(a, b) - ((hi - lo) - cover(lo, hi))
+def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`owned_time_python`, in native code when the extension is built."""
+    from . import _native
+
+    if _native.available():
+        return _native.owned_time(track, start, end)
+    return owned_time_python(track, start, end)
 
 
-class _Cover:
-    """Length of ``[a, b)`` covered by sorted, disjoint intervals."""
+def owned_time_python(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Time each event owns (module docstring), for events sorted by
+    (track, start, -duration): the reference for the native ``pv_owned``.
 
-    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
-        self.start, self.length = start, end - start
-        self.before = np.concatenate([[0], np.cumsum(self.length)])
-
-    def at(self, t: np.ndarray) -> np.ndarray:
-        """Covered length before ``t``."""
-        if len(self.start) == 0:
-            return np.zeros(len(t), np.int64)
-        k = np.searchsorted(self.start, t, side="right") - 1
-        j = np.maximum(k, 0)
-        return np.where(k >= 0, self.before[j] + np.clip(t - self.start[j], 0, self.length[j]), 0)
-
-    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.at(b) - self.at(a)
+    A sweep over the starts with a stack of the events started so far: the
+    top (the one started last) owns the time up to the next start or its own
+    end, where it is popped, with the events under it that ended meanwhile."""
+    n = len(start)
+    starts, ends, tracks = start.tolist(), end.tolist(), track.tolist()
+    own = [0] * n
+    stack: list[int] = []
+    t = 0
+    for i in range(n + 1):
+        new_track = i == n or (i > 0 and tracks[i] != tracks[i - 1])
+        s = None if new_track else starts[i]
+        while stack:
+            j = stack[-1]
+            if ends[j] <= t:  # ended while a later one ran
+                stack.pop()
+                continue
+            lim = ends[j] if s is None else min(ends[j], s)
+            own[j] += lim - t
+            t = lim
+            if s is None or ends[j] <= s:
+                stack.pop()
+            else:
+                break
+        if i < n:
+            t = starts[i]
+            stack.append(i)
+    return np.array(own, np.int64)
 
 
 def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: int) -> None:

@@ -13,6 +13,7 @@ with how to get the native scanner.
 * :func:`decode_chrome` -- streaming Chrome-trace scanner (``chrome_scan.c``)
   producing :class:`~jupyter_profview.formats.chrome.columns.ChromeColumns`.
 * :func:`nest` -- :func:`jupyter_profview.nesting.nest_python` (``nest.c``).
+* :func:`owned_time` -- :func:`jupyter_profview.nesting.owned_time_python` (``nest.c``).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "status", "warn_if_unavailable"]
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_time", "status",
+           "warn_if_unavailable"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 3  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 4  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -141,6 +143,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_scan_detach_num.argtypes = [c_void_p, c_int, c_int, POINTER(c_size_t)]
     lib.pv_nest.restype = c_int
     lib.pv_nest.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
+    lib.pv_owned.restype = c_int
+    lib.pv_owned.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
 
 
 def available() -> bool:
@@ -214,3 +218,16 @@ def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndar
                          depth.ctypes.data, parent.ctypes.data, lane.ctypes.data) != 0:
         raise MemoryError("out of memory in native nest")
     return depth, parent, lane
+
+
+def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`jupyter_profview.nesting.owned_time_python` in C (same inputs and output)."""
+    lib = _lib()
+    track, start, end = (np.ascontiguousarray(a, dtype=np.int64) for a in (track, start, end))
+    n = len(start)
+    if not len(track) == len(end) == n:
+        raise ValueError("track, start and end must have the same length")
+    out = np.zeros(n, np.int64)
+    if n and lib.pv_owned(n, track.ctypes.data, start.ctypes.data, end.ctypes.data, out.ctypes.data) != 0:
+        raise MemoryError("out of memory in native owned_time")
+    return out

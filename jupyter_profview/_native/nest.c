@@ -143,3 +143,42 @@ out:
     free(L.lanes);
     return rc;
 }
+
+/*
+ * pv_owned -- native version of jupyter_profview.nesting.owned_time_python
+ * (the reference; the module docstring states the rule).
+ *
+ * Events sorted by (track, start, -duration).  Each instant of a track
+ * belongs to the event running then: of the open events, the one started
+ * last (the latest in this order).  A sweep over the starts with a stack of
+ * the events started so far: the top owns the time up to the next start or
+ * its end, when it is popped along with the events under it that ended
+ * meanwhile.  self[i] is the time event i owns.  Returns 0, or -1 when out
+ * of memory.
+ */
+int pv_owned(int64_t n, const int64_t *track, const int64_t *start, const int64_t *end, int64_t *self) {
+    int64_t *stack, len = 0, t = 0;
+    if (n <= 0) return 0;
+    stack = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+    if (!stack) return -1;
+    for (int64_t i = 0; i <= n; i++) {
+        int new_track = i == n || (i > 0 && track[i] != track[i - 1]);
+        int64_t s = new_track ? INT64_MAX : start[i];
+        while (len) {
+            int64_t j = stack[len - 1];
+            if (end[j] <= t) { len--; continue; } /* ended while a later one ran */
+            int64_t lim = end[j] < s ? end[j] : s;
+            self[j] += lim - t;
+            t = lim;
+            if (end[j] <= s) len--;
+            else break;
+        }
+        if (i == n) break;
+        if (new_track) s = start[i];
+        t = s;
+        self[i] = 0;
+        stack[len++] = i;
+    }
+    free(stack);
+    return 0;
+}

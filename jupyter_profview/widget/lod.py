@@ -60,6 +60,27 @@ def lane_name(process: str, thread: str, lane: int) -> str:
     return name + (OVERLAP_TAG.format(lane) if lane else "")
 
 
+def lane_rows(ev: pd.DataFrame) -> np.ndarray:
+    """The row of each event within its track: its ``depth`` (tree level), but
+    on an overlap sub-lane the number of its ancestors drawn on that sub-lane,
+    so that a sub-lane starts at its top row (``nesting`` module docstring:
+    main-lane events only nest in main-lane events)."""
+    rows = ev["depth"].to_numpy(np.int64).copy()
+    track = pd.Categorical(ev["track"])
+    lanes = [code for code, label in enumerate(track.categories) if _OVERLAP.search(str(label))]
+    if not lanes:
+        return rows
+    codes = track.codes
+    moved = np.flatnonzero(np.isin(codes, lanes))
+    position = pd.Series(np.arange(len(ev)), index=ev.index)
+    parent = ev["parent"].to_numpy(np.int64)[moved]
+    ppos = np.where(parent >= 0, position.reindex(parent).fillna(-1).to_numpy(np.int64), -1)
+    # parents come before their children (start, then depth order): one pass
+    for i, p in sorted(zip(moved.tolist(), ppos.tolist(), strict=True)):
+        rows[i] = rows[p] + 1 if p >= 0 and codes[p] == codes[i] else 0
+    return rows
+
+
 def track_table(trace: Trace) -> pd.DataFrame:
     """One row per track in display order: ``label, process, thread, lane, depths``
     and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`);
@@ -76,7 +97,7 @@ def track_table(trace: Trace) -> pd.DataFrame:
     track = pd.Categorical(ev["track"])
     codes = track.codes.astype(np.int64)
     present, first = np.unique(codes, return_index=True)
-    depth = ev["depth"].to_numpy(np.int64)
+    depth = lane_rows(ev)
     max_depth = np.zeros(len(track.categories), np.int64)
     np.maximum.at(max_depth, codes, depth)
     rows = []
@@ -119,7 +140,7 @@ class TimelineIndex:
         rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
         track_index = rank[codes]
         self.event_track = track_index.astype(np.uint32)  # by event position
-        depth = ev["depth"].to_numpy(np.int64)
+        depth = lane_rows(ev)
         self.depth_span = int(depth.max()) + 1
         row = track_index * self.depth_span + depth
         start = ev["start"].to_numpy(np.int64)
