@@ -118,6 +118,11 @@ OVERFLOW = [
     ('{"ph": "X", "ts": "1e40"}', "ts"),
     ('{"ph": "X", "ts": 9223372036854775.808}', "ts"),
     ('{"ph": "X", "ts": 99999999999999999999999}', "ts"),
+    ('{"ph": "X", "ts": 1000000000000000000000000000000000000000}', "ts"),  # 1e39 as digits
+    ('{"ph": "X", "ts": 1' + "0" * 400 + '}', "ts"),  # beyond a double: not "invalid JSON"
+    ('{"ph": "X", "ts": -1' + "0" * 400 + '}', "ts"),
+    ('{"ph": "X", "ts": 0, "dur": 1' + "0" * 400 + '}', "dur"),
+    ('{"ph": "X", "ts": 9223372036854776}', "ts"),  # one past INT64_MAX ns
 ]
 
 
@@ -131,6 +136,7 @@ def test_overflow_is_an_error_with_position(decoder: Any, record: str, field: st
     assert err.source == "big.json"
     assert err.position and "traceEvents[1]" in err.position
     assert f"'{field}'" in str(err) and "out of range" in str(err)
+    assert err.expected == "a time in microseconds within ±292 years"  # one message, both decoders
     if decoder is decode_chrome:
         offset = data.index(record.encode()) + record.index(field) + len(field) + 3
         assert err.position.startswith(f"byte {offset}")

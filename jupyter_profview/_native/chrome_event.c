@@ -445,8 +445,8 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
 done:
     if (ts_bad == 2 || dur_bad == 2) {
         s->err_record = (int64_t)i;
-        return ts_bad == 2 ? fail(s, ts_at, "'ts' is out of range", "a time in microseconds within +-292 years")
-                           : fail(s, dur_at, "'dur' is out of range", "a time in microseconds within +-292 years");
+        return ts_bad == 2 ? fail(s, ts_at, "'ts' is out of range", "a time in microseconds within \xc2\xb1" "292 years")
+                           : fail(s, dur_at, "'dur' is out of range", "a time in microseconds within \xc2\xb1" "292 years");
     }
     if (ts_bad || dur_bad) return unsup(s, "ts/dur that is not a number");
     if (name.kind == 3 || cat.kind == 3 || pid.kind == 3 || tid.kind == 3 || (id.kind ? id.kind : id2.kind) == 3 ||

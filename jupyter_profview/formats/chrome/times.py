@@ -21,12 +21,15 @@ from .columns import ABSENT_TIME
 _INT64_MAX = 2**63 - 1
 
 # A "ts"/"dur" key (not preceded by a backslash: a key's quote follows '{', ',' or
-# whitespace) with a non-integer number value, which the rewrite turns into a
-# marked string so that its digits survive orjson (see mark_times).
+# whitespace) with a non-integer number value, or an integer of 17+ digits (beyond
+# int64 nanoseconds, and beyond a double past 308), which the rewrite turns into a
+# marked string so that its digits survive orjson (see mark_times) and its overflow
+# is reported as such, as the native scanner does.
 _TIME_FLOAT = re.compile(  # starts with a literal quote: searched fast
     rb'"(?<=[{,\s]")((?:(?:t|\\u0074)(?:s|\\u0073)|(?:d|\\u0064)(?:u|\\u0075)(?:r|\\u0072))"'
     rb'[ \t\r\n]*:[ \t\r\n]*)'
-    rb'(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))(?=[ \t\r\n]*[,}\]])'
+    rb'(-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)|[1-9][0-9]{16,}))'
+    rb'(?=[ \t\r\n]*[,}\]])'
 )
 # Control characters str.strip() removes, tried in turn as the marker
 _MARKERS = ("\x1f", "\x1e", "\x1d", "\x1c")
