@@ -125,7 +125,7 @@ NODE_COLUMNS = (
     "bytes", "device", "order",
 )
 FLOW_COLUMNS = ("flow_id", "name", "category", "source", "target", "start", "end")
-KERNEL_TYPES = ("kernel", "memcpy", "memset", "communication")
+KERNEL_TYPES = ("kernel", "memcpy", "memset", "communication", "dma")  # appended: codes stay
 LAUNCH_COLUMNS = (
     "kernel", "launch", "correlation", "name", "type", "gpu", "device", "stream", "kernel_start",
     "kernel_dur", "launch_start", "launch_dur", "delay", "launch_name", "cpu_op", "cpu_op_name",

@@ -257,6 +257,28 @@ def test_mtia_device_events_without_correlation(decoder: str) -> None:
     assert lanes["mtia_kernel_a"] == "stream 3" and lanes["runFunction"] == "100"  # not a stream
 
 
+def test_mtia_dma_is_memory_traffic(decoder: str) -> None:
+    """MTIA's DMA transfers (device activities named ``dma...``) are memory,
+    not computation, as HTA's kernel types (``MEMORY_KERNEL_RE = ^Memcpy|^Memset|^dma``):
+    in the launches' type, the kernel breakdown and the temporal breakdown."""
+    from jupyter_profview.analysis import kernel_breakdown, temporal_breakdown
+
+    events = [
+        {"ph": "M", "name": "process_labels", "pid": 9, "args": {"labels": "GPU 0"}},
+        x("runFunction", "mtia_runtime", 1, 1, 0, 2, correlation=1),
+        x("dmaRequest", "mtia_runtime", 1, 1, 5, 2, correlation=2),
+        x("fused_matmul", "mtia_ccp_events", 9, 3, 10, 40, correlation=1),  # [10, 50)
+        x("dma_request_h2d", "mtia_ccp_events", 9, 4, 30, 50, correlation=2),  # [30, 80): 30 beyond compute
+    ]
+    trace = load_events(events)
+    types = dict(zip(trace.launches["name"].astype(str), trace.launches["type"].astype(str), strict=True))
+    assert types == {"fused_matmul": "kernel", "dma_request_h2d": "dma"}
+    by_type = kernel_breakdown(trace).set_index("type")["total"].to_dict()
+    assert by_type == {"memory": 50_000, "computation": 40_000}
+    (row,) = temporal_breakdown(trace).to_dict("records")
+    assert (row["span"], row["compute"], row["non_compute"], row["idle"]) == (70_000, 40_000, 30_000, 0)
+
+
 def test_flow_steps_and_unpaired_ends_are_accounted(decoder: str) -> None:
     events = [
         x("a", "cpu_op", 1, 1, 0, 10), x("b", "cpu_op", 1, 2, 20, 10), x("c", "cpu_op", 1, 3, 40, 10),

@@ -9,7 +9,10 @@ activity
     kernel_dur)`` on a stream of a GPU (``gpu`` = the device's process label).
 type groups
     ``computation`` = type ``kernel``; ``communication`` = NCCL / RCCL / gloo
-    kernels; ``memory`` = ``memcpy`` and ``memset`` (HTA's kernel types).
+    kernels; ``memory`` = ``memcpy``, ``memset`` and MTIA's DMA transfers
+    (``dma``: names starting with ``dma``, e.g. ``dma_request``), as HTA's
+    kernel types (``MEMORY_KERNEL_RE``): memory traffic, not computation, in
+    the kernel breakdown and the temporal breakdown alike.
 span (per GPU)
     From the first activity start to the last activity end on that GPU.
 busy, compute
@@ -67,7 +70,7 @@ if TYPE_CHECKING:
     from ..ranks.traceset import TraceSet
 
 TYPE_GROUPS = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
-               "memset": "memory"}
+               "memset": "memory", "dma": "memory"}
 IDLE_KINDS = ("host_wait", "kernel_wait", "other")
 
 

@@ -15,7 +15,9 @@ for launches it does not recognise).  The category of the launch decides, not
 the process it sits on (MTIA writes some runtime events on the device process).
 
 Types (``launches["type"]``): ``memcpy`` / ``memset`` from the category (or a
-kernel named ``Memcpy ...`` / ``Memset ...``), ``communication`` for NCCL / RCCL
+kernel named ``Memcpy ...`` / ``Memset ...``), ``dma`` for MTIA's DMA
+transfers (a device activity named ``dma...``, e.g. ``dma_request``: memory
+traffic, as HTA's ``MEMORY_KERNEL_RE``), ``communication`` for NCCL / RCCL
 kernels (name starting with ``nccl`` or ``rccl``, case-insensitive, or
 containing ``gloo:``, as HTA), else ``kernel``.
 
@@ -94,10 +96,12 @@ def kernel_types(category: np.ndarray, names: pd.Categorical) -> np.ndarray:
     comm = np.asarray(cats.str.contains(_COMM), bool)
     memcpy = np.asarray(cats.str.startswith("Memcpy"), bool)
     memset = np.asarray(cats.str.startswith("Memset"), bool)
+    dma = np.asarray(cats.str.startswith("dma"), bool)
     codes = np.asarray(names.codes)
     out = np.full(len(codes), KERNEL_TYPES.index("kernel"), np.int8)
     out[(category == "memcpy") | memcpy[codes]] = KERNEL_TYPES.index("memcpy")
     out[(category == "memset") | memset[codes]] = KERNEL_TYPES.index("memset")
+    out[(category == "kernel") & dma[codes]] = KERNEL_TYPES.index("dma")
     out[(category == "kernel") & comm[codes]] = KERNEL_TYPES.index("communication")
     return out
 
