@@ -117,6 +117,63 @@ def test_tiny_launch_stats_and_queue_length() -> None:
     assert q.loc[7, "p95"] == 1 and q.loc[8, "p95"] == 1
 
 
+def deep_queue() -> Any:
+    """Stream 7 of GPU 0, a deep queue and both ends cut: 10 launches at 0..9 µs
+    whose kernels run back to back, 10 µs each, from 20 µs; a kernel at 15 µs
+    whose launch is not in the trace (before its window); 3 launches at
+    112..114 µs whose kernels are not (after it).  Two ProfilerSteps: the
+    second starts at 5 µs."""
+    events = [x("ProfilerStep#1", "user_annotation", 1, 1, 0, 5), x("ProfilerStep#2", "user_annotation", 1, 1, 5, 110)]
+    for i in range(10):
+        events.append(x("cudaLaunchKernel", "cuda_runtime", 1, 1, i, 0.5, correlation=100 + i))
+        events.append(x("gemm", "kernel", 0, 7, 20 + 10 * i, 10, correlation=100 + i, stream=7, device=0))
+    events.append(x("gemm", "kernel", 0, 7, 15, 3, correlation=99, stream=7, device=0))  # launched earlier
+    for i in range(3):
+        events.append(x("cudaLaunchKernel", "cuda_runtime", 1, 1, 112 + i, 0.5, correlation=200 + i))
+    return profview.load(json.dumps({"traceEvents": events}).encode())
+
+
+def test_queue_length_on_a_deep_queue_with_cut_off_ends() -> None:
+    trace = deep_queue()
+    series = analysis.queue_length_series(trace)
+    # +1 at 0..9 µs (1..10), -1 at 20, 30, ..., 110 (9..0); the cut-off kernel and launches count nowhere
+    assert series["queue_length"].tolist() == [*range(1, 11), *range(9, -1, -1)]
+    assert (series["time"] // US).tolist() == [*range(10), *range(20, 120, 10)]
+    (row,) = analysis.queue_length(trace).to_dict("records")
+    assert row["max"] == 10 and row["span"] == 110 * US and row["changes"] == 20
+    # time-weighted: 1..9 for 1 µs each, 10 for 11 µs, then 9..1 for 10 µs each
+    assert row["mean"] == pytest.approx((45 + 10 * 11 + 10 * 45) / 110)
+    assert row["mean_per_change"] == pytest.approx((55 + 45) / 20)
+    assert row["p95"] == 10  # 10 lasts 11 of 110 µs: the top 10 %
+    # HTA's window: the pairs launched before the last step (at 5 µs) only
+    (cut,) = analysis.queue_length(trace, complete_steps=True).to_dict("records")
+    assert cut["max"] == 5 and cut["changes"] == 10
+
+
+HTA_REFERENCE = json.loads((Path(__file__).parent / "data" / "hta_reference" / "queue_length.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(n for n, v in HTA_REFERENCE["files"].items() if v))
+def test_queue_length_matches_hta(name: str) -> None:
+    """HTA 0.5.0's own summary (``scripts/crosscheck/hta_queue_length.py``):
+    with HTA's window (``complete_steps``) the per-change count, max and
+    mean are HTA's, except on one stream where a launch and a kernel share a
+    timestamp (HTA keeps both rows, so its max can be the value between them)."""
+    hta = HTA_REFERENCE["files"][name]
+    ours = analysis.queue_length(profview.load(HTA / name), complete_steps=True).set_index("stream")
+    assert sorted(ours.index.astype(str)) == sorted(hta)
+    for stream, ref in hta.items():
+        row = ours.loc[int(stream)]
+        if name.startswith("critical_path") and stream == "28":
+            la = profview.load(HTA / name).launches
+            la = la[la["stream"] == 28]
+            assert set(la["launch_start"]) & set(la["kernel_start"])  # the shared timestamp
+            assert (row["changes"], row["max"]) == (ref["count"] - 1, ref["max"] - 1)
+            continue
+        assert (row["changes"], row["max"]) == (ref["count"], ref["max"]), stream
+        assert row["mean_per_change"] == pytest.approx(ref["mean"], abs=1e-9), stream
+
+
 # -- the real fixtures, brute force ------------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ exact ns.  HTA's idle-time breakdown takes the gap to the *previous row's* end
 (negative for CUDA-graph kernels overlapping on one stream); here the gap is to
 the latest end so far (never negative).  HTA's queue-length summary describes
 the samples at each change; here mean and p95 are weighted by how long each
-value lasted.  HTA's kernel-type shares split overlapped time into
+value lasted (:func:`queue_length` gives HTA's per-change mean too).  HTA's kernel-type shares split overlapped time into
 ``A overlapping B`` categories; here each type's total is the plain sum of its
 durations, and overlap is :func:`comm_comp_overlap`.
 
@@ -277,15 +277,27 @@ def launch_stats(trace: Trace | TraceSet, *, long_launch: int = 50_000, long_del
     return pd.DataFrame(out, columns=columns)
 
 
-def queue_length_series(trace: Trace | TraceSet) -> pd.DataFrame:
-    """Outstanding launches per stream over time: +1 when the launch call of
-    an activity starts, -1 when the activity starts (HTA's definition; only
-    activities whose launch is in the trace).  At equal times decrements come
-    first.  Columns ``gpu``, ``stream``, ``time`` (ns), ``queue_length`` (the
-    value from that time on); one row per change."""
+def queue_length_series(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:
+    """Outstanding launches per stream over time (HTA's definition): +1 when
+    the launch call of an activity starts, -1 when the activity starts.
+
+    Only launch -> activity pairs the trace holds whole are counted: an
+    activity whose launch call is not in the trace (before its window) and a
+    launch call whose activity is not (the window ends first, so the call has
+    no row in ``trace.launches``) are both left out, and so is whatever they
+    would have added.  At equal times decrements come first, and the series
+    keeps the value after all changes at a time.  ``complete_steps=True``
+    also leaves out what HTA's ``TraceAnalysis`` leaves out by default: the
+    last ``ProfilerStep`` (an incomplete iteration), i.e. every pair whose
+    launch call starts at or after the last CPU-side ``ProfilerStep#N``
+    starts (when there are at least two).  Columns ``gpu``, ``stream``,
+    ``time`` (ns), ``queue_length`` (the value from that time on); one row
+    per change."""
     if is_traceset(trace):
-        return per_rank(queue_length_series, trace, rebase=True)
+        return per_rank(queue_length_series, trace, rebase=True, complete_steps=complete_steps)
     la = trace.launches[trace.launches["launch"].notna()]
+    if complete_steps:
+        la = la[la["launch_start"].to_numpy(np.int64) < _last_step_start(trace)]
     n = len(la)
     gpu = np.tile(la["gpu"].astype(str).to_numpy(), 2)
     stream = np.tile(la["stream"].to_numpy(np.int64, na_value=-1), 2)
@@ -298,13 +310,38 @@ def queue_length_series(trace: Trace | TraceSet) -> pd.DataFrame:
     return frame.loc[last, ["gpu", "stream", "time", "queue_length"]].reset_index(drop=True)
 
 
-def queue_length(trace: Trace | TraceSet) -> pd.DataFrame:
-    """Per GPU and stream: ``max``, time-weighted ``mean`` and ``p95`` of the
-    queue length (:func:`queue_length_series`) from its first to its last
-    change, and ``span`` (ns) of that window."""
+def _last_step_start(trace: Trace) -> int:
+    """Start of the last CPU-side ``ProfilerStep#N`` when there are two or
+    more (HTA's cut for an incomplete last iteration), else no cut."""
+    from .columns import among, match, on_device
+
+    ev = trace.events
+    step = match(ev["name"], lambda name: name.startswith("ProfilerStep")) & ~on_device(trace)
+    step &= ~among(ev["category"], ("gpu_user_annotation",))
+    starts = ev["start"].to_numpy(np.int64)[step]
+    return int(starts.max()) if len(starts) >= 2 else np.iinfo(np.int64).max
+
+
+def queue_length(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:
+    """Per GPU and stream, over the queue length of
+    :func:`queue_length_series` (its definition, and ``complete_steps``):
+    ``max``; ``mean`` and ``p95`` weighted by how long each value lasted,
+    from the first change to the last; ``span`` (ns) of that window;
+    ``changes``, the number of changes, and ``mean_per_change``, the plain
+    mean of the values at the changes.
+
+    HTA's queue-length summary (``describe()`` of its series) is per change,
+    not per time: its ``count`` and ``mean`` are ``changes`` and
+    ``mean_per_change`` here, and with ``complete_steps=True`` they agree on
+    HTA's test traces (streams of 75-76 outstanding launches), except where a
+    launch and an activity of one stream share a timestamp: HTA then keeps
+    both rows, in an arbitrary order, and can report the value between them
+    as its max.  The 5-30 % gaps seen without ``complete_steps`` are HTA's cut
+    of the last step (its deepest queue can be there) and its unweighted mean
+    (a burst of launches makes many changes in little time)."""
     if is_traceset(trace):
-        return per_rank(queue_length, trace)
-    series = queue_length_series(trace)
+        return per_rank(queue_length, trace, complete_steps=complete_steps)
+    series = queue_length_series(trace, complete_steps=complete_steps)
     rows = []
     for (gpu, stream), g in series.groupby(["gpu", "stream"], sort=True):
         time, value = g["time"].to_numpy(), g["queue_length"].to_numpy()
@@ -313,8 +350,9 @@ def queue_length(trace: Trace | TraceSet) -> pd.DataFrame:
         mean = float((value[:-1] * weight).sum() / span) if span else float(value[0])
         rows.append({"gpu": gpu, "stream": stream, "max": int(value.max()), "mean": mean,
                      "p95": _weighted_quantile(value[:-1], weight, 0.95) if span else float(value[0]),
-                     "span": span})
-    return pd.DataFrame(rows, columns=["gpu", "stream", "max", "mean", "p95", "span"])
+                     "span": span, "changes": len(value), "mean_per_change": float(value.mean())})
+    return pd.DataFrame(rows, columns=["gpu", "stream", "max", "mean", "p95", "span", "changes",
+                                       "mean_per_change"])
 
 
 def _weighted_quantile(values: np.ndarray, weight: np.ndarray, q: float) -> float:
