@@ -123,7 +123,8 @@ def deep_queue() -> Any:
     whose launch is not in the trace (before its window); 3 launches at
     112..114 µs whose kernels are not (after it).  Two ProfilerSteps: the
     second starts at 5 µs."""
-    events = [x("ProfilerStep#1", "user_annotation", 1, 1, 0, 5), x("ProfilerStep#2", "user_annotation", 1, 1, 5, 110)]
+    events = [x("ProfilerStep#1", "user_annotation", 1, 1, 0, 5),
+              x("ProfilerStep#2", "user_annotation", 1, 1, 5, 110)]
     for i in range(10):
         events.append(x("cudaLaunchKernel", "cuda_runtime", 1, 1, i, 0.5, correlation=100 + i))
         events.append(x("gemm", "kernel", 0, 7, 20 + 10 * i, 10, correlation=100 + i, stream=7, device=0))
@@ -150,7 +151,7 @@ def test_queue_length_on_a_deep_queue_with_cut_off_ends() -> None:
     assert cut["max"] == 5 and cut["changes"] == 10
 
 
-HTA_REFERENCE = json.loads((Path(__file__).parent / "data" / "hta_reference" / "queue_length.json").read_text())
+HTA_REFERENCE = json.loads((HTA.parent / "hta_reference" / "queue_length.json").read_text())
 
 
 @pytest.mark.parametrize("name", sorted(n for n, v in HTA_REFERENCE["files"].items() if v))

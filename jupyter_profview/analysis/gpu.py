@@ -31,9 +31,10 @@ exact ns.  HTA's idle-time breakdown takes the gap to the *previous row's* end
 (negative for CUDA-graph kernels overlapping on one stream); here the gap is to
 the latest end so far (never negative).  HTA's queue-length summary describes
 the samples at each change; here mean and p95 are weighted by how long each
-value lasted (:func:`queue_length` gives HTA's per-change mean too).  HTA's kernel-type shares split overlapped time into
-``A overlapping B`` categories; here each type's total is the plain sum of its
-durations, and overlap is :func:`comm_comp_overlap`.
+value lasted (:func:`queue_length` gives HTA's per-change mean too).  HTA's
+kernel-type shares split overlapped time into ``A overlapping B`` categories;
+here each type's total is the plain sum of its durations, and overlap is
+:func:`comm_comp_overlap`.
 
 Measured on ``tests/data/hta/nccl_parser_config_nccl_data.json.gz`` (A100 +
 NCCL) against HTA 0.5.0 in a separate environment, over HTA's window (the

@@ -32,8 +32,8 @@ def one_file(path: Path) -> dict[str, dict[str, float]]:
     if summary is None:
         return {}
     summary = summary["queue_length"].reset_index()
-    return {str(int(r["stream"])): {"count": int(r["count"]), "max": float(r["max"]), "mean": float(r["mean"])}
-            for _, r in summary.iterrows()}
+    return {str(int(r["stream"])): {"count": int(r["count"]), "max": float(r["max"]),
+                                    "mean": float(r["mean"])} for _, r in summary.iterrows()}
 
 
 def main() -> None:
