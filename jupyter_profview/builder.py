@@ -42,6 +42,7 @@ def build_events(
     *,
     base: int | None = None,
     phase_rules_extra: Sequence[phase_rules.PhaseRule] = (),
+    consume: bool = False,
 ) -> tuple[pd.DataFrame, np.ndarray, int]:
     """Assemble the ``events`` table from a loader's raw columns.
 
@@ -50,12 +51,19 @@ def build_events(
     unit), optionally ``kind`` and ``phase``, and any extra per-event columns.
     Returns ``(events, raw_index, base)`` where ``raw_index[id]`` is the input
     row of event ``id`` and ``base`` was subtracted from every start.
+
+    ``consume=True``: the caller hands the columns over; they are taken out of
+    ``columns`` as they are used and ``start``/``dur`` are rebased / clipped in
+    place, so that the input and the table are not held whole at once.
     """
-    start = np.asarray(columns["start"], dtype=np.int64)
-    dur = _clipped_durations(columns["dur"], quality)
+    if consume and isinstance(columns["start"], np.ndarray) and columns["start"].dtype == np.int64:
+        start = columns.pop("start")
+    else:
+        start = np.array(columns.pop("start") if consume else columns["start"], dtype=np.int64)
+    dur = _clipped_durations(columns.pop("dur") if consume else columns["dur"], quality, in_place=consume)
     if base is None:
         base = int(start.min()) if len(start) else 0
-    start = start - base
+    start -= base
 
     process = _categorical(columns["process"])
     thread = _categorical(columns["thread"])
@@ -70,6 +78,8 @@ def build_events(
     phase_codes = _phase_codes(columns, name, depth, parent, phase_rules_extra)
     quality.unknown_phases += int((phase_codes == PHASES.index("other")).sum())
 
+    if consume:
+        del columns["process"], columns["thread"]
     final = _start_depth_order(start, depth)
     inverse = np.empty(len(final), np.int64)
     inverse[final] = np.arange(len(final))
@@ -77,30 +87,37 @@ def build_events(
     parent_final = np.where(parent >= 0, inverse[np.maximum(parent, 0)], -1)
     del parent, inverse
 
-    data: dict[str, Any] = {
-        "name": name[final],
-        "category": _categorical(columns["category"])[final],
-        "phase": pd.Categorical.from_codes(phase_codes[final], dtype=pd.CategoricalDtype(list(PHASES))),
-        "process": process[final],
-        "thread": thread[final],
-        "track": track[final],
-        "kind": _kinds(columns.get("kind"), len(final))[final],
-        "start": start[final],
-        "dur": dur[final],
-        "depth": depth[final],
-        "parent": parent_final,
-        "self": self_time[final],
-    }
-    del start, dur, depth, self_time, track, phase_codes
-    _take_extra_columns(data, columns, final)
+    data: dict[str, Any] = {"name": name[final]}
+    del name
+    data["category"] = _categorical(columns.pop("category") if consume else columns["category"])[final]
+    data["phase"] = pd.Categorical.from_codes(phase_codes[final], dtype=pd.CategoricalDtype(list(PHASES)))
+    data["process"], data["thread"], data["track"] = process[final], thread[final], track[final]
+    del process, thread, track, phase_codes
+    data["kind"] = _kinds(columns.pop("kind", None) if consume else columns.get("kind"), len(final))[final]
+    data["start"] = start[final]
+    del start
+    data["dur"] = dur[final]
+    del dur
+    data["depth"] = depth[final]
+    data["parent"] = parent_final
+    data["self"] = self_time[final]
+    del depth, self_time
+    if consume:
+        del columns["name"]
+        columns.pop("phase", None)
+    _take_extra_columns(data, columns, final, consume)
     events = pd.DataFrame(data, copy=False)  # fresh arrays: no copy, no consolidation
     events.index.name = "id"
     return events, final, base
 
 
-def _clipped_durations(values: Any, quality: Quality) -> np.ndarray:
-    """``dur`` as a fresh int64 array, negatives clipped to 0 (and counted)."""
-    dur = np.array(values, dtype=np.int64)
+def _clipped_durations(values: Any, quality: Quality, in_place: bool = False) -> np.ndarray:
+    """``dur`` as a fresh int64 array (``values`` itself with ``in_place``, when
+    it is one), negatives clipped to 0 (and counted)."""
+    if in_place and isinstance(values, np.ndarray) and values.dtype == np.int64 and values.flags.writeable:
+        dur = values
+    else:
+        dur = np.array(values, dtype=np.int64)
     negative = dur < 0
     if negative.any():
         quality.negative_durations += int(negative.sum())
@@ -153,10 +170,13 @@ def _kinds(kind: Any, n: int) -> pd.Categorical:
     return pd.Categorical(["slice"] * n if kind is None else kind, categories=KINDS)
 
 
-def _take_extra_columns(data: dict[str, Any], columns: dict[str, Any], final: np.ndarray) -> None:
-    """The loader's extra per-event columns, in the final order."""
+def _take_extra_columns(data: dict[str, Any], columns: dict[str, Any], final: np.ndarray,
+                        consume: bool = False) -> None:
+    """The loader's extra per-event columns, in the final order (taken out of
+    ``columns`` one by one with ``consume``)."""
     reserved = set(data) | {"kind", "phase"}
-    for key, values in columns.items():
+    for key in list(columns):
+        values = columns.pop(key) if consume else columns[key]
         if key in reserved or values is None:
             continue
         if isinstance(values, pd.Categorical):

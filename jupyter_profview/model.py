@@ -153,6 +153,7 @@ class Quality:
     negative_durations: int = 0  # negative durations set to 0
     unknown_phases: int = 0      # events whose phase is "other" for lack of a rule
     unpaired_flows: int = 0      # placed slices whose flow v2 bind_id gives no arrow (no partner)
+    extra_producers: int = 0     # XSpace flows: producers of a consumer's id beyond the one linked
 
     @property
     def unaccounted(self) -> int:
@@ -170,6 +171,7 @@ class Quality:
             "negative_durations": self.negative_durations,
             "unknown_phases": self.unknown_phases,
             "unpaired_flows": self.unpaired_flows,
+            "extra_producers": self.extra_producers,
             "unaccounted": self.unaccounted,
         }
 

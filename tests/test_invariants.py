@@ -27,7 +27,8 @@ from jupyter_profview.widget.lod import lane_rows
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"
 NOT_TRACES = {".md", ".py", ""}
-SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json", "critical_path.json.gz"}  # numbers, not traces
+SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json"}  # numbers, not traces
+SKIP_DIRS = {"hta_reference"}  # reference answers of HTA, not traces
 
 
 def trace_files() -> list[Path]:
@@ -35,7 +36,8 @@ def trace_files() -> list[Path]:
     for base in (SHARED, ROOT / "jupyter_profview" / "examples", ROOT / "tests" / "data"):
         found += [p for p in sorted(base.rglob("*")) if p.is_file() and p.suffix not in NOT_TRACES
                   and p.name not in SKIP_NAMES
-                  and not any(part.startswith(".") for part in p.relative_to(base).parts)]
+                  and not any(part.startswith(".") or part in SKIP_DIRS
+                              for part in p.relative_to(base).parts)]
     return found
 
 

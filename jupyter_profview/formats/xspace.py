@@ -53,7 +53,14 @@ other names (``wrapped_tanh``, ``AddV2``) keep ``xla_op`` / ``tf_op``.
 
 ``flows``: host -> device for events sharing a ``correlation_id`` (CUPTI
 launch -> kernel), and producer -> consumer for the TraceMe context stats
-(``_pt``/``_p`` -> ``_ct``/``_c`` of the same type and id).  ``memory`` /
+(``_pt``/``_p`` -> ``_ct``/``_c`` of the same type and id).  One arrow per
+consumer (device event, ``_c`` event): from the latest producer with its id
+that starts no later than it, else the first one; where several producers
+share an id (a merged or hostile file) the others are counted in
+``quality.extra_producers``, so the cost stays linear in the events.
+
+Cost: linear in the events, no Python object per event (see
+:mod:`.xspace_build`); ``benchmarks/bench_xspace.py`` measures it.  ``memory`` /
 ``allocations``: from ``MemoryAllocation`` / ``MemoryDeallocation`` events
 (TF's memory profile): ``bytes_allocated`` in use per ``allocator_name``
 (kind ``measured``), buffers by ``addr`` with ``allocation_bytes``.
@@ -86,7 +93,7 @@ from ..model import Trace, memory_frame
 from ..sources import Source
 from . import TraceFormat
 from .step_stats_proto import varint, wire_error
-from .xspace_build import INT_COLUMNS, MEMORY_EVENTS, STR_COLUMNS, Builder, as_int
+from .xspace_build import CONTEXT_STATS, INT_COLUMNS, MEMORY_EVENTS, STR_COLUMNS, Builder, as_int
 from .xspace_proto import WireError, message_class, top_level_fields
 
 log = logging.getLogger(__name__)
@@ -122,48 +129,116 @@ def sniff(head: bytes) -> bool:
     return name.isprintable()
 
 
-def _flows(builder: Builder, arrays: dict[str, np.ndarray], cols: dict[str, Any],
-           contexts: dict[int, dict[str, Any]], events: pd.DataFrame,
-           raw_index: np.ndarray) -> pd.DataFrame | None:
-    """Host -> device by correlation id; producer -> consumer by TraceMe context."""
+Links = list[tuple[np.ndarray, np.ndarray, np.ndarray, str, np.ndarray | None, str]]
+
+
+def _links(builder: Builder, lane: np.ndarray, cols: dict[str, Any], start: np.ndarray) -> Links:
+    """Host -> device by correlation id and producer -> consumer by TraceMe
+    context (see :func:`link`), as event rows: one arrow per consumer, linear
+    in the events.  Each entry: (source rows, target rows, ids, prefix, context
+    types or None, category)."""
+    host = np.array([h for _, _, h in builder.lanes], bool)[lane]
+    out: Links = []
+    corr, missing = cols["correlation_id"]
+    has = np.flatnonzero(~missing)
+    if len(has):
+        h = host[has]
+        src, dst, extra = link(corr[has][h], has[h], corr[has][~h], has[~h], start)
+        builder.quality.extra_producers += extra
+        out.append((src, dst, corr[dst], "correlation", None, "host->device"))
+    ctx = cols["contexts"]
+    if all(k in ctx for k in CONTEXT_STATS):
+        p_rows = np.flatnonzero(ctx["_p"][1] & ctx["_pt"][1])
+        c_rows = np.flatnonzero(ctx["_c"][1] & ctx["_ct"][1])
+        if len(p_rows) and len(c_rows):
+            pairs = np.concatenate([np.stack([ctx["_pt"][0][p_rows], ctx["_p"][0][p_rows]], 1),
+                                    np.stack([ctx["_ct"][0][c_rows], ctx["_c"][0][c_rows]], 1)])
+            uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            src, dst, extra = link(inverse[:len(p_rows)], p_rows, inverse[len(p_rows):], c_rows, start)
+            builder.quality.extra_producers += extra
+            pair = uniq[inverse[len(p_rows):][np.searchsorted(c_rows, dst)]]
+            out.append((src, dst, pair[:, 1], "context", pair[:, 0], "producer->consumer"))
+    return [entry for entry in out if len(entry[0])]
+
+
+def _flow_frame(links: Links, events: pd.DataFrame, raw_index: np.ndarray) -> pd.DataFrame | None:
+    """The ``flows`` table of the links, by event id."""
+    if not links:
+        return None
+    from pandas.api.types import union_categoricals
+
     row_to_id = np.empty(len(raw_index), np.int64)
     row_to_id[raw_index] = np.arange(len(raw_index))
-    host = np.array([h for _, _, h in builder.lanes], bool)[arrays["lane"]]
-    pairs: list[tuple[str, str, str, int, int]] = []
-    by_corr: dict[int, list[int]] = defaultdict(list)
-    corr = cols["correlation_id"]
-    for row in np.flatnonzero(pd.notna(corr)).tolist():
-        by_corr[corr[row]].append(row)
-    for cid, rows in by_corr.items():
-        hosts = [r for r in rows if host[r]]
-        for device in (r for r in rows if not host[r]):
-            pairs += [(f"correlation:{cid}", "launch", "host->device", h, device) for h in hosts]
-    producers: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-    consumers: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-    for row, stats in contexts.items():
-        if "_p" in stats and "_pt" in stats:
-            producers[(stats["_pt"], stats["_p"])].append(row)
-        if "_c" in stats and "_ct" in stats:
-            consumers[(stats["_ct"], stats["_c"])].append(row)
-    for key, rows in producers.items():
-        for consumer in consumers.get(key, ()):
-            flow = (f"context:{key[0]}:{key[1]}", f"context type {key[0]}", "producer->consumer")
-            pairs += [(*flow, p, consumer) for p in rows if p != consumer]
-    if not pairs:
-        return None
-    flow_id, name, cat, src, dst = zip(*pairs, strict=True)
-    source = row_to_id[np.asarray(src, np.int64)]
-    target = row_to_id[np.asarray(dst, np.int64)]
+    flow_id: list[str] = []
+    name, category, source, target = [], [], [], []
+    for src, dst, ident, prefix, kind, cat in links:
+        if kind is None:
+            flow_id += [f"{prefix}:{i}" for i in ident.tolist()]
+            name.append(pd.Categorical.from_codes(np.zeros(len(src), np.int8), pd.Index(["launch"])))
+        else:
+            flow_id += [f"{prefix}:{k}:{i}" for k, i in zip(kind.tolist(), ident.tolist(), strict=True)]
+            kinds, codes = np.unique(kind, return_inverse=True)
+            name.append(pd.Categorical.from_codes(codes.reshape(-1),
+                                                  pd.Index([f"context type {k}" for k in kinds.tolist()])))
+        category.append(pd.Categorical.from_codes(np.zeros(len(src), np.int8), pd.Index([cat])))
+        source.append(row_to_id[src])
+        target.append(row_to_id[dst])
+    source_ids, target_ids = np.concatenate(source), np.concatenate(target)
     starts = events["start"].to_numpy()
     return pd.DataFrame({
-        "flow_id": pd.array(flow_id, dtype="string"), "name": pd.Categorical(name),
-        "category": pd.Categorical(cat), "source": source, "target": target,
-        "start": starts[source], "end": starts[target],
+        "flow_id": pd.array(flow_id, dtype="string"), "name": union_categoricals(name),
+        "category": union_categoricals(category), "source": source_ids, "target": target_ids,
+        "start": starts[source_ids], "end": starts[target_ids],
     })
+
+
+def link(p_key: np.ndarray, p_row: np.ndarray, c_key: np.ndarray, c_row: np.ndarray,
+         start: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """One producer per consumer: of the producers with the consumer's key (not
+    the consumer itself), the latest that starts no later than it, else the
+    first one.  Returns (producer rows, consumer rows, producers not linked:
+    for every linked consumer, the other producers of its key).  Linear after
+    a sort, whatever the number of events sharing a key (a merged or hostile
+    file: all pairs would be quadratic)."""
+    empty = np.zeros(0, np.int64)
+    if not len(p_row) or not len(c_row):
+        return empty, empty, 0
+    # producers and consumers in one order: key, start, producers before consumers, row
+    key = np.concatenate([p_key, c_key])
+    row = np.concatenate([p_row, c_row])
+    is_p = np.concatenate([np.ones(len(p_row), bool), np.zeros(len(c_row), bool)])
+    order = np.lexsort((row, ~is_p, start[row], key))
+    key, row, is_p = key[order], row[order], is_p[order]
+    n = len(order)
+    idx = np.arange(n)
+    group_start = np.concatenate([[True], key[1:] != key[:-1]])
+    first_of_group = np.maximum.accumulate(np.where(group_start, idx, 0))
+    last_p = np.maximum.accumulate(np.where(is_p, idx, -1))  # latest producer at or before
+    before_p = np.concatenate([[-1], last_p[:-1]])  # strictly before
+    prev_p = np.full(n, -1, np.int64)
+    prev_p[is_p] = before_p[is_p]  # the producer before each producer
+    next_p = np.minimum.accumulate(np.where(is_p, idx, n)[::-1])[::-1]  # first producer at or after
+    c = np.flatnonzero(~is_p)
+    got = last_p[c]
+    got = np.where((got >= 0) & (row[np.maximum(got, 0)] == row[c]), prev_p[np.maximum(got, 0)], got)
+    got = np.where(got >= first_of_group[c], got, -1)
+    after = next_p[c]
+    after_ok = (after < n) & (after >= 0)
+    after_ok &= key[np.minimum(after, n - 1)] == key[c]
+    after_ok &= row[np.minimum(after, n - 1)] != row[c]
+    got = np.where(got >= 0, got, np.where(after_ok, after, -1))
+    linked = got >= 0
+    producers = np.bincount(np.searchsorted(np.unique(key), key[is_p]), minlength=len(np.unique(key)))
+    per_consumer = producers[np.searchsorted(np.unique(key), key[c[linked]])]
+    self_too = np.isin(row[c[linked]], row[is_p])  # a consumer that is also a producer of its key
+    extra = int((per_consumer - 1 - self_too).clip(0).sum())
+    return row[got[linked]], row[c[linked]], extra
 
 
 def _memory(builder: Builder, arrays: dict[str, np.ndarray], names: np.ndarray,
             start: np.ndarray) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """``names``: each event's name (an array of str, or any array ``==`` compares)."""
     """``memory`` and ``allocations`` from TF's MemoryAllocation / MemoryDeallocation events."""
     times: list[int] = []
     devices: list[str] = []
@@ -287,36 +362,61 @@ def _plane_guard(source: Source) -> Callable[[int, int], None] | None:
 
 
 def _to_trace(source: Source, builder: Builder, extra: dict[str, list[str]]) -> Trace:
-    """The Trace of the planes collected in ``builder``."""
+    """The Trace of the planes collected in ``builder``.  What is only needed on
+    the way (the per-event columns, the context keys) is released as soon as
+    it is used, so that the peak stays a few hundred bytes per event."""
     offset = builder.offset()
     arrays = builder.arrays()
-    cols, contexts = builder.columns(arrays)
+    cols = builder.columns(arrays)
     if len(arrays["start"]) and max(abs(int(arrays["start"].max())), abs(int(arrays["start"].min()))) + \
             offset >= 2**62:
         raise ProfviewError("event times out of range", source=source.name,
                             expected="line timestamp_ns + offset_ps within ±2**62 ns")
-    start = arrays["start"] + offset
-    columns: dict[str, Any] = {k: pd.Categorical(cols[k]) for k in ("category", "process", "thread")}
-    names, codes = np.unique(np.asarray(builder.meta_name, dtype=object), return_inverse=True)
-    columns["name"] = pd.Categorical.from_codes(codes.reshape(-1)[arrays["meta"]], categories=pd.Index(names))
+    start = arrays.pop("start")
+    start += offset
+    links = _links(builder, arrays["lane"], cols, start)
+    del cols["contexts"]
+    columns: dict[str, Any] = {k: _categorical(*cols.pop(k))
+                               for k in ("name", "category", "process", "thread")}
+    memory, allocations = _memory(builder, arrays, _memory_names(columns["name"]), start)
     columns["start"] = start
-    columns["dur"] = arrays["dur"]
+    columns["dur"] = arrays.pop("dur")
     for key in INT_COLUMNS:
-        missing = pd.isna(cols[key])
-        values = np.where(missing, 0, cols[key]).astype(np.int64)
-        columns[key] = pd.arrays.IntegerArray(values, missing)
+        values, missing = cols.pop(key)
+        columns[key] = pd.arrays.IntegerArray(values, missing)  # 0 where missing
     for key in STR_COLUMNS:
-        columns[key] = pd.array(cols[key], dtype="string")
-    events, raw_index, base = build_events(columns, builder.quality)
-    memory, allocations = _memory(builder, arrays, cols["name"], start)
+        columns[key] = _categorical(*cols.pop(key))
+    del cols, start
+    events, raw_index, base = build_events(columns, builder.quality, consume=True)
     metadata = {"planes": builder.planes, "profile_start_time_ns": builder.profile_start,
                 "timestamps_normalised": bool(offset), **dict(extra),
                 "host": host_of(source.name, extra.get("hostnames", [])),
                 "steps": int(events["category"].eq("step").sum())}
-    flows = _flows(builder, arrays, cols, contexts, events, raw_index)
+    flows = _flow_frame(links, events, raw_index)
     return make_trace(FORMAT.name, "ns", events, builder.quality, base=base, memory=memory,
                       allocations=allocations, flows=flows, metadata=metadata,
                       args=lambda i: _args(builder, arrays, int(raw_index[i])))
+
+
+def _memory_names(names: pd.Categorical) -> np.ndarray:
+    """Each event's name where it is a memory event, else "" (what :func:`_memory` compares)."""
+    labels = np.asarray(names.categories, dtype=object)
+    is_memory = np.isin(labels, MEMORY_EVENTS)
+    if not is_memory.any():
+        return np.zeros(len(names), dtype="U1")
+    return np.where(is_memory[names.codes] & (names.codes >= 0), labels[names.codes], "")
+
+
+def _categorical(codes: np.ndarray, values: list[Any]) -> pd.Categorical:
+    """Codes into ``values`` (equal values merged, ``None`` missing) as a Categorical."""
+    labels = np.empty(len(values) + 1, dtype=object)
+    labels[:-1] = values
+    labels[-1] = None
+    present = np.array([v is not None for v in labels], bool)
+    uniq, inverse = np.unique(labels[present].astype(str), return_inverse=True)
+    remap = np.full(len(labels), -1, np.int64)
+    remap[present] = inverse.reshape(-1)
+    return pd.Categorical.from_codes(remap[codes], categories=pd.Index(uniq, dtype=str))
 
 
 def _args(builder: Builder, arrays: dict[str, np.ndarray], row: int) -> dict[str, Any]:

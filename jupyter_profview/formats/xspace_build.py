@@ -1,15 +1,20 @@
 """XSpace planes -> columns, one plane at a time (see :mod:`.xspace` for the mapping).
 
-The per-event loop reads only ``metadata_id``, ``offset_ps``, ``duration_ps``
-and the event's own stats; everything that follows from the event metadata
-(name, category, FLOPs, shapes, ...) is computed once per metadata entry and
-spread over the events with numpy.  Events with stats of their own get those
-columns overridden where one of the stats that feed a column is present.
+Linear in the events and without a Python object per event: the per-event
+loop reads ``metadata_id``, ``offset_ps``, ``duration_ps`` and the event's
+own stats into typed arrays (``array('q')``; a stat's value is kept as an int
+where it is one, else in a side list); everything that follows from the
+event metadata (name, category, FLOPs, shapes, ...) is computed once per
+metadata entry and spread over the events with numpy, and the events' own
+stats override those columns with numpy, per stat name.  Only events whose
+own stats change their category (``hlo_category``, ``hlo_op``, ...) are
+looked at one by one, with a cache per (metadata, line, those stats).
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from typing import Any
 
@@ -137,8 +142,26 @@ class Builder:
         self._dur: list[np.ndarray] = []
         self._off: list[np.ndarray] = []
         self._dur_ps: list[np.ndarray] = []
-        self.own: list[tuple[tuple[str, Any], ...] | None] = []
+        # the events' own stats, one entry per stat, in event order: event row, stat name
+        # code (into stat_names), the value as an int (ival, obj -1), a uint64 >= 2**63
+        # (ival + 2**64, obj -2) or objs[obj]
+        self.stat_names: list[str] = []
+        self._stat_code: dict[str, int] = {}
+        self.srow = array("q")
+        self.skey = array("i")
+        self.sival = array("q")
+        self.sobj = array("i")
+        self.objs: list[Any] = []
+        self._rows: np.ndarray | None = None  # srow as numpy, once the planes are read
         self.n = 0
+
+    def code(self, stat: str) -> int:
+        """The code of a stat name in :attr:`stat_names`."""
+        found = self._stat_code.get(stat)
+        if found is None:
+            found = self._stat_code[stat] = len(self.stat_names)
+            self.stat_names.append(stat)
+        return found
 
     def add_plane(self, index: int, plane: Any) -> None:
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
@@ -164,15 +187,16 @@ class Builder:
             self.meta_long.append(md.name if md.name and md.name != shown else None)
             self.meta_stats.append(named(md.stats))
         host = plane.name.startswith("/host:")
+        key_code = {k: self.code(v) for k, v in stat_names.items()}
         line_names = Counter(line.display_name or line.name for line in plane.lines)
         for li, line in enumerate(plane.lines):
             thread = line.display_name or line.name or f"<line {line.id}>"
             if line_names[thread] > 1:
                 thread = f"{thread} #{line.id}"
-            self._add_line(index, li, line, label, thread, host, meta_index, stat_names)
+            self._add_line(index, li, line, label, thread, host, meta_index, stat_names, key_code)
 
     def _add_line(self, index: int, li: int, line: Any, label: str, thread: str, host: bool,
-                  meta_index: dict[int, int], stat_names: dict[int, str]) -> None:
+                  meta_index: dict[int, int], stat_names: dict[int, str], key_code: dict[int, int]) -> None:
         ts = line.timestamp_ns
         if abs(ts) >= LIMIT:
             raise ProfviewError(f"line timestamp_ns {ts} out of range", source=self.name,
@@ -182,47 +206,84 @@ class Builder:
         if not events:
             return
         self.min_line_ts = ts if self.min_line_ts is None else min(self.min_line_ts, ts)
-        mids: list[int] = []
-        offs: list[int] = []
-        durs: list[int] = []
-        own = self.own
-        for ei, event in enumerate(events):
-            if event.WhichOneof("data") == "num_occurrences":
-                self.quality.skipped["aggregated event (num_occurrences, no timestamp)"] += 1
+        mids, offs, durs = array("q"), array("q"), array("q")
+        srow, skey, sival, sobj, objs = self.srow, self.skey, self.sival, self.sobj, self.objs
+        row = self.n
+        aggregated = 0
+        for event in events:
+            if event.num_occurrences:  # the other member of the oneof: no timestamp
+                aggregated += 1
                 continue
-            off, dur = event.offset_ps, event.duration_ps
-            if not (-LIMIT < off < LIMIT and 0 <= dur < LIMIT):
-                raise ProfviewError(f"event offset_ps {off} / duration_ps {dur} out of range",
-                                    source=self.name, position=f"planes[{index}].lines[{li}].events[{ei}]",
-                                    expected="picoseconds from the line's timestamp_ns")
-            mid = event.metadata_id
+            mids.append(event.metadata_id)
+            offs.append(event.offset_ps)
+            durs.append(event.duration_ps)
+            stats = event.stats
+            if stats:
+                for stat in stats:
+                    mid = stat.metadata_id
+                    code = key_code.get(mid)
+                    if code is None:
+                        code = key_code[mid] = self.code(f"<stat {mid}>")
+                    which = stat.WhichOneof("value")
+                    srow.append(row)
+                    skey.append(code)
+                    if which == "int64_value":
+                        sival.append(stat.int64_value)
+                        sobj.append(-1)
+                    elif which == "uint64_value":
+                        value = stat.uint64_value
+                        if value < 2**63:
+                            sival.append(value)
+                            sobj.append(-1)
+                        else:  # kept as its 64 bits, marked
+                            sival.append(value - 2**64)
+                            sobj.append(-2)
+                    else:
+                        sival.append(0)
+                        sobj.append(len(objs))
+                        objs.append(stat_value(stat, stat_names))
+            row += 1
+        if aggregated:
+            self.quality.skipped["aggregated event (num_occurrences, no timestamp)"] += aggregated
+        if not mids:
+            return
+        off_a = np.frombuffer(offs, np.int64)
+        dur_a = np.frombuffer(durs, np.int64)
+        bad = (off_a <= -LIMIT) | (off_a >= LIMIT) | (dur_a < 0) | (dur_a >= LIMIT)
+        if bad.any():
+            first = int(np.argmax(bad))
+            ei = first + _aggregated_before(events, first)
+            raise ProfviewError(f"event offset_ps {int(off_a[first])} / duration_ps {int(dur_a[first])} "
+                                "out of range", source=self.name,
+                                position=f"planes[{index}].lines[{li}].events[{ei}]",
+                                expected="picoseconds from the line's timestamp_ns")
+        self._meta.append(self._meta_codes(np.frombuffer(mids, np.int64), meta_index))
+        n = len(mids)
+        start = ts + off_a // 1000  # floor: the ps remainder is dropped
+        self._lane.append(np.full(n, len(self.lanes), np.int32))
+        self._start.append(start)
+        self._dur.append(ts + (off_a + dur_a) // 1000 - start)
+        self._off.append(off_a.copy())
+        self._dur_ps.append(dur_a.copy())
+        self.lanes.append((label, thread, host))
+        self.n += n
+        self.planes[label]["events"] += n
+        self.quality.placed["events"] += n
+
+    def _meta_codes(self, mids: np.ndarray, meta_index: dict[int, int]) -> np.ndarray:
+        """Indices into the metadata lists of the events' metadata ids; an id
+        without metadata gets an entry named by its id."""
+        uniq, inverse = np.unique(mids, return_inverse=True)
+        codes = np.empty(len(uniq), np.int32)
+        for k, mid in enumerate(uniq.tolist()):
             known = meta_index.get(mid)
-            if known is None:  # an event whose metadata is missing: named by its id
+            if known is None:
                 known = meta_index[mid] = len(self.meta_name)
                 self.meta_name.append(f"<metadata {mid}>")
                 self.meta_long.append(None)
                 self.meta_stats.append({})
-            mids.append(known)
-            offs.append(off)
-            durs.append(dur)
-            stats = event.stats
-            own.append(tuple((stat_names.get(s.metadata_id, f"<stat {s.metadata_id}>"),
-                              stat_value(s, stat_names)) for s in stats) if stats else None)
-        if not mids:
-            return
-        off_a = np.array(offs, np.int64)
-        dur_a = np.array(durs, np.int64)
-        start = ts + off_a // 1000  # floor: the ps remainder is dropped
-        self._meta.append(np.array(mids, np.int64))
-        self._lane.append(np.full(len(mids), len(self.lanes), np.int64))
-        self._start.append(start)
-        self._dur.append(ts + (off_a + dur_a) // 1000 - start)
-        self._off.append(off_a)
-        self._dur_ps.append(dur_a)
-        self.lanes.append((label, thread, host))
-        self.n += len(mids)
-        self.planes[label]["events"] += len(mids)
-        self.quality.placed["events"] += len(mids)
+            codes[k] = known
+        return codes[inverse.reshape(-1)]
 
     def offset(self) -> int:
         """What to add to every time: the profile start if the planes were normalised to it."""
@@ -232,77 +293,222 @@ class Builder:
         return 0
 
     def arrays(self) -> dict[str, np.ndarray]:
-        def cat(parts: list[np.ndarray]) -> np.ndarray:
-            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        """The per-event arrays (once: the chunks are released)."""
+        def cat(parts: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-        return {"meta": cat(self._meta), "lane": cat(self._lane), "start": cat(self._start),
-                "dur": cat(self._dur), "offset_ps": cat(self._off), "duration_ps": cat(self._dur_ps)}
+        out = {"meta": cat(self._meta, np.int32), "lane": cat(self._lane, np.int32),
+               "start": cat(self._start), "dur": cat(self._dur), "offset_ps": cat(self._off),
+               "duration_ps": cat(self._dur_ps)}
+        for chunks in (self._meta, self._lane, self._start, self._dur, self._off, self._dur_ps):
+            chunks.clear()  # held once, in the arrays
+        return out
+
+    def value(self, i: int) -> Any:
+        """The value of own-stat entry ``i``."""
+        o = self.sobj[i]
+        return self.sival[i] if o == -1 else self.sival[i] + 2**64 if o == -2 else self.objs[o]
+
+    def own(self, row: int) -> list[tuple[str, Any]]:
+        """The own stats of event ``row``, in file order (after the planes are read)."""
+        if self._rows is None:
+            self._rows = np.array(self.srow, np.int64)
+        lo, hi = np.searchsorted(self._rows, [row, row + 1]).tolist()
+        return [(self.stat_names[self.skey[i]], self.value(i)) for i in range(lo, hi)]
 
     def stats(self, meta: int, row: int) -> dict[str, Any]:
         """Every stat of event ``row`` (metadata's, then its own)."""
-        own = self.own[row]
+        own = self.own(row)
         return {**self.meta_stats[meta], **dict(own)} if own else dict(self.meta_stats[meta])
 
-    def columns(self, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
-        """Per-event name/category/process/thread and the stat-fed columns, plus the
-        context stats (``_p``/``_pt``/``_c``/``_ct``) of the events that have them."""
-        meta, lane = arrays["meta"], arrays["lane"]
-        n_meta = len(self.meta_name)
-        # name, long name, stat-fed columns: per metadata, then taken per event
-        meta_derived = [derived(s) for s in self.meta_stats]
-        cols: dict[str, Any] = {"name": _objects(self.meta_name, n_meta)[meta],
-                                "long_name": _objects(self.meta_long, n_meta)[meta]}
-        for key in (*INT_COLUMNS, "shapes", "hlo_module", "tf_op"):
-            cols[key] = _objects([d[key] for d in meta_derived], n_meta)[meta]
-        # category per (metadata, lane) pair
-        pair = meta * max(len(self.lanes), 1) + lane
-        uniq, inverse = np.unique(pair, return_inverse=True)
-        cats = []
-        for value in uniq.tolist():
-            m, ln = divmod(value, max(len(self.lanes), 1))
-            plane, thread, host = self.lanes[ln]
-            cats.append(category(self.meta_stats[m], thread, host, self.meta_name[m], self.meta_long[m]))
-        cols["category"] = np.asarray(cats, dtype=object)[inverse.reshape(-1)]
-        contexts: dict[int, dict[str, Any]] = {}
-        meta_ctx = [any(k in s for k in CONTEXT_STATS) for s in self.meta_stats]
-        meta_list, lane_list = meta.tolist(), lane.tolist()
-        for row, own in enumerate(self.own):
-            m = meta_list[row]
-            if own is None:
-                if meta_ctx[m]:
-                    contexts[row] = self.meta_stats[m]
+    def columns(self, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Per-event columns: ``name``, ``long_name``, ``shapes``, ``hlo_module``, ``tf_op``
+        as (codes into a list of values, values) pairs; ``flops``, ``bytes``,
+        ``correlation_id``, ``step`` as (int64 values, missing mask); ``category``,
+        ``process``, ``thread`` as (codes, labels); and the context stats
+        ``_p``/``_pt``/``_c``/``_ct`` as (int64 codes of the values, present mask)."""
+        return _Columns(self, arrays).build()
+
+
+def _aggregated_before(events: Any, kept: int) -> int:
+    """How many aggregated events precede the ``kept``-th timed one (for an error's position)."""
+    seen = skipped = 0
+    for event in events:
+        if event.num_occurrences:
+            skipped += 1
+        elif seen == kept:
+            return skipped
+        else:
+            seen += 1
+    return skipped
+
+
+class _Columns:
+    """The columns of :meth:`Builder.columns`, built with numpy from the
+    per-metadata values and the own stats (see the module docstring)."""
+
+    def __init__(self, builder: Builder, arrays: dict[str, np.ndarray]) -> None:
+        self.b = builder
+        self.meta = arrays["meta"]
+        self.lane = arrays["lane"]
+        n = len(self.meta)
+        self.n = n
+        k = len(builder.srow)
+        self.srow = np.frombuffer(builder.srow, np.int64) if k else np.zeros(0, np.int64)
+        self.skey = np.frombuffer(builder.skey, np.intc) if k else np.zeros(0, np.intc)
+        self.sival = np.frombuffer(builder.sival, np.int64) if k else np.zeros(0, np.int64)
+        self.sobj = np.frombuffer(builder.sobj, np.intc) if k else np.zeros(0, np.intc)
+
+    def entries(self, stat: str) -> np.ndarray:
+        """Positions of the own-stat entries named ``stat``, in file order."""
+        code = self.b._stat_code.get(stat)
+        return np.flatnonzero(self.skey == code) if code is not None else np.zeros(0, np.int64)
+
+    def values(self, at: np.ndarray) -> list[Any]:
+        ival, sobj, objs = self.sival[at].tolist(), self.sobj[at].tolist(), self.b.objs
+        return [v if o == -1 else v + 2**64 if o == -2 else objs[o] for v, o in zip(ival, sobj, strict=True)]
+
+    def build(self) -> dict[str, Any]:
+        b, meta = self.b, self.meta
+        n_meta = len(b.meta_name)
+        meta_derived = [derived(s) for s in b.meta_stats]
+        cols: dict[str, Any] = {"name": (meta, b.meta_name), "long_name": (meta, b.meta_long)}
+        for key in INT_COLUMNS:
+            per_meta = [d[key] for d in meta_derived]
+            missing = np.array([v is None for v in per_meta] + [True], bool)
+            vals = np.array([0 if v is None else v for v in per_meta] + [0], np.int64)
+            cols[key] = [vals[meta], missing[meta]]
+        for key in ("shapes", "hlo_module", "tf_op"):
+            cols[key] = [meta.copy(), [d[key] for d in meta_derived]]
+        # own stats feeding a column: later entries win; flops over model_flops; the best shape stat
+        order = ["model_flops", "flops", "bytes_accessed", "correlation_id", "step_num", "hlo_module",
+                 "tf_op", *reversed(SHAPE_STATS)]
+        for stat in order:
+            at = self.entries(stat)
+            if not len(at):
                 continue
-            recat, ctx, shape_rank, own_flops = False, meta_ctx[m], len(SHAPE_STATS), False
-            for key, value in own:
-                if key not in SPECIAL:
-                    continue
-                if key in CATEGORY_STATS and not recat:
-                    recat = key != "correlation_id" or cols["category"][row] not in ("host", "device")
-                    if not recat:  # a launch (host) or a kernel (device): nothing else to decide
-                        cols["category"][row] = "launch" if self.lanes[lane_list[row]][2] else "kernel"
-                ctx = ctx or key in CONTEXT_STATS
-                target = STAT_COLUMN.get(key)
-                if target is None or (key == "model_flops" and own_flops):
-                    continue
-                if key in SHAPE_STATS:
-                    rank = SHAPE_STATS.index(key)
-                    if rank > shape_rank:
-                        continue
-                    shape_rank = rank
-                own_flops = own_flops or key == "flops"
-                cols[target][row] = as_int(value) if target in INT_COLUMNS else str(value)
-            if recat or ctx:
-                stats = self.stats(m, row)
-                if recat:
-                    _, thread, host = self.lanes[lane_list[row]]
-                    cols["category"][row] = category(stats, thread, host, self.meta_name[m],
-                                                     self.meta_long[m])
-                if ctx:
-                    contexts[row] = stats
-        lanes = self.lanes
-        cols["process"] = _objects([p for p, _, _ in lanes], len(lanes))[lane]
-        cols["thread"] = _objects([t for _, t, _ in lanes], len(lanes))[lane]
-        return cols, contexts
+            rows = self.srow[at]
+            target = STAT_COLUMN[stat]
+            if target in INT_COLUMNS:
+                ints = [as_int(v) for v in self.values(at)] if (self.sobj[at] >= 0).any() else None
+                if ints is None:
+                    good = (np.abs(self.sival[at]) < LIMIT) & (self.sobj[at] == -1)
+                    vals = np.where(good, self.sival[at], 0)
+                else:
+                    good = np.array([v is not None for v in ints], bool)
+                    vals = np.array([0 if v is None else v for v in ints], np.int64)
+                cols[target][0][rows] = vals
+                cols[target][1][rows] = ~good
+            else:
+                codes, labels = cols[target]
+                texts = [str(v) for v in self.values(at)]
+                uniq, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+                codes[rows] = len(labels) + inverse.reshape(-1)
+                labels.extend(uniq.tolist())
+        for key in INT_COLUMNS:
+            cols[key] = tuple(cols[key])
+        for key in ("shapes", "hlo_module", "tf_op"):
+            cols[key] = tuple(cols[key])
+        cols["category"] = self.categories(n_meta)
+        lanes = b.lanes
+        lane = self.lane
+        cols["process"] = (lane, [p for p, _, _ in lanes])
+        cols["thread"] = (lane, [t for _, t, _ in lanes])
+        cols["contexts"] = self.contexts()
+        return cols
+
+    def categories(self, n_meta: int) -> tuple[np.ndarray, list[str]]:
+        """Category codes per event: per (metadata, line) pair, then per event
+        whose own stats decide it (cached by what decides)."""
+        b, meta, lane = self.b, self.meta, self.lane
+        width = max(len(b.lanes), 1)
+        pair = meta.astype(np.int64) * width + lane
+        if n_meta * width <= 4 * len(pair) + 65536:  # a table over all pairs: no sort
+            seen = np.zeros(n_meta * width, bool)
+            seen[pair] = True
+            uniq = np.flatnonzero(seen)
+            slot = np.cumsum(seen) - 1
+            inverse = slot[pair]
+            del seen, slot
+        else:
+            uniq, inverse = np.unique(pair, return_inverse=True)
+        del pair
+        labels: list[str] = []
+        index: dict[str, int] = {}
+
+        def code_of(label: str) -> int:
+            found = index.get(label)
+            if found is None:
+                found = index[label] = len(labels)
+                labels.append(label)
+            return found
+
+        pair_codes = np.empty(len(uniq), np.int64)
+        for k, value in enumerate(uniq.tolist()):
+            m, ln = divmod(value, width)
+            _, thread, host = b.lanes[ln]
+            pair_codes[k] = code_of(category(b.meta_stats[m], thread, host, b.meta_name[m], b.meta_long[m]))
+        codes = pair_codes[inverse.reshape(-1)]
+        decisive = [self.entries(s) for s in sorted(CATEGORY_STATS)]
+        decisive_at = np.concatenate(decisive) if decisive else np.zeros(0, np.int64)
+        if not len(decisive_at):
+            return codes, labels
+        rows = np.unique(self.srow[decisive_at])
+        # only a correlation id, on an event whose category is host / device: launch / kernel
+        only_corr = np.ones(len(rows), bool)
+        for stat in sorted(CATEGORY_STATS - {"correlation_id"}):
+            at = self.entries(stat)
+            only_corr &= ~np.isin(rows, self.srow[at])
+        base = np.asarray(labels, dtype=object)[codes[rows]] if labels else np.zeros(0, dtype=object)
+        plain = only_corr & np.isin(base, ("host", "device"))
+        host = np.array([h for _, _, h in b.lanes], bool)[lane[rows[plain]]]
+        codes[rows[plain]] = np.where(host, code_of("launch"), code_of("kernel"))
+        cache: dict[tuple[Any, ...], int] = {}
+        for row in rows[~plain].tolist():
+            m, ln = int(meta[row]), int(lane[row])
+            own = tuple((k, v) for k, v in b.own(row) if k in CATEGORY_STATS)
+            key = (m, ln, own)
+            found = cache.get(key)
+            if found is None:
+                _, thread, host_ = b.lanes[ln]
+                stats = {**b.meta_stats[m], **dict(own)}
+                found = cache[key] = code_of(category(stats, thread, host_, b.meta_name[m], b.meta_long[m]))
+            codes[row] = found
+        return codes, labels
+
+    def contexts(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``_p``/``_pt``/``_c``/``_ct`` per event as (int64 keys, present):
+        the metadata's value, overridden by the event's own.  An integer value
+        is its own key (a uint64 by its 64 bits); any other value gets a key
+        below -2**62, one per distinct text."""
+        b, meta = self.b, self.meta
+        texts: dict[str, int] = {}
+
+        def key(value: Any) -> int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                v = value & (2**64 - 1)
+                return v - 2**64 if v >= 2**63 else v
+            return -(2**62) - texts.setdefault(repr(value), len(texts))
+
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for stat in CONTEXT_STATS:
+            per_meta = [s.get(stat) for s in b.meta_stats]
+            at = self.entries(stat)
+            if not len(at) and all(v is None for v in per_meta):
+                continue
+            m_present = np.array([v is not None for v in per_meta] + [False], bool)
+            m_keys = np.array([0 if v is None else key(v) for v in per_meta] + [0], np.int64)
+            keys, present = m_keys[meta], m_present[meta]
+            if len(at):
+                rows = self.srow[at]
+                objects = self.sobj[at] >= 0
+                own = self.sival[at].copy()  # ints and uint64 bits are their own keys
+                if objects.any():
+                    own[objects] = [key(v) for v in self.values(at[objects])]
+                keys[rows] = own
+                present[rows] = True
+            out[stat] = (keys, present)
+        return out
 
 
 def _objects(values: list[Any], n: int) -> np.ndarray:

@@ -255,9 +255,10 @@ def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for c in cats:
         try:
             out[c] = union_categoricals([f[c] for f in frames])
-        except TypeError:  # categories of different dtypes: as text
-            out[c] = union_categoricals([f[c].cat.rename_categories(
-                {k: str(k) for k in f[c].cat.categories}) for f in frames])
+        except TypeError:  # categories of different dtypes (an all-missing column read back
+            # from Parquet has object categories): as text
+            out[c] = union_categoricals([f[c].cat.set_categories(
+                pd.Index([str(k) for k in f[c].cat.categories], dtype=str), rename=True) for f in frames])
     return out[[c for c in frames[0].columns if c in out.columns]
                + [c for c in out.columns if c not in frames[0].columns]]
 
