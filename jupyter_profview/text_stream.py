@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import limits
 from .errors import ProfviewError
 from .limits import MAX_LINE, MAX_STRING, SQUEEZE_RUN
 
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from .sources import Source
 
 _WS = b" \t\r\n"
+# decompressed bytes split into lines at a time: the lines of one chunk exist as
+# objects together, so this bounds the reader's own memory (~2x the chunk)
+LINE_CHUNK = 4 * 1024 * 1024
 _WS_TO_SPACE = bytes.maketrans(b"\t\r\n", b"   ")
 _STRIDE = SQUEEZE_RUN // 2
 _ESCAPE = re.compile(rb"\\.", re.S)
@@ -174,21 +178,32 @@ class LineReader:
     removed) with its 1-based number in the original.  Runs of blank lines
     of at least SQUEEZE_RUN bytes are skipped while streaming and counted in
     :attr:`squeezed` (so ``records = number of the last line``); a line
-    longer than MAX_LINE or not valid UTF-8 is a ProfviewError."""
+    longer than MAX_LINE or not valid UTF-8 is a ProfviewError, and so is the
+    line after ``limits.MAX_TEXT_RECORDS`` lines were yielded (whatever is in
+    them: a gzip bomb of repeated lines is refused there, memory bounded by the
+    records read so far)."""
 
     def __init__(self, source: Source, *, raw: bool = False) -> None:
         self.source = source
         self.raw = raw
         self.squeezed = 0  # blank lines skipped without being yielded
         self.count = 0  # number of the last line seen
+        self.yielded = 0
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         return self._lines()  # type: ignore[return-value]
 
     def _line(self, line: bytes) -> str | bytes:
         self.count += 1
+        self.yielded += 1
         if len(line) > MAX_LINE:
             raise self._too_long()
+        if self.yielded > limits.MAX_TEXT_RECORDS:
+            raise ProfviewError(
+                f"more than {limits.MAX_TEXT_RECORDS:,} lines", source=self.source.name,
+                position=f"line {self.count}",
+                expected=f"a text trace of at most {limits.MAX_TEXT_RECORDS:,} lines "
+                         "(jupyter_profview.limits.MAX_TEXT_RECORDS)")
         if self.raw:
             return line
         try:
@@ -206,7 +221,7 @@ class LineReader:
 
     def _lines(self) -> Iterator[tuple[int, str | bytes]]:
         carry = b""
-        for raw in self.source.chunks():
+        for raw in self.source.chunks(LINE_CHUNK):
             chunk = carry + bytes(raw)
             pos = 0
             for run_start, run_end in _runs(chunk):

@@ -187,3 +187,26 @@ def test_fuzz_mutations(data):
 @given(st.binary(max_size=400))
 def test_fuzz_random_bytes(blob):
     _check(blob)
+
+
+def test_a_gzip_bomb_of_lines_is_refused_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repeated lines (what a small .gz can inflate to without end) are read into
+    columns, each distinct name kept once, and refused at the line past
+    ``limits.MAX_TEXT_RECORDS`` with a ProfviewError naming it (the real bomb's
+    memory and time: benchmarks/bench_hostile.py)."""
+    from jupyter_profview import limits
+
+    monkeypatch.setattr(limits, "MAX_TEXT_RECORDS", 10_000)
+    lines = b"model/dense/MatMul\nmodel/dense/BiasAdd\n\n"  # a blank line every third line
+    bomb = gzip.compress(lines * 20_000, mtime=0)
+    with pytest.raises(ProfviewError) as info:
+        profview_load(bomb)
+    err = info.value
+    # every line counts, blank ones too (they are records): the 10,001st line is refused
+    assert err.position == "line 10001" and "more than 10,000 lines" in str(err)
+    assert "MAX_TEXT_RECORDS" in (err.expected or "")
+    # within the limit it loads, every node line an event
+    trace = profview_load(gzip.compress(lines * 3_333, mtime=0))
+    assert len(trace.events) == 6_666 and trace.quality.skipped["blank line"] == 3_333
+    assert trace.events["name"].value_counts().to_dict() == {"model/dense/MatMul": 3_333,
+                                                             "model/dense/BiasAdd": 3_333}

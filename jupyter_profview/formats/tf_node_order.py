@@ -35,6 +35,7 @@ step of its first execution; no inputs, shapes or devices in this format.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterable
 
 import numpy as np
@@ -108,35 +109,65 @@ def phase_of(names: Iterable[str]) -> list[str]:
     return phases.classify(bases, extra)
 
 
-def read_names(source: Source) -> tuple[list[int], list[str], Quality]:
-    """(0-based line index, name) of every node line; blank lines skipped.
-    Streamed line by line (:meth:`Source.lines`)."""
+class _Int32Column:
+    """int32 values appended one by one, held in blocks of BLOCK (no array is
+    ever copied whole while growing: ~4 bytes per value at any time)."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self) -> None:
+        self.blocks: list[np.ndarray] = []
+        self.buf = array("i")
+
+    def append(self, value: int) -> None:
+        self.buf.append(value)
+        if len(self.buf) >= self.BLOCK:
+            self.blocks.append(np.frombuffer(self.buf, np.int32).copy())
+            self.buf = array("i")
+
+    def __len__(self) -> int:
+        return len(self.blocks) * self.BLOCK + len(self.buf)
+
+    def values(self) -> np.ndarray:
+        out = np.concatenate([*self.blocks, np.frombuffer(self.buf, np.int32)]) if len(self) else \
+            np.zeros(0, np.int32)
+        self.blocks, self.buf = [], array("i")
+        return out
+
+
+def read_names(source: Source) -> tuple[np.ndarray, np.ndarray, list[str], Quality]:
+    """(0-based line index, name code, distinct names) of every node line, blank
+    lines skipped.  Streamed line by line (:meth:`Source.lines`) into int32
+    columns, each distinct name kept once: ~8 bytes per line, whatever the
+    file repeats, up to ``limits.MAX_TEXT_RECORDS`` lines (< 2**31)."""
     quality = Quality()
-    steps: list[int] = []
-    names: list[str] = []
+    steps, codes = _Int32Column(), _Int32Column()
+    index: dict[str, int] = {}
     lines = source.lines()
     for number, raw in lines:
-        i = number - 1
         quality.records_read += 1
         line = raw.strip()
         if not line:
             quality.skipped["blank line"] += 1
             continue
-        match = NAME.match(line)
-        if match is None or match.end() != len(line):
-            col = (match.end() if match else 0) + len(raw) - len(raw.lstrip()) + 1
-            raise ProfviewError(
-                f"{line[:80]!r} is not a TensorFlow node name", source=source.name,
-                position=f"line {i + 1}, column {col}",
-                expected="one node name per line (letters, digits, '._-/>')",
-            )
-        steps.append(i)
-        names.append(line)
-        quality.placed["events"] += 1
+        code = index.get(line)
+        if code is None:
+            match = NAME.match(line)
+            if match is None or match.end() != len(line):
+                col = (match.end() if match else 0) + len(raw) - len(raw.lstrip()) + 1
+                raise ProfviewError(
+                    f"{line[:80]!r} is not a TensorFlow node name", source=source.name,
+                    position=f"line {number}, column {col}",
+                    expected="one node name per line (letters, digits, '._-/>')",
+                )
+            code = index[line] = len(index)
+        steps.append(number - 1)
+        codes.append(code)
+    quality.placed["events"] += len(codes)
     if lines.squeezed:  # runs of blank lines skipped while streaming
         quality.records_read += lines.squeezed
         quality.skipped["blank line"] += lines.squeezed
-    return steps, names, quality
+    return steps.values().astype(np.int64), codes.values(), list(index), quality
 
 
 def sniff(head: bytes) -> bool:
@@ -152,36 +183,46 @@ def sniff(head: bytes) -> bool:
 
 
 def load(source: Source) -> Trace:
-    steps, names, quality = read_names(source)
-    if not names:
+    steps, codes, distinct, quality = read_names(source)
+    if not len(codes):
         raise ProfviewError("no node names in the input", source=source.name,
                             expected="one TensorFlow node name per line")
-    name_cat = pd.Categorical(names)
-    categories = [str(c) for c in name_cat.categories]
-    kind_of = dict(zip(categories, map(op_kind, categories), strict=True))
-    phase_of_name = dict(zip(categories, phase_of(categories), strict=True))
-    kinds = [kind_of[n] for n in names]
-    phase_list = [phase_of_name[n] for n in names]
+    order = np.argsort(np.asarray(distinct, dtype=object))  # categories sorted, as pd.Categorical does
+    rank = np.empty(len(order), np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    categories = [distinct[i] for i in order.tolist()]
+    codes = rank[codes]
+    kinds = [op_kind(c) for c in categories]
+    phases_ = phase_of(categories)
+    kind_values, kind_codes = np.unique(np.asarray(kinds, dtype=object), return_inverse=True)
+    phase_values, phase_codes = np.unique(np.asarray(phases_, dtype=object), return_inverse=True)
+    phase = pd.Categorical.from_codes(phase_codes.reshape(-1)[codes],
+                                      categories=pd.Index(phase_values, dtype=str))
     columns = {
-        "name": name_cat, "category": kinds, "phase": phase_list,
-        "process": ["graph"] * len(names), "thread": phase_list,
-        "start": np.asarray(steps, np.int64), "dur": np.ones(len(names), np.int64),
+        "name": pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=str)),
+        "category": pd.Categorical.from_codes(kind_codes.reshape(-1)[codes],
+                                              categories=pd.Index(kind_values, dtype=str)),
+        "phase": phase, "thread": phase,
+        "process": pd.Categorical.from_codes(np.zeros(len(codes), np.int8), categories=pd.Index(["graph"])),
+        "start": steps, "dur": np.ones(len(codes), np.int64),
     }
-    events, _raw, base = build_events(columns, quality, base=0)
-    first: dict[str, int] = {}
-    for step, name in zip(steps, names, strict=True):
-        first.setdefault(name, step)
+    uniq, first_at = np.unique(codes, return_index=True)
+    first = np.argsort(first_at, kind="stable")  # distinct names in order of first execution
+    node_codes, node_steps = uniq[first], steps[first_at[first]]
+    events, _raw, base = build_events(columns, quality, base=0, consume=True)
+    names = [categories[c] for c in node_codes.tolist()]
+    n = len(names)
     nodes = pd.DataFrame({
-        "id": pd.array(list(first), dtype="string"), "name": pd.array(list(first), dtype="string"),
-        "op_type": pd.Categorical([kind_of[n] for n in first]),
-        "inputs": [[] for _ in first], "outputs": [[] for _ in first],
-        "input_shapes": [[] for _ in first], "output_shapes": [[] for _ in first],
-        "bytes": pd.array([None] * len(first), dtype="Int64"),
-        "device": pd.Categorical([None] * len(first)),
-        "order": pd.array(list(first.values()), dtype="Int64"),
+        "id": pd.array(names, dtype="string"), "name": pd.array(names, dtype="string"),
+        "op_type": pd.Categorical([kinds[c] for c in node_codes.tolist()]),
+        "inputs": [[] for _ in range(n)], "outputs": [[] for _ in range(n)],
+        "input_shapes": [[] for _ in range(n)], "output_shapes": [[] for _ in range(n)],
+        "bytes": pd.array([None] * n, dtype="Int64"),
+        "device": pd.Categorical([None] * n),
+        "order": pd.array(node_steps, dtype="Int64"),
     })
     metadata = {"time_axis": "execution step (line index); the file has no clock",
-                "lanes": "one per phase", "distinct_nodes": len(first)}
+                "lanes": "one per phase", "distinct_nodes": n}
     return make_trace(FORMAT.name, "step", events, quality, base=base, nodes=nodes, metadata=metadata)
 
 
