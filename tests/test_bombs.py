@@ -150,12 +150,17 @@ def test_step_stats_text_blank_lines_keep_line_numbers(tmp_path: Path) -> None:
 
 
 def test_many_lines_run_out_of_memory_as_a_profview_error(tmp_path: Path) -> None:
-    """Real content that does not fit (here: memory capped at +300 MB) ends in
-    a ProfviewError naming the file and how far the reading got."""
+    """Real content that does not fit (here: memory capped at +100 MB) ends in
+    a ProfviewError naming the file and how far the reading got; with +300 MB
+    the columns (~8 bytes a line) reach limits.MAX_TEXT_RECORDS first, and the
+    line past it is refused."""
     lines = b"".join(b"scope%d/op_%d\n" % (i % 7, i) for i in range(256))
     path = bomb(tmp_path / "many.txt.gz", b"", lines, b"", gib=0.5)
-    result = run(path, "tf_node_order", b"a/b\n", limit_mb=300)
+    result = run(path, "tf_node_order", b"a/b\n", limit_mb=100)
     assert_error(result, path, "ran out of memory", "decompressed bytes read")
+    result = run(path, "tf_node_order", b"a/b\n", limit_mb=300)
+    assert_error(result, path, "more than 20,000,000 lines")
+    assert result["position"] == "line 20000001", result
 
 
 # -- PyTorch memory timeline (JSON), CUDA snapshot (pickle), XSpace (binary protobuf) --------
