@@ -46,6 +46,7 @@ import argparse
 import gzip
 import json
 import random
+import re
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -101,6 +102,7 @@ class Writer:
         self.count = 0  # records written
         self.timeline = 0  # X events written (the N of --events)
         self.lines: list[str] = []
+        self.compact = False
         self.external_id = 0
         self.sequence = 0
         self.correlation = 0
@@ -125,7 +127,10 @@ class Writer:
             self.flush()
 
     def flush(self) -> None:
-        self.out.write("".join(self.lines))
+        text = "".join(self.lines)
+        if self.compact:  # one event per line: the same JSON without the indentation
+            text = _INDENT.sub(" ", text).replace("{ ", "{").replace(" }", "}")
+        self.out.write(text)
         self.lines.clear()
 
     # -- event kinds -----------------------------------------------------
@@ -306,8 +311,14 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def generate(out: IO[str], events: int, seed: int = 0, gpu: bool = False) -> tuple[int, int]:
-    """Write the trace; returns (records, X events)."""
+_INDENT = re.compile(r"\n {4,}|\n  (?=\})")
+
+
+def generate(out: IO[str], events: int, seed: int = 0, gpu: bool = False,
+             compact: bool = False) -> tuple[int, int]:
+    """Write the trace; returns (records, X events).  ``compact``: one event
+    per line, without the indentation inside events (the same JSON, ~15 %
+    smaller: 10M events stay within simdjson's 4 GiB document limit)."""
     rng = random.Random(seed)
     header = {
         "schemaVersion": 1,
@@ -326,6 +337,7 @@ def generate(out: IO[str], events: int, seed: int = 0, gpu: bool = False) -> tup
         out.write(f'  "{key}": {json.dumps(value, indent=None)},\n')
     out.write('  "traceEvents": [\n')
     w = Writer(out, events, rng, gpu)
+    w.compact = compact
     for name, pid, tid, value in (
         ("process_name", PID, 0, "python3"), ("process_labels", PID, 0, "CPU"),
         ("process_sort_index", PID, 0, PID), ("thread_name", PID, MAIN_TID, "thread 1 (python3)"),
@@ -382,9 +394,10 @@ def generate(out: IO[str], events: int, seed: int = 0, gpu: bool = False) -> tup
     return w.count, w.timeline
 
 
-def default_path(events: int, gz: bool = False, gpu: bool = False) -> Path:
+def default_path(events: int, gz: bool = False, gpu: bool = False, compact: bool = False) -> Path:
     # "x": N counts X events (older files named pytorch_<N>.json counted all records)
-    return DATA / f"pytorch_{events}x{'_gpu' if gpu else ''}.json{'.gz' if gz else ''}"
+    return DATA / f"pytorch_{events}x{'_gpu' if gpu else ''}{'_compact' if compact else ''}" \
+        f".json{'.gz' if gz else ''}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,17 +406,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gzip", action="store_true", help="write a .json.gz")
     parser.add_argument("--gpu", action="store_true", help="several streams, NCCL, memcpy/memset, f before s")
+    parser.add_argument("--compact", action="store_true", help="one event per line, no indentation")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    path = args.out or default_path(args.events, args.gzip, args.gpu)
+    path = args.out or default_path(args.events, args.gzip, args.gpu, args.compact)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     if args.gzip:
         with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6, newline="\n") as f:
-            records, timeline = generate(f, args.events, args.seed, args.gpu)
+            records, timeline = generate(f, args.events, args.seed, args.gpu, args.compact)
     else:
         with open(tmp, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
-            records, timeline = generate(f, args.events, args.seed, args.gpu)
+            records, timeline = generate(f, args.events, args.seed, args.gpu, args.compact)
     tmp.replace(path)
     print(f"{path}: {timeline} X events, {records} records, {path.stat().st_size / 1e6:.1f} MB",
           file=sys.stderr)

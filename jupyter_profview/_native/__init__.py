@@ -34,7 +34,7 @@ __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owne
            "warn_if_unavailable"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 4  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 5  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -143,6 +143,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_scan_detach_num.argtypes = [c_void_p, c_int, c_int, POINTER(c_size_t)]
     lib.pv_nest.restype = c_int
     lib.pv_nest.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
+    lib.pv_scan_file_args.restype = None
+    lib.pv_scan_file_args.argtypes = [c_void_p, c_int]
     lib.pv_owned.restype = c_int
     lib.pv_owned.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
 

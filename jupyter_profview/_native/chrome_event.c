@@ -306,9 +306,13 @@ static int scan_args(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, 
     }
     size_t n = pos - start;
     if (n > INT32_MAX) return unsup(s, "args larger than 2 GiB");
-    s->aoff[i] = (int64_t)s->blob.len;
     s->alen[i] = (int32_t)n;
-    if (!blob_append(&s->blob, b + start, n)) return PV_NOMEM;
+    if (s->file_args) {
+        s->aoff[i] = s->base + (int64_t)start; /* read back from the file when asked */
+    } else {
+        s->aoff[i] = (int64_t)s->blob.len;
+        if (!blob_append(&s->blob, b + start, n)) return PV_NOMEM;
+    }
     *ppos = pos;
     return PV_OK;
 }

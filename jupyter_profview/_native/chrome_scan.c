@@ -245,6 +245,10 @@ static int sticky(pv_scanner *s, int r) {
     return r;
 }
 
+/* Record args as offsets into the input (the uncompressed file, read back
+ * when asked) instead of copying them into the blob. */
+void pv_scan_file_args(pv_scanner *s, int on) { s->file_args = on != 0; }
+
 /* Feed the next chunk of input.  Returns PV_OK (continue), PV_ERR,
  * PV_UNSUP or PV_NOMEM; after anything but PV_OK further calls are no-ops. */
 int pv_scan_feed(pv_scanner *s, const uint8_t *data, size_t len) {

@@ -39,7 +39,7 @@
 /* Version of the exported pv_* interface (pv_abi_version); the Python side
  * refuses a library with another one.  Bump it with any change of the
  * exported functions, their arguments, the column ids or the status codes. */
-#define PV_ABI_VERSION 4
+#define PV_ABI_VERSION 5
 
 /* Limits on hostile input (the same as jupyter_profview.sources): a JSON
  * string longer than PV_MAX_STRING bytes (as written, escapes included), or
@@ -158,6 +158,7 @@ typedef struct pv_scanner {
     int array_format; /* bare array */
     int seen_events;  /* "traceEvents" key seen */
     int status;       /* sticky PV_OK / PV_ERR / PV_UNSUP / PV_NOMEM */
+    int file_args;    /* aoff = offset in the input (read back from the file), no blob */
 
     int64_t base; /* global offset of the buffer being scanned */
     buf_t carry;  /* bytes of an incomplete unit */

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import ChromeColumns, args_at
+from .file_blob import FileBlob, segments
 
 
 class ArgsRows:
@@ -40,7 +41,8 @@ class _ArgsLookup:
     """``trace.args(id)``: the record's args, with a matching end's merged in.
     Keeps only the args blob and each event's slice of it (not the columns)."""
 
-    def __init__(self, blob: bytes | memoryview, offset: np.ndarray, length: np.ndarray, end_ids: np.ndarray,
+    def __init__(self, blob: bytes | memoryview | FileBlob, offset: np.ndarray, length: np.ndarray,
+                 end_ids: np.ndarray,
                  end_offset: np.ndarray, end_length: np.ndarray) -> None:
         self.blob, self.offset, self.length = blob, offset, length
         self.end_ids, self.end_offset, self.end_length = end_ids, end_offset, end_length
@@ -72,25 +74,35 @@ class _ArgsLookup:
         order = np.argsort(off, kind="stable")
         row, off, end, is_end = row[order], off[order], end[order], is_end[order]
         pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*(?:' + value + rb"|)")
+        brace = re.compile(rb"\{")  # a "{" after the object's own: the key may be in a nested object
         pos_list: list[int] = []
         values: list[bytes | None] = []
-        for m in pattern.finditer(self.blob):
-            pos_list.append(m.start())
-            values.append(m.group(1))
+        escaped: list[bool] = []  # \" : the key's text inside a string
+        nested: list[bool] = []
+        for base, piece in segments(self.blob, off, end):  # the args texts (a file's: read in pieces)
+            found: list[int] = []
+            for m in pattern.finditer(piece):
+                found.append(m.start())
+                values.append(m.group(1))
+            if not found:
+                continue
+            local = np.array(found, np.int64)
+            escaped.extend((np.frombuffer(piece, np.uint8)[np.maximum(local - 1, 0)] == 0x5C) & (local > 0))
+            starts = off[np.searchsorted(off, base):np.searchsorted(off, base + len(piece))] - base
+            k = np.searchsorted(starts, local, side="right") - 1
+            own_start = np.where(k >= 0, starts[np.maximum(k, 0)], local)  # the enclosing args' start
+            nested.extend(a < p and brace.search(piece, a + 1, p) is not None
+                          for a, p in zip(own_start.tolist(), found, strict=True))
+            pos_list.extend((local + base).tolist())
         none = np.zeros(0, np.int64)
         if not pos_list:
             return none, [], none
         pos = np.array(pos_list, np.int64)
         at = np.searchsorted(off, pos, side="right") - 1
-        keep = (at >= 0) & (pos < end[np.maximum(at, 0)])
-        before = np.frombuffer(self.blob, np.uint8)[np.maximum(pos - 1, 0)]
-        keep &= before != 0x5C  # \" : the key's text inside a string
+        keep = (at >= 0) & (pos < end[np.maximum(at, 0)]) & ~np.array(escaped, bool)
         hit = np.flatnonzero(keep)
         j = at[hit]
-        brace = re.compile(rb"\{")  # a "{" after the object's own: the key may be in a nested object
-        spans = zip(hit.tolist(), off[j].tolist(), pos[hit].tolist(), strict=True)
-        parse = np.fromiter((values[h] is None or brace.search(self.blob, a + 1, p) is not None
-                             for h, a, p in spans), bool, len(hit))
+        parse = np.fromiter((values[h] is None or nested[h] for h in hit.tolist()), bool, len(hit))
         # the last hit per event wins, an end record's after its event's own (as in __call__)
         order = np.lexsort((pos[hit], is_end[j]))[::-1]
         rows, first = np.unique(row[j][order], return_index=True)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..._native.keys import NUMERIC_ARGS as _NUMERIC_ARGS
+from .file_blob import FileBlob
 
 ABSENT_TIME = np.iinfo(np.int64).min  # marker in ts_ns / dur_ns for "field absent"
 
@@ -108,7 +109,7 @@ class ChromeColumns:
     names: list[str]
     cats: list[str]
     tokens: list[str]
-    args_blob: bytes | memoryview  # concatenated raw "args" JSON texts (bytes-like)
+    args_blob: bytes | memoryview | FileBlob  # the raw "args" JSON texts (bytes-like, or in the file)
     numeric_args: dict[str, SparseColumn]  # NUMERIC_ARGS key -> its numeric values
     top_level: dict[str, Any] = field(default_factory=dict)  # other top-level keys, parsed
     array_format: bool = False  # the file was a bare JSON array
@@ -140,11 +141,14 @@ class ChromeColumns:
         return args_at(self.args_blob, int(self.args_offset[i]), int(self.args_length[i]))
 
 
-def args_at(blob: bytes | memoryview, offset: int, length: int) -> dict[str, Any]:
+def args_at(blob: bytes | memoryview | FileBlob, offset: int, length: int) -> dict[str, Any]:
     """The args JSON at ``blob[offset:offset + length]`` parsed ({} for offset -1)."""
     import orjson
 
     if offset < 0:
         return {}
-    value = orjson.loads(memoryview(blob)[offset : offset + length])
+    if isinstance(blob, FileBlob):
+        value = orjson.loads(blob.read(offset, length))
+    else:
+        value = orjson.loads(memoryview(blob)[offset : offset + length])
     return value if isinstance(value, dict) else {"args": value}

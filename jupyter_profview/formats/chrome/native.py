@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import itertools
+import os
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..._native import _COLUMNS, _ERR, _NOMEM, _OK, _UNSUP, CHUNK_SIZE, _lib
 from ...errors import ProfviewError
+from .file_blob import FileBlob
 
 if TYPE_CHECKING:
     from ...sources import Source
@@ -162,7 +164,8 @@ def _take_blob(lib: ctypes.CDLL, scanner: int, column: int) -> memoryview:
     return blob.data  # a memoryview of the array
 
 
-def _file_chunks(source: Source, chunk_size: int) -> Iterator[memoryview] | None:
+def _file_chunks(source: Source, chunk_size: int,
+                 blob: FileBlob | None = None) -> Iterator[memoryview] | None:
     """An uncompressed file read into a ring of reused buffers (None for other
     sources).  Unlike fresh ``bytes`` per chunk, this does not churn large
     malloc blocks, which with glibc raises the mmap threshold and leaves the
@@ -175,7 +178,10 @@ def _file_chunks(source: Source, chunk_size: int) -> Iterator[memoryview] | None
 
     def read() -> Iterator[memoryview]:
         ring = [bytearray(chunk_size) for _ in range(4)]
-        with open(path, "rb", buffering=0) as f:
+        fd = os.dup(blob.fileno()) if blob is not None else \
+            os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb", buffering=0, closefd=True) as f:
+            f.seek(0)
             for k in itertools.count():
                 buffer = ring[k % len(ring)]
                 size = f.readinto(buffer)
@@ -274,20 +280,25 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
     if not scanner:
         raise MemoryError("out of memory in the native scanner")
     try:
-        status = _feed(lib, scanner, source, chunk_size)
+        # an uncompressed file: its args stay in it (file_blob), read from the file opened here
+        blob = FileBlob(source.path) if source.path is not None and not source.is_gzip else None
+        if blob is not None:
+            lib.pv_scan_file_args(scanner, 1)
+        status = _feed(lib, scanner, source, chunk_size, blob)
         if status == _UNSUP:
             return None
         _check_status(lib, scanner, status, source)
-        return _columns(lib, scanner)
+        return _columns(lib, scanner, blob)
     finally:
         lib.pv_scan_free(scanner)
 
 
-def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int) -> int:
-    """Stream the decompressed input into the scanner; its final status."""
+def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int, blob: FileBlob | None) -> int:
+    """Stream the decompressed input into the scanner; its final status (a
+    file whose args stay in it is read through the blob's own descriptor)."""
     status = _OK
     progress = _Progress(source)
-    chunks = _file_chunks(source, chunk_size) or source.chunks(chunk_size)
+    chunks = _file_chunks(source, chunk_size, blob) or source.chunks(chunk_size)
     try:
         # small inputs and small chunks (the tests') are not worth a thread
         threaded = source.size > 2 * chunk_size and chunk_size >= 1 << 20
@@ -324,15 +335,18 @@ def _check_status(lib: ctypes.CDLL, scanner: int, status: int, source: Source) -
         raise RuntimeError(f"native scanner returned status {status}")
 
 
-def _columns(lib: ctypes.CDLL, scanner: int) -> ChromeColumns:
-    """The scanner's results as ChromeColumns (the arrays adopt its buffers)."""
+def _columns(lib: ctypes.CDLL, scanner: int, file_blob: FileBlob | None = None) -> ChromeColumns:
+    """The scanner's results as ChromeColumns (the arrays adopt its buffers;
+    ``file_blob``: the args are in the file, read back through it)."""
     from .columns import NUMERIC_ARGS, ChromeColumns
 
     n = int(lib.pv_scan_count(scanner))
     numeric = {key: _sparse(lib, scanner, k, n) for k, key in enumerate(NUMERIC_ARGS)}
     cols = {name: _adopt(lib, scanner, i, dtype, n) for i, (name, dtype) in enumerate(_COLUMNS)}
     blob_id = int(lib.pv_col_blob())
-    args_blob = _take_blob(lib, scanner, blob_id)
+    args_blob: bytes | memoryview | FileBlob = _take_blob(lib, scanner, blob_id)
+    if file_blob is not None:
+        args_blob = file_blob
     top_level = _top_level(_copy_top_index(lib, scanner, blob_id + 1), _take_bytes(lib, scanner, blob_id + 2))
     names = _dedupe(*_dictionary(lib, scanner, 0), cols["name_code"])
     cats = _dedupe(*_dictionary(lib, scanner, 1), cols["cat_code"])
