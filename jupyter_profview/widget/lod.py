@@ -65,7 +65,7 @@ def lane_rows(ev: pd.DataFrame) -> np.ndarray:
     on an overlap sub-lane the number of its ancestors drawn on that sub-lane,
     so that a sub-lane starts at its top row (``nesting`` module docstring:
     main-lane events only nest in main-lane events)."""
-    rows = ev["depth"].to_numpy(np.int64).copy()
+    rows = ev["depth"].to_numpy(np.int32).copy()
     track = pd.Categorical(ev["track"])
     lanes = [code for code, label in enumerate(track.categories) if _OVERLAP.search(str(label))]
     if not lanes:
@@ -135,16 +135,23 @@ class TimelineIndex:
             self.event_track = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
-        codes = pd.Categorical(ev["track"]).codes.astype(np.int64)
-        rank = np.zeros(int(codes.max()) + 1, np.int64)
+        codes = pd.Categorical(ev["track"]).codes
+        rank = np.zeros(int(codes.max()) + 1, np.uint32)
         rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
-        track_index = rank[codes]
-        self.event_track = track_index.astype(np.uint32)  # by event position
+        self.event_track = rank[codes]  # by event position
+        del codes
         depth = lane_rows(ev)
         self.depth_span = int(depth.max()) + 1
-        row = track_index * self.depth_span + depth
+        wide = len(self.tracks) * self.depth_span >= 2**31
+        row = self.event_track.astype(np.int64 if wide else np.int32) * self.depth_span
+        row += depth.astype(row.dtype)
+        del depth
         start = ev["start"].to_numpy(np.int64)
-        order = np.lexsort((start, row))
+        if len(start) < 2 or bool((start[1:] >= start[:-1]).all()):  # events in start order (one trace)
+            order = np.argsort(row, kind="stable")  # by row, start order kept within a row
+        else:  # several ranks one after the other
+            order = np.lexsort((start, row))
+        del start
         self.order = order
         row_sorted = row[order]
         cuts = np.flatnonzero(np.diff(row_sorted)) + 1
