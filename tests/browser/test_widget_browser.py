@@ -253,3 +253,45 @@ def test_detail_is_one_round_trip_at_a_time_with_memory(lab: LabServer, page: An
     last = log[-1]
     assert last["stale"] == 0 and view["end"] > view["start"]
     assert not [e for e in page.page_errors if "profview" in e.lower()]
+
+
+def test_self_time_on_screen_is_never_negative(lab: LabServer, page: Any, tmp_path: Path) -> None:
+    """A real torch 2.13 trace with ``with_stack`` + ``record_function``: the frames whose
+    children partly overlap (torch's own "Self CPU" is negative for them) show their
+    non-negative self time in the table, the DataFrame's value under the shared rule; so does
+    every row in view."""
+    import json
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    path = data / "torch_overlap.json.gz"
+    torch_self = json.loads((data / "torch_overlap_key_averages.json").read_text())["key_averages"]
+    negative = sorted(n for n, v in torch_self.items() if v["self_cpu_time_total"] < 0)
+    assert negative  # torch reports these negative
+    trace = profview.load(path)
+    ev = trace.events
+    target = int(ev[ev["name"] == negative[0]].index[0])
+    name = copy_into(lab, path)
+    nb = LabNotebook(lab, page, "selfs", show_cells(f"r'{name}'"))
+    nb.run_all()
+    root = nb.wait_widget()
+    assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
+    start, dur = int(ev.loc[target, "start"]), int(ev.loc[target, "dur"])
+    nb.step(f"w.zoom_to({start}, {start + dur})")
+    rows = root.locator(".pv-table-row")
+    assert wait_until(lambda: root.locator(f'.pv-table-row[data-id="{target}"]').count() == 1)
+    row = root.locator(f'.pv-table-row[data-id="{target}"]')
+    assert row.locator(".pv-col-name").inner_text() == negative[0]
+    assert row.locator(".pv-col-self").inner_text() == format_duration(int(ev.loc[target, "self"]))
+    assert int(ev.loc[target, "self"]) >= 0
+    shown = 0
+    for i in range(min(rows.count(), 40)):
+        r = rows.nth(i)
+        eid = int(r.get_attribute("data-id") or -1)
+        text = r.locator(".pv-col-self").inner_text()
+        assert not text.startswith("-") and text == format_duration(int(ev.loc[eid, "self"])), eid
+        shown += 1
+    assert shown >= 10
+    page.mouse.move(5, 5)
+    shot = tmp_path / "self_time.png"
+    root.screenshot(path=str(shot))
+    print("screenshot", shot)
