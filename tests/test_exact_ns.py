@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jupyter_profview as profview
 from jupyter_profview import _native
@@ -160,3 +162,46 @@ def test_last_duplicate_key_wins_over_an_out_of_range_one() -> None:
     for decoder in available_decoders():
         columns = decoder(Source(data))
         assert columns is not None and columns.ts_ns.tolist() == [2500]
+
+
+# -- both decoders, any number ---------------------------------------------------------------------
+
+_digits = st.text("0123456789", min_size=1, max_size=45).map(lambda d: d.lstrip("0") or "0")
+NUMBER = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+    st.sampled_from(["", "-"]), _digits,
+    st.one_of(st.just(""), st.text("0123456789", min_size=1, max_size=12).map(lambda d: "." + d)),
+    st.one_of(st.just(""), st.integers(-30, 30).map(lambda e: f"e{e:+d}"), st.just("E400")),
+)
+
+
+def expected_time(text: str) -> int | None:
+    """x1000 ns, ties to even, from the digits (None beyond the int64 range)."""
+    with localcontext() as ctx:
+        ctx.prec = 600
+        ns = (Decimal(text) * 1000).to_integral_value(ROUND_HALF_EVEN)
+    return int(ns) if -(2**63) < ns <= 2**63 - 1 else None
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(NUMBER, st.sampled_from(["ts", "dur"]))
+def test_both_decoders_agree_on_any_number(text: str, field: str) -> None:
+    """Any JSON number in ``ts`` or ``dur``: both decoders give the same exact ns, or both refuse
+    it as out of range with the same message (an integer of 400 digits included)."""
+    event = f'{{"ph": "X", "ts": {text if field == "ts" else 0}, "dur": {text if field == "dur" else 0}}}'
+    data = f'{{"traceEvents": [{event}]}}'.encode()
+    want = expected_time(text)
+    outcomes = []
+    for decoder in (decode_python, decode_chrome):
+        try:
+            cols = decoder(Source(data, name="n.json"))
+            assert cols is not None
+            outcomes.append(int((cols.ts_ns if field == "ts" else cols.dur_ns)[0]))
+        except ProfviewError as err:
+            outcomes.append((f"'{field}'" in str(err) and "out of range" in str(err), err.expected))
+    assert outcomes[0] == outcomes[1], (text, outcomes)
+    if want is not None and abs(want) < 2**63 - 1 and want != ABSENT_TIME:
+        assert outcomes[0] == want, (text, outcomes)
+    elif want is None:
+        assert outcomes[0] == (True, "a time in microseconds within ±292 years"), (text, outcomes)
