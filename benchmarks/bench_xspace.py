@@ -1,13 +1,16 @@
 """XSpace loading at scale: linear cost, bounded hostile case.
 
-    python benchmarks/bench_xspace.py                  # 400x and 2000x the real TF profile
-    python benchmarks/bench_xspace.py --repeat 3 --small 200 --large 1000
+    python benchmarks/bench_xspace.py                  # the real JAX and TF profiles, ~276k and 5x
+    python benchmarks/bench_xspace.py --profiles jax --repeat 1
 
-Inputs come from ``make_xspace.py`` (a real TensorFlow/Keras CPU profile with
-every line's events repeated K times; generated once into ``benchmarks/data``):
-``small`` (K = 400, ~275k events), ``large`` (5x: ~1.4M events), and both
-again ``--hostile`` (the copies keep their TraceMe context ids: every copy of
-a producer shares its id with every copy of its consumers).
+Inputs come from ``make_xspace.py``, generated once into ``benchmarks/data``:
+a real profile with every line's events repeated K times, ``small`` (~276k
+events) and ``large`` (5x), and both again ``--hostile`` (the copies keep
+their TraceMe context ids: every copy of a producer shares its id with every
+copy of its consumers).  Profiles: ``jax`` (the package's JAX CPU profile,
+``jax.profiler.trace``, 160 events with ~4.5 stats each: K = 1730 and 8650)
+and ``tf`` (the TensorFlow/Keras CPU profile, 688 events with ~1.3 stats
+each: K = 400 and 2000).
 
 Each measurement runs in a fresh subprocess.  ``base`` is the RSS after the
 imports (numpy, pandas, protobuf, the package and its XSpace schema), so
@@ -39,6 +42,9 @@ RATE_TARGET = 200_000
 BYTES_TARGET = 400
 GROWTH_TARGET = 6.0
 HOSTILE_TARGET = 1.5
+EXAMPLES = ROOT / "jupyter_profview" / "examples" / "xspace"
+PROFILES = {"jax": (EXAMPLES / "jax_cpu.xplane.pb.gz", 1730),
+            "tf": (next(EXAMPLES.rglob("*.xplane.pb")), 400)}
 
 
 def _rss() -> int:
@@ -88,10 +94,12 @@ def measure(method: str, path: Path, repeat: int) -> dict[str, float]:
     return out
 
 
-def ensure(repeat: int, hostile: bool) -> Path:
-    path = HERE / "data" / f"xspace_{repeat}x{'_hostile' if hostile else ''}.xplane.pb"
+def ensure(profile: str, repeat: int, hostile: bool) -> Path:
+    tag = "" if profile == "tf" else f"{profile}_"
+    path = HERE / "data" / f"xspace_{tag}{repeat}x{'_hostile' if hostile else ''}.xplane.pb"
     if not path.exists():
-        cmd = [sys.executable, str(HERE / "make_xspace.py"), "--repeat", str(repeat), "--out", str(path)]
+        cmd = [sys.executable, str(HERE / "make_xspace.py"), "--repeat", str(repeat), "--out", str(path),
+               "--source", str(PROFILES[profile][0])]
         subprocess.run(cmd + (["--hostile"] if hostile else []), check=True)
     return path
 
@@ -99,8 +107,7 @@ def ensure(repeat: int, hostile: bool) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", type=int, default=400, help="repeats of the small input")
-    parser.add_argument("--large", type=int, default=2000, help="repeats of the large input (5x small)")
+    parser.add_argument("--profiles", default="jax,tf", help="comma-separated: jax, tf")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--child", nargs=2, metavar=("METHOD", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -109,21 +116,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results: dict[tuple[str, str], dict[str, float]] = {}
     print(f"XSpace load, median of {args.repeat} fresh processes, cpus {os.cpu_count()}")
-    for label, k in (("small", args.small), ("large", args.large)):
-        for hostile in (False, True):
-            path = ensure(k, hostile)
-            name = f"{label}{' hostile' if hostile else ''}"
-            ref = measure("protobuf", path, args.repeat)
-            got = measure("profview", path, args.repeat)
-            results[(name, "profview")], results[(name, "protobuf")] = got, ref
-            n = float(got["events"])
-            above = got["peak"] - got["base"]
-            print(f"  {name:14s} {path.stat().st_size / 1e6:6.1f} MB {int(n):>9,} events  "
-                  f"{got['seconds']:6.2f} s  {n / got['seconds'] / 1e3:6.0f}k events/s  "
-                  f"peak +{above / 1e6:6.0f} MB = {above / n:4.0f} B/event  "
-                  f"flows {int(got['flows']):,} (+{int(got['extra_producers']):,} producers not linked)  "
-                  f"protobuf parse {ref['seconds']:.2f} s "
-                  f"(load / parse = {got['seconds'] / ref['seconds']:.1f}x)")
+    names = []
+    for profile in [p for p in args.profiles.split(",") if p]:
+        for label, k in (("small", PROFILES[profile][1]), ("large", 5 * PROFILES[profile][1])):
+            for hostile in (False, True):
+                path = ensure(profile, k, hostile)
+                name = f"{profile} {label}{' hostile' if hostile else ''}"
+                names.append(name)
+                ref = measure("protobuf", path, args.repeat)
+                got = measure("profview", path, args.repeat)
+                results[(name, "profview")], results[(name, "protobuf")] = got, ref
+                n = float(got["events"])
+                above = got["peak"] - got["base"]
+                print(f"  {name:18s} {path.stat().st_size / 1e6:6.1f} MB {int(n):>9,} events  "
+                      f"{got['seconds']:6.2f} s  {n / got['seconds'] / 1e3:6.0f}k events/s  "
+                      f"peak +{above / 1e6:6.0f} MB = {above / n:4.0f} B/event  "
+                      f"flows {int(got['flows']):,} (+{int(got['extra_producers']):,} producers not linked)  "
+                      f"protobuf parse {ref['seconds']:.2f} s "
+                      f"(load / parse = {got['seconds'] / ref['seconds']:.1f}x)")
     ok = True
 
     def check(text: str, value: float, limit: float, higher: bool = False) -> None:
@@ -133,21 +143,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"target {text} = {value:,.2f} ({'>=' if higher else '<='} {limit:,}): "
               f"{'MET' if met else 'NOT MET'}")
 
-    for name in ("small", "large", "small hostile", "large hostile"):
+    for name in names:
         got = results[(name, "profview")]
         check(f"{name}: events/s", got["events"] / got["seconds"], RATE_TARGET, higher=True)
         check(f"{name}: bytes/event", (got["peak"] - got["base"]) / got["events"], BYTES_TARGET)
-    for kind in ("", " hostile"):
-        small, large = results[("small" + kind, "profview")], results[("large" + kind, "profview")]
-        events = large["events"] / small["events"]
-        check(f"{events:.1f}x the events{kind}: time ratio", large["seconds"] / small["seconds"],
-              GROWTH_TARGET)
-        check(f"{events:.1f}x the events{kind}: memory ratio",
-              (large["peak"] - large["base"]) / (small["peak"] - small["base"]), GROWTH_TARGET)
-    for label in ("small", "large"):
-        check(f"{label}: hostile / unique ids time",
-              results[(label + " hostile", "profview")]["seconds"] / results[(label, "profview")]["seconds"],
-              HOSTILE_TARGET)
+    for profile in [p for p in args.profiles.split(",") if p]:
+        for kind in ("", " hostile"):
+            small = results[(f"{profile} small{kind}", "profview")]
+            large = results[(f"{profile} large{kind}", "profview")]
+            events = large["events"] / small["events"]
+            check(f"{profile} {events:.1f}x the events{kind}: time ratio",
+                  large["seconds"] / small["seconds"], GROWTH_TARGET)
+            check(f"{profile} {events:.1f}x the events{kind}: memory ratio",
+                  (large["peak"] - large["base"]) / (small["peak"] - small["base"]), GROWTH_TARGET)
+        for label in ("small", "large"):
+            check(f"{profile} {label}: hostile / unique ids time",
+                  results[(f"{profile} {label} hostile", "profview")]["seconds"]
+                  / results[(f"{profile} {label}", "profview")]["seconds"], HOSTILE_TARGET)
     return 0 if ok else 1
 
 

@@ -20,6 +20,7 @@ Written to ``benchmarks/data/xspace_<K>x[_hostile].xplane.pb``; deterministic.
 from __future__ import annotations
 
 import argparse
+import gzip
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -70,7 +71,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     out = args.out or HERE / "data" / f"xspace_{args.repeat}x{'_hostile' if args.hostile else ''}.xplane.pb"
-    data, events = repeat(args.source.read_bytes(), args.repeat, args.hostile)
+    raw = args.source.read_bytes()
+    data, events = repeat(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw, args.repeat, args.hostile)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)
     print(f"{out}: {events:,} events, {len(data) / 1e6:.1f} MB")

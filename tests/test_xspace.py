@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import os
 import re
 import shutil
 import warnings
@@ -470,11 +471,8 @@ def test_synthetic_flows_memory_rounding_and_aggregates() -> None:
     assert (al["free_time"] + base).tolist()[0] == 1_030 and al["free_time"].isna().tolist() == [False, True]
 
 
-def test_shared_context_ids_link_each_consumer_to_one_producer() -> None:
-    """A merged or hostile file: three producers and two consumers share one
-    context id (and two kernels one correlation id).  Each consumer links to
-    the latest producer that starts no later than it (else the first one);
-    the producers left over are counted, not drawn: linear, not all pairs."""
+def _shared_ids() -> bytes:
+    """Three producers and two consumers of one context id; two kernels of one correlation id."""
     names = {1: "_pt", 2: "_p", 3: "_ct", 4: "_c", 5: "correlation_id"}
     metas = {10: "produce", 11: "consume", 12: "cudaLaunch", 13: "kernel"}
     us = 1_000_000  # ps
@@ -491,7 +489,15 @@ def test_shared_context_ids_link_each_consumer_to_one_producer() -> None:
         ("worker", 0, [consumer(12), consumer(5), consumer(-1)])])
     device = plane("/device:GPU:0", names, metas, [("stream", 0, [event(13, 15 * us, us, stat(5, 5)),
                                                                    event(13, 4 * us, us, stat(5, 5))])])
-    trace = load_with(xspace, host + device, "shared ids")
+    return host + device
+
+
+def test_shared_context_ids_link_each_consumer_to_one_producer() -> None:
+    """A merged or hostile file: three producers and two consumers share one
+    context id (and two kernels one correlation id).  Each consumer links to
+    the latest producer that starts no later than it (else the first one);
+    the producers left over are counted, not drawn: linear, not all pairs."""
+    trace = load_with(xspace, _shared_ids(), "shared ids")
     ev, flows = trace.events, trace.flows
     start = (ev["start"] // 1000).to_numpy()  # µs from the first event (-1 µs)
     arrows = sorted((str(ev["name"].iat[s]), int(start[s]) - 1, int(start[t]) - 1)
@@ -551,3 +557,52 @@ def test_fuzz_mutations(data: st.DataObject) -> None:
 def test_fuzz_random_bytes(blob: bytes) -> None:
     fuzz_check(xspace, b"\x0a" + blob)
     fuzz_check(xspace, b"\x0a\x20\x12\x09/host:CPU" + blob)
+
+
+# -- the native line decoder (xplane.c) against the protobuf reference ------------------------------
+
+def _native_available() -> bool:
+    from jupyter_profview import _native
+
+    return _native.available()
+
+
+def _both(data: bytes) -> list[Any]:
+    """The load of ``data`` with the native line decoder and with protobuf's: (tables, quality,
+    args of every event), or the error each raised."""
+    out = []
+    saved = os.environ.get("PROFVIEW_NATIVE")
+    for native in ("1", "0"):
+        os.environ["PROFVIEW_NATIVE"] = native
+        try:
+            t = load_with(xspace, data, "both")
+        except ProfviewError as exc:
+            out.append(("error", exc.reason, exc.position))
+            continue
+        finally:
+            if saved is None:
+                os.environ.pop("PROFVIEW_NATIVE", None)
+            else:
+                os.environ["PROFVIEW_NATIVE"] = saved
+        out.append((t.events.to_dict("list"), t.flows.to_dict("list"), t.quality.as_dict(),
+                    [t.args(int(i)) for i in t.events.index]))
+    return out
+
+
+@pytest.mark.skipif(not _native_available(), reason="native library not built")
+@pytest.mark.parametrize("name", ["tf_keras", "jax", "synthetic", "shared ids"])
+def test_native_lines_equal_protobufs(name: str) -> None:
+    data = {"tf_keras": lambda: TF_FILE.read_bytes(), "jax": lambda: gzip.decompress(JAX_FILE.read_bytes()),
+            "synthetic": _synthetic, "shared ids": _shared_ids}[name]()
+    native, reference = _both(data)
+    assert native[0] != "error" and native == reference
+
+
+@pytest.mark.skipif(not _native_available(), reason="native library not built")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_native_lines_equal_protobufs_on_mutations(data: st.DataObject) -> None:
+    blob = mutate(data, data.draw(st.sampled_from([SMALL, TF_FILE.read_bytes()[:3000]])))
+    if blob:
+        native, reference = _both(bytes(blob))
+        assert native == reference

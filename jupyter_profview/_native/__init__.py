@@ -14,6 +14,7 @@ with how to get the native scanner.
   producing :class:`~jupyter_profview.formats.chrome.columns.ChromeColumns`.
 * :func:`nest` -- :func:`jupyter_profview.nesting.nest_python` (``nest.c``).
 * :func:`owned_time` -- :func:`jupyter_profview.nesting.owned_time_python` (``nest.c``).
+* :func:`xplane_lines` -- the per-event loop of ``formats.xspace_build.Builder`` (``xplane.c``).
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import numpy as np
 from ..errors import NativeUnavailableWarning
 
 __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_time", "status",
-           "warn_if_unavailable"]
+           "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 5  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 6  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -143,6 +144,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_scan_detach_num.argtypes = [c_void_p, c_int, c_int, POINTER(c_size_t)]
     lib.pv_nest.restype = c_int
     lib.pv_nest.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
+    lib.pv_xplane_count.restype = c_int
+    lib.pv_xplane_count.argtypes = [c_void_p, c_int64, c_void_p]
+    lib.pv_xplane_decode.restype = c_int
+    lib.pv_xplane_decode.argtypes = [c_void_p, c_int64, *[c_void_p] * 19]
     lib.pv_scan_file_args.restype = None
     lib.pv_scan_file_args.argtypes = [c_void_p, c_int]
     lib.pv_owned.restype = c_int
@@ -232,4 +237,41 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     out = np.zeros(n, np.int64)
     if n and lib.pv_owned(n, track.ctypes.data, start.ctypes.data, end.ctypes.data, out.ctypes.data) != 0:
         raise MemoryError("out of memory in native owned_time")
+    return out
+
+
+# -- XPlane lines ---------------------------------------------------------------
+
+XPLANE_LINE = ("line_id", "line_display_id", "line_ts", "line_name_off", "line_name_len", "line_dname_off",
+               "line_dname_len", "line_first")
+XPLANE_EVENT = ("ev_meta", "ev_off", "ev_dur", "ev_agg", "ev_first_stat")
+XPLANE_STAT = ("st_meta", "st_val", "st_len", "st_kind")
+_XPLANE_DTYPES = {"line_name_len": np.int32, "line_dname_len": np.int32, "ev_agg": np.uint8,
+                  "st_len": np.int32, "st_kind": np.uint8}
+
+
+def xplane_lines(data: bytes | bytearray) -> dict[str, Any] | None:
+    """The lines of one serialized XPlane as columns (``xplane.c``), plus
+    ``rest``: the plane's other fields, serialized; None where the decoder
+    leaves the plane to protobuf (anything malformed or off the schema)."""
+    lib = _lib()
+    buf = np.frombuffer(data, np.uint8)
+    n = len(buf)
+    counts = np.zeros(3, np.int64)
+    if lib.pv_xplane_count(buf.ctypes.data, n, counts.ctypes.data) != 0:
+        return None
+    lines, events, stats = counts.tolist()
+    out: dict[str, Any] = {}
+    for names, size in ((XPLANE_LINE, lines), (XPLANE_EVENT, events), (XPLANE_STAT, stats)):
+        for name in names:
+            out[name] = np.zeros(size, _XPLANE_DTYPES.get(name, np.int64))
+    rest = np.zeros(max(n, 1), np.uint8)
+    rest_len = np.zeros(1, np.int64)
+    args = [out[k].ctypes.data for k in (*XPLANE_LINE[:3], "line_name_off", "line_name_len", "line_dname_off",
+                                         "line_dname_len", "line_first", "ev_meta", "ev_off", "ev_dur",
+                                         "ev_agg", "ev_first_stat", *XPLANE_STAT)]
+    if lib.pv_xplane_decode(buf.ctypes.data, n, *args, rest.ctypes.data, rest_len.ctypes.data) != 0:
+        return None
+    out["rest"] = rest[: int(rest_len[0])].tobytes()
+    out["lines"], out["events"], out["stats"] = lines, events, stats
     return out

@@ -323,14 +323,15 @@ def _read_planes(source: Source, builder: Builder) -> tuple[dict[str, list[str]]
                                     f"(field {number}) is not length-delimited")
             if number == 1:
                 plane = plane_class()
+                lines = _native_lines(value)
                 try:
-                    plane.ParseFromString(value)
+                    plane.ParseFromString(value if lines is None else lines["rest"])
                 except (pb_message.DecodeError, RecursionError) as exc:
                     err = _plane_error(value, _value_start(at, value), index, exc)
                     raise ProfviewError(err.reason, source=source.name, position=err.position,
                                         expected=EXPECTED) from None
-                builder.add_plane(index, plane)
-                del plane
+                builder.add_plane(index, plane, lines)
+                del plane, lines
                 index += 1
             elif number in (2, 3, 4):
                 try:
@@ -345,6 +346,38 @@ def _read_planes(source: Source, builder: Builder) -> tuple[dict[str, list[str]]
         raise ProfviewError(exc.reason, source=source.name, position=f"byte {exc.position}",
                             expected=EXPECTED) from None
     return extra, index
+
+
+def _native_lines(value: bytes | bytearray) -> dict[str, Any] | None:
+    """The plane's lines decoded natively (``_native.xplane_lines``), or None:
+    no native library, or a plane it leaves to protobuf (protobuf then
+    reports what is wrong), or text that is not UTF-8 (the same)."""
+    from .. import _native
+
+    if not _native.available():
+        return None
+    lines = _native.xplane_lines(value)
+    if lines is None:
+        return None
+    data = lines["data"] = value
+    seen: dict[bytes, str] = {}  # one str per distinct text (stats repeat: source lines, op names)
+    try:
+        for off, n in (("line_name_off", "line_name_len"), ("line_dname_off", "line_dname_len")):
+            for o, k in zip(lines[off].tolist(), lines[n].tolist(), strict=True):
+                bytes(data[o:o + k]).decode("utf-8")
+        strings = lines["st_kind"] == 4
+        texts = np.empty(int(strings.sum()), dtype=object)
+        for j, (o, k) in enumerate(zip(lines["st_val"][strings].tolist(), lines["st_len"][strings].tolist(),
+                                       strict=True)):
+            raw = bytes(data[o:o + k])
+            text = seen.get(raw)
+            if text is None:
+                text = seen[raw] = raw.decode("utf-8")
+            texts[j] = text
+    except UnicodeDecodeError:
+        return None
+    lines["texts"] = texts
+    return lines
 
 
 def _plane_guard(source: Source) -> Callable[[int, int], None] | None:

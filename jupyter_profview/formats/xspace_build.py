@@ -6,19 +6,21 @@ own stats into typed arrays (``array('q')``; a stat's value is kept as an int
 where it is one, else in a side list); everything that follows from the
 event metadata (name, category, FLOPs, shapes, ...) is computed once per
 metadata entry and spread over the events with numpy, and the events' own
-stats override those columns with numpy, per stat name.  Only events whose
-own stats change their category (``hlo_category``, ``hlo_op``, ...) are
-looked at one by one, with a cache per (metadata, line, those stats).
+stats override those columns with numpy, per stat name.  Events whose own
+stats may change their category (``hlo_category``, ``hlo_op``, ...) are
+grouped by what decides it, and the category is computed once per group.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from array import array
 from collections import Counter
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Quality
@@ -33,6 +35,7 @@ CONTEXT_STATS = ("_p", "_pt", "_c", "_ct")
 SPECIAL = frozenset({"flops", "model_flops", "bytes_accessed", "correlation_id", "step_num", *SHAPE_STATS,
                      "hlo_module", "tf_op", "hlo_category", "hlo_op", *CONTEXT_STATS})
 CATEGORY_STATS = frozenset({"hlo_category", "step_num", "hlo_op", "hlo_module", "correlation_id"})
+VALUED_STATS = frozenset({"hlo_category", "hlo_op"})  # the others decide by being there
 STAT_COLUMN = {"flops": "flops", "model_flops": "flops", "bytes_accessed": "bytes",
                "correlation_id": "correlation_id", "step_num": "step", "hlo_module": "hlo_module",
                "tf_op": "tf_op", **{k: "shapes" for k in SHAPE_STATS}}
@@ -147,13 +150,24 @@ class Builder:
         # (ival + 2**64, obj -2) or objs[obj]
         self.stat_names: list[str] = []
         self._stat_code: dict[str, int] = {}
-        self.srow = array("q")
+        self.srow = array("i")  # rows < 2**31
         self.skey = array("i")
         self.sival = array("q")
         self.sobj = array("i")
-        self.objs: list[Any] = []
-        self._rows: np.ndarray | None = None  # srow as numpy, once the planes are read
+        self.objs: list[Any] = []  # distinct non-int stat values (texts repeat: source lines, op names)
+        self._obj_index: dict[tuple[type, Any], int] = {}
+        self._stats: list[tuple[np.ndarray, ...]] = []  # chunks of (row, key, ival, obj): flushed buffers
+        self._all: tuple[np.ndarray, ...] | None = None  # all stats as numpy, once the planes are read
         self.n = 0
+
+    def obj(self, value: Any) -> int:
+        """The index of ``value`` in :attr:`objs`, added once per distinct value (and type)."""
+        key = (type(value), value)
+        found = self._obj_index.get(key)
+        if found is None:
+            found = self._obj_index[key] = len(self.objs)
+            self.objs.append(value)
+        return found
 
     def code(self, stat: str) -> int:
         """The code of a stat name in :attr:`stat_names`."""
@@ -163,7 +177,10 @@ class Builder:
             self.stat_names.append(stat)
         return found
 
-    def add_plane(self, index: int, plane: Any) -> None:
+    def add_plane(self, index: int, plane: Any, lines: dict[str, Any] | None = None) -> None:
+        """One XPlane: its metadata from ``plane`` (protobuf), its lines from
+        ``plane.lines`` or, decoded natively (``_native.xplane_lines``; the
+        plane is then the rest without them), from the columns ``lines``."""
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
 
         def named(stats: Any) -> dict[str, Any]:
@@ -174,7 +191,8 @@ class Builder:
         label = plane.name or f"<plane {plane.id}>"
         if label in self.planes:
             label = f"{label} #{index}"
-        self.planes[label] = {"id": plane.id, "lines": len(plane.lines), "events": 0,
+        self.planes[label] = {"id": plane.id, "lines": len(plane.lines) if lines is None else lines["lines"],
+                              "events": 0,
                               **{k: v for k, v in plane_stats.items() if not str(v).startswith("<")}}
         if plane.name == "Task Environment" and "profile_start_time" in plane_stats:
             self.profile_start = as_int(plane_stats["profile_start_time"])
@@ -188,6 +206,9 @@ class Builder:
             self.meta_stats.append(named(md.stats))
         host = plane.name.startswith("/host:")
         key_code = {k: self.code(v) for k, v in stat_names.items()}
+        if lines is not None:
+            self._add_native_lines(index, lines, label, host, meta_index, stat_names, key_code)
+            return
         line_names = Counter(line.display_name or line.name for line in plane.lines)
         for li, line in enumerate(plane.lines):
             thread = line.display_name or line.name or f"<line {line.id}>"
@@ -207,7 +228,7 @@ class Builder:
             return
         self.min_line_ts = ts if self.min_line_ts is None else min(self.min_line_ts, ts)
         mids, offs, durs = array("q"), array("q"), array("q")
-        srow, skey, sival, sobj, objs = self.srow, self.skey, self.sival, self.sobj, self.objs
+        srow, skey, sival, sobj = self.srow, self.skey, self.sival, self.sobj
         row = self.n
         aggregated = 0
         for event in events:
@@ -240,8 +261,7 @@ class Builder:
                             sobj.append(-2)
                     else:
                         sival.append(0)
-                        sobj.append(len(objs))
-                        objs.append(stat_value(stat, stat_names))
+                        sobj.append(self.obj(stat_value(stat, stat_names)))
             row += 1
         if aggregated:
             self.quality.skipped["aggregated event (num_occurrences, no timestamp)"] += aggregated
@@ -270,10 +290,130 @@ class Builder:
         self.planes[label]["events"] += n
         self.quality.placed["events"] += n
 
+    def _add_native_lines(self, index: int, cols: dict[str, Any], label: str, host: bool,
+                          meta_index: dict[int, int], stat_names: dict[int, str],
+                          key_code: dict[int, int]) -> None:
+        """:meth:`_add_line` for every line, from the columns of ``xplane_lines``:
+        the same arrays, in the same order, with numpy."""
+        data: bytes | bytearray = cols["data"]
+
+        def text(off: int, n: int) -> str:
+            return bytes(data[off:off + n]).decode("utf-8")
+
+        names = [text(o, n) for o, n in zip(cols["line_name_off"].tolist(), cols["line_name_len"].tolist(),
+                                             strict=True)]
+        shown = [text(o, n) for o, n in zip(cols["line_dname_off"].tolist(), cols["line_dname_len"].tolist(),
+                                             strict=True)]
+        line_names = Counter(d or nm for d, nm in zip(shown, names, strict=True))
+        first = np.append(cols["line_first"], cols["events"])
+        agg = cols["ev_agg"].astype(bool)
+        # the stats of the timed events, with their event rows (aggregated events' stats are skipped)
+        st_first = np.append(cols["ev_first_stat"], cols["stats"])
+        row_of = (self.n - 1 + np.cumsum(~agg, dtype=np.int64)).astype(np.intc)  # row of each timed event
+        per_event = np.diff(st_first)
+        if agg.any():
+            st_event = np.repeat(np.arange(cols["events"], dtype=np.intc), per_event)
+            keep: np.ndarray | None = ~agg[st_event]
+            rows = row_of[st_event[keep]]
+            del st_event
+        else:  # the usual case: every stat kept
+            keep, rows = None, np.repeat(row_of, per_event)
+        del row_of, per_event, st_first
+        self._add_native_stats(cols, keep, rows, stat_names, key_code)
+        for li, line_id in enumerate(cols["line_id"].tolist()):
+            thread = shown[li] or names[li] or f"<line {line_id}>"
+            if line_names[thread] > 1:
+                thread = f"{thread} #{line_id}"
+            ts = int(cols["line_ts"][li])
+            if abs(ts) >= LIMIT:
+                raise ProfviewError(f"line timestamp_ns {ts} out of range", source=self.name,
+                                    position=f"planes[{index}].lines[{li}]", expected="ns since the epoch")
+            lo, hi = int(first[li]), int(first[li + 1])
+            self.quality.records_read += hi - lo
+            if hi == lo:
+                continue
+            self.min_line_ts = ts if self.min_line_ts is None else min(self.min_line_ts, ts)
+            timed = ~agg[lo:hi]
+            aggregated = int((~timed).sum())
+            if aggregated:
+                self.quality.skipped["aggregated event (num_occurrences, no timestamp)"] += aggregated
+            if not timed.any():
+                continue
+            off_a, dur_a = cols["ev_off"][lo:hi][timed], cols["ev_dur"][lo:hi][timed]
+            bad = (off_a <= -LIMIT) | (off_a >= LIMIT) | (dur_a < 0) | (dur_a >= LIMIT)
+            if bad.any():
+                first_bad = int(np.argmax(bad))
+                ei = int(np.flatnonzero(timed)[first_bad])
+                raise ProfviewError(f"event offset_ps {int(off_a[first_bad])} / duration_ps "
+                                    f"{int(dur_a[first_bad])} out of range", source=self.name,
+                                    position=f"planes[{index}].lines[{li}].events[{ei}]",
+                                    expected="picoseconds from the line's timestamp_ns")
+            self._meta.append(self._meta_codes(cols["ev_meta"][lo:hi][timed], meta_index))
+            n = len(off_a)
+            start = ts + off_a // 1000
+            self._lane.append(np.full(n, len(self.lanes), np.int32))
+            self._start.append(start)
+            self._dur.append(ts + (off_a + dur_a) // 1000 - start)
+            self._off.append(off_a)
+            self._dur_ps.append(dur_a)
+            self.lanes.append((label, thread, host))
+            self.n += n
+            self.planes[label]["events"] += n
+            self.quality.placed["events"] += n
+
+    def _add_native_stats(self, cols: dict[str, Any], keep: np.ndarray | None, rows: np.ndarray,
+                          stat_names: dict[int, str], key_code: dict[int, int]) -> None:
+        """The own stats of the timed events (``keep``; None: all), as :meth:`_add_line`
+        appends them (the columns of ``cols`` are taken over: released as they are used)."""
+        if not len(rows):
+            return
+        if keep is None:
+            meta, kind, val, length = cols.pop("st_meta"), cols.pop("st_kind"), cols.pop("st_val"), \
+                cols.pop("st_len")
+            texts = cols.pop("texts")
+        else:
+            texts = cols.pop("texts")[keep[cols["st_kind"] == 4]]
+            meta, kind, val, length = (cols.pop(k)[keep] for k in ("st_meta", "st_kind", "st_val", "st_len"))
+        uniq, first_at, inverse = _unique_small(meta)
+        codes = np.empty(len(uniq), np.int64)
+        for k in np.argsort(first_at, kind="stable").tolist():  # unknown ids coded in order of appearance
+            mid = int(uniq[k])
+            code = key_code.get(mid)
+            if code is None:
+                code = key_code[mid] = self.code(f"<stat {mid}>")
+            codes[k] = code
+        self._flush_stats()
+        key = codes.astype(np.intc)[inverse.reshape(-1)]
+        del meta, inverse
+        is_int = (kind == 3) | (kind == 2)
+        obj = np.full(len(kind), -1, np.intc)
+        obj[(kind == 2) & (val < 0)] = -2  # a uint64 >= 2**63, kept as its bits
+        other = np.flatnonzero(~is_int)
+        if len(other):
+            decoded = iter(texts)  # decoded (and checked) already
+            found = []
+            parts = zip(kind[other].tolist(), val[other].tolist(), length[other].tolist(), strict=True)
+            for k, v, n in parts:
+                if k == 4:
+                    value: Any = next(decoded)
+                elif k == 5:
+                    value = f"<{n} bytes>"
+                elif k == 6:
+                    ref = v & (2**64 - 1)
+                    value = stat_names.get(ref, f"<stat metadata {ref}>")
+                elif k == 1:
+                    value = struct.unpack("<d", struct.pack("<q", v))[0]
+                else:
+                    value = None
+                found.append(self.obj(value))
+            obj[other] = found
+        val[other] = 0  # in place: the int values
+        self._stats.append((rows.astype(np.intc, copy=False), key, val, obj))
+
     def _meta_codes(self, mids: np.ndarray, meta_index: dict[int, int]) -> np.ndarray:
         """Indices into the metadata lists of the events' metadata ids; an id
         without metadata gets an entry named by its id."""
-        uniq, inverse = np.unique(mids, return_inverse=True)
+        uniq, _, inverse = _unique_small(mids)
         codes = np.empty(len(uniq), np.int32)
         for k, mid in enumerate(uniq.tolist()):
             known = meta_index.get(mid)
@@ -304,17 +444,37 @@ class Builder:
             chunks.clear()  # held once, in the arrays
         return out
 
+    def _flush_stats(self) -> None:
+        """The stats appended one by one so far, as a numpy chunk."""
+        if len(self.srow):
+            self._stats.append(tuple(np.frombuffer(buf, dtype).copy() for buf, dtype in (
+                (self.srow, np.intc), (self.skey, np.intc), (self.sival, np.int64), (self.sobj, np.intc))))
+            self.srow, self.skey, self.sival, self.sobj = array("i"), array("i"), array("q"), array("i")
+
+    def stat_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every own stat: (event row, name code, int value, object index), in file order
+        (once the planes are read)."""
+        if self._all is None:
+            self._flush_stats()
+            if self._stats:
+                self._all = tuple(np.concatenate(parts) for parts in zip(*self._stats, strict=True))
+            else:
+                self._all = (np.zeros(0, np.intc), np.zeros(0, np.intc), np.zeros(0, np.int64),
+                             np.zeros(0, np.intc))
+            self._stats = []
+        return self._all  # type: ignore[return-value]
+
     def value(self, i: int) -> Any:
         """The value of own-stat entry ``i``."""
-        o = self.sobj[i]
-        return self.sival[i] if o == -1 else self.sival[i] + 2**64 if o == -2 else self.objs[o]
+        _, _, ival, obj = self.stat_arrays()
+        o, v = int(obj[i]), int(ival[i])
+        return v if o == -1 else v + 2**64 if o == -2 else self.objs[o]
 
     def own(self, row: int) -> list[tuple[str, Any]]:
         """The own stats of event ``row``, in file order (after the planes are read)."""
-        if self._rows is None:
-            self._rows = np.array(self.srow, np.int64)
-        lo, hi = np.searchsorted(self._rows, [row, row + 1]).tolist()
-        return [(self.stat_names[self.skey[i]], self.value(i)) for i in range(lo, hi)]
+        rows, keys, _, _ = self.stat_arrays()
+        lo, hi = np.searchsorted(rows, [row, row + 1]).tolist()
+        return [(self.stat_names[int(keys[i])], self.value(i)) for i in range(lo, hi)]
 
     def stats(self, meta: int, row: int) -> dict[str, Any]:
         """Every stat of event ``row`` (metadata's, then its own)."""
@@ -328,6 +488,22 @@ class Builder:
         ``process``, ``thread`` as (codes, labels); and the context stats
         ``_p``/``_pt``/``_c``/``_ct`` as (int64 codes of the values, present mask)."""
         return _Columns(self, arrays).build()
+
+
+def _unique_small(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True, return_inverse=True)``, by a table
+    where the values are small non-negative ints (stat metadata ids), no sort."""
+    if not len(values) or int(values.min()) < 0 or int(values.max()) > 4 * len(values) + 65536:
+        uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        return uniq, first, inverse.reshape(-1)
+    present = np.zeros(int(values.max()) + 1, bool)
+    present[values] = True
+    uniq = np.flatnonzero(present)
+    slot = np.cumsum(present) - 1
+    inverse = slot[values]
+    first = np.full(len(uniq), len(values), np.int64)
+    np.minimum.at(first, inverse, np.arange(len(values)))
+    return uniq, first, inverse
 
 
 def _aggregated_before(events: Any, kept: int) -> int:
@@ -353,11 +529,7 @@ class _Columns:
         self.lane = arrays["lane"]
         n = len(self.meta)
         self.n = n
-        k = len(builder.srow)
-        self.srow = np.frombuffer(builder.srow, np.int64) if k else np.zeros(0, np.int64)
-        self.skey = np.frombuffer(builder.skey, np.intc) if k else np.zeros(0, np.intc)
-        self.sival = np.frombuffer(builder.sival, np.int64) if k else np.zeros(0, np.int64)
-        self.sobj = np.frombuffer(builder.sobj, np.intc) if k else np.zeros(0, np.intc)
+        self.srow, self.skey, self.sival, self.sobj = builder.stat_arrays()
 
     def entries(self, stat: str) -> np.ndarray:
         """Positions of the own-stat entries named ``stat``, in file order."""
@@ -453,27 +625,34 @@ class _Columns:
         decisive_at = np.concatenate(decisive) if decisive else np.zeros(0, np.int64)
         if not len(decisive_at):
             return codes, labels
+        # events whose own stats may decide: keyed by what decides (metadata, line, the values of
+        # hlo_category / hlo_op, the presence of the others), the category computed once per key
         rows = np.unique(self.srow[decisive_at])
-        # only a correlation id, on an event whose category is host / device: launch / kernel
-        only_corr = np.ones(len(rows), bool)
-        for stat in sorted(CATEGORY_STATS - {"correlation_id"}):
+        parts = [meta[rows].astype(np.int64), lane[rows].astype(np.int64)]
+        valued: dict[str, list[Any]] = {}
+        for stat in sorted(CATEGORY_STATS):
             at = self.entries(stat)
-            only_corr &= ~np.isin(rows, self.srow[at])
-        base = np.asarray(labels, dtype=object)[codes[rows]] if labels else np.zeros(0, dtype=object)
-        plain = only_corr & np.isin(base, ("host", "device"))
-        host = np.array([h for _, _, h in b.lanes], bool)[lane[rows[plain]]]
-        codes[rows[plain]] = np.where(host, code_of("launch"), code_of("kernel"))
-        cache: dict[tuple[Any, ...], int] = {}
-        for row in rows[~plain].tolist():
-            m, ln = int(meta[row]), int(lane[row])
-            own = tuple((k, v) for k, v in b.own(row) if k in CATEGORY_STATS)
-            key = (m, ln, own)
-            found = cache.get(key)
-            if found is None:
-                _, thread, host_ = b.lanes[ln]
-                stats = {**b.meta_stats[m], **dict(own)}
-                found = cache[key] = code_of(category(stats, thread, host_, b.meta_name[m], b.meta_long[m]))
-            codes[row] = found
+            code = np.full(len(rows), -1, np.int64)
+            if len(at):
+                where = np.searchsorted(rows, self.srow[at])
+                if stat in VALUED_STATS:
+                    found, uniq = pd.factorize(np.asarray([str(v) for v in self.values(at)], dtype=object))
+                    code[where] = found  # a later duplicate wins
+                    valued[stat] = list(uniq)
+                else:
+                    code[where] = 0
+            parts.append(code)
+        keys, inverse = np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)
+        key_codes = np.empty(len(keys), np.int64)
+        stats_order = sorted(CATEGORY_STATS)
+        for k, key in enumerate(keys.tolist()):
+            m, ln, *own_codes = key
+            own = {stat: (valued[stat][c] if stat in valued else True)
+                   for stat, c in zip(stats_order, own_codes, strict=True) if c >= 0}
+            _, thread, host = b.lanes[ln]
+            stats = {**b.meta_stats[m], **own}
+            key_codes[k] = code_of(category(stats, thread, host, b.meta_name[m], b.meta_long[m]))
+        codes[rows] = key_codes[inverse.reshape(-1)]
         return codes, labels
 
     def contexts(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -144,7 +144,7 @@ class TimelineIndex:
         self.depth_span = int(depth.max()) + 1
         wide = len(self.tracks) * self.depth_span >= 2**31
         row = self.event_track.astype(np.int64 if wide else np.int32) * self.depth_span
-        row += depth.astype(row.dtype)
+        np.add(row, depth, out=row, casting="unsafe")
         del depth
         start = ev["start"].to_numpy(np.int64)
         if len(start) < 2 or bool((start[1:] >= start[:-1]).all()):  # events in start order (one trace)
