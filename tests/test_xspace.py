@@ -492,6 +492,21 @@ def _shared_ids() -> bytes:
     return host + device
 
 
+@pytest.mark.parametrize("name", ["tf_keras", "jax", "synthetic"])
+def test_args_give_the_files_picoseconds(name: str) -> None:
+    """``offset_ps`` / ``duration_ps`` in ``trace.args`` are the file's, to the picosecond (the
+    loader keeps only the ps below each ns and rebuilds them), counted by the wire walk."""
+    data = {"tf_keras": lambda: TF_FILE.read_bytes(), "jax": lambda: gzip.decompress(JAX_FILE.read_bytes()),
+            "synthetic": _synthetic}[name]()
+    space = walk(data)
+    want = Counter((ev["name"], ev["off"], ev["dur"]) for p in space["planes"] for ln in p["lines"]
+                   for ev in ln["events"] if not ev["aggregated"])
+    trace = load_with(xspace, data, name)
+    got = Counter((str(trace.events.at[i, "name"]), a["offset_ps"], a["duration_ps"])
+                  for i in trace.events.index for a in [trace.args(int(i))])
+    assert got == want and sum(want.values()) >= 5
+
+
 def test_shared_context_ids_link_each_consumer_to_one_producer() -> None:
     """A merged or hostile file: three producers and two consumers share one
     context id (and two kernels one correlation id).  Each consumer links to

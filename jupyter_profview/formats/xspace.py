@@ -238,8 +238,8 @@ def link(p_key: np.ndarray, p_row: np.ndarray, c_key: np.ndarray, c_row: np.ndar
 
 def _memory(builder: Builder, arrays: dict[str, np.ndarray], names: np.ndarray,
             start: np.ndarray) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """``names``: each event's name (an array of str, or any array ``==`` compares)."""
-    """``memory`` and ``allocations`` from TF's MemoryAllocation / MemoryDeallocation events."""
+    """``memory`` and ``allocations`` from TF's MemoryAllocation / MemoryDeallocation events
+    (``names``: each event's name, or anything ``==`` compares with them)."""
     times: list[int] = []
     devices: list[str] = []
     values: list[int] = []
@@ -426,9 +426,14 @@ def _to_trace(source: Source, builder: Builder, extra: dict[str, list[str]]) -> 
                 "host": host_of(source.name, extra.get("hostnames", [])),
                 "steps": int(events["category"].eq("step").sum())}
     flows = _flow_frame(links, events, raw_index)
+    starts, durs = events["start"].to_numpy(), events["dur"].to_numpy()
+
+    def args(i: int) -> dict[str, Any]:
+        start_ns = int(starts[i]) + base - offset  # as in the file (before the profile start is added)
+        return _args(builder, arrays, int(raw_index[i]), start_ns, start_ns + int(durs[i]))
+
     return make_trace(FORMAT.name, "ns", events, builder.quality, base=base, memory=memory,
-                      allocations=allocations, flows=flows, metadata=metadata,
-                      args=lambda i: _args(builder, arrays, int(raw_index[i])))
+                      allocations=allocations, flows=flows, metadata=metadata, args=args)
 
 
 def _memory_names(names: pd.Categorical) -> np.ndarray:
@@ -452,11 +457,12 @@ def _categorical(codes: np.ndarray, values: list[Any]) -> pd.Categorical:
     return pd.Categorical.from_codes(remap[codes], categories=pd.Index(uniq, dtype=str))
 
 
-def _args(builder: Builder, arrays: dict[str, np.ndarray], row: int) -> dict[str, Any]:
+def _args(builder: Builder, arrays: dict[str, np.ndarray], row: int, start_ns: int,
+          end_ns: int) -> dict[str, Any]:
     meta = int(arrays["meta"][row])
     plane, thread, _ = builder.lanes[int(arrays["lane"][row])]
-    return {"plane": plane, "line": thread, "offset_ps": int(arrays["offset_ps"][row]),
-            "duration_ps": int(arrays["duration_ps"][row]),
+    offset_ps, duration_ps = builder.picoseconds(arrays, row, start_ns, end_ns)
+    return {"plane": plane, "line": thread, "offset_ps": offset_ps, "duration_ps": duration_ps,
             "metadata_name": builder.meta_long[meta] or builder.meta_name[meta], **builder.stats(meta, row)}
 
 

@@ -143,8 +143,10 @@ class Builder:
         self._lane: list[np.ndarray] = []
         self._start: list[np.ndarray] = []
         self._dur: list[np.ndarray] = []
-        self._off: list[np.ndarray] = []
-        self._dur_ps: list[np.ndarray] = []
+        # the picoseconds below the ns of each start and end (the rest follows from the ns)
+        self._rem_start: list[np.ndarray] = []
+        self._rem_end: list[np.ndarray] = []
+        self.lane_ts: list[int] = []  # per lane: its line's timestamp_ns
         # the events' own stats, one entry per stat, in event order: event row, stat name
         # code (into stat_names), the value as an int (ival, obj -1), a uint64 >= 2**63
         # (ival + 2**64, obj -2) or objs[obj]
@@ -283,9 +285,10 @@ class Builder:
         self._lane.append(np.full(n, len(self.lanes), np.int32))
         self._start.append(start)
         self._dur.append(ts + (off_a + dur_a) // 1000 - start)
-        self._off.append(off_a.copy())
-        self._dur_ps.append(dur_a.copy())
+        self._rem_start.append((off_a % 1000).astype(np.int16))
+        self._rem_end.append(((off_a + dur_a) % 1000).astype(np.int16))
         self.lanes.append((label, thread, host))
+        self.lane_ts.append(ts)
         self.n += n
         self.planes[label]["events"] += n
         self.quality.placed["events"] += n
@@ -354,9 +357,10 @@ class Builder:
             self._lane.append(np.full(n, len(self.lanes), np.int32))
             self._start.append(start)
             self._dur.append(ts + (off_a + dur_a) // 1000 - start)
-            self._off.append(off_a)
-            self._dur_ps.append(dur_a)
+            self._rem_start.append((off_a % 1000).astype(np.int16))
+            self._rem_end.append(((off_a + dur_a) % 1000).astype(np.int16))
             self.lanes.append((label, thread, host))
+            self.lane_ts.append(ts)
             self.n += n
             self.planes[label]["events"] += n
             self.quality.placed["events"] += n
@@ -425,6 +429,14 @@ class Builder:
             codes[k] = known
         return codes[inverse.reshape(-1)]
 
+    def picoseconds(self, arrays: dict[str, np.ndarray], row: int, start_ns: int,
+                    end_ns: int) -> tuple[int, int]:
+        """The ``offset_ps`` and ``duration_ps`` of event ``row`` as in the file, from its
+        start and end ns (before :meth:`offset` is added) and the ps below them."""
+        ts = self.lane_ts[int(arrays["lane"][row])]
+        off = (start_ns - ts) * 1000 + int(arrays["rem_start"][row])
+        return off, (end_ns - ts) * 1000 + int(arrays["rem_end"][row]) - off
+
     def offset(self) -> int:
         """What to add to every time: the profile start if the planes were normalised to it."""
         start, lines = self.profile_start, self.min_line_ts
@@ -433,14 +445,17 @@ class Builder:
         return 0
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The per-event arrays (once: the chunks are released)."""
+        """The per-event arrays (once: the chunks are released): ``meta``, ``lane``,
+        ``start`` and ``dur`` (ns), and ``rem_start`` / ``rem_end``, the ps of the
+        start and the end below their ns (:meth:`picoseconds` gives the event's
+        ``offset_ps`` and ``duration_ps`` back from them)."""
         def cat(parts: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
         out = {"meta": cat(self._meta, np.int32), "lane": cat(self._lane, np.int32),
-               "start": cat(self._start), "dur": cat(self._dur), "offset_ps": cat(self._off),
-               "duration_ps": cat(self._dur_ps)}
-        for chunks in (self._meta, self._lane, self._start, self._dur, self._off, self._dur_ps):
+               "start": cat(self._start), "dur": cat(self._dur),
+               "rem_start": cat(self._rem_start, np.int16), "rem_end": cat(self._rem_end, np.int16)}
+        for chunks in (self._meta, self._lane, self._start, self._dur, self._rem_start, self._rem_end):
             chunks.clear()  # held once, in the arrays
         return out
 
