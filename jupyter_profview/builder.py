@@ -167,7 +167,10 @@ def _phase_codes(columns: dict[str, Any], name: pd.Categorical, depth: np.ndarra
 def _kinds(kind: Any, n: int) -> pd.Categorical:
     if isinstance(kind, pd.Categorical) and list(kind.categories) == list(KINDS):
         return kind
-    return pd.Categorical(["slice"] * n if kind is None else kind, categories=KINDS)
+    if kind is None:  # every event a slice: codes only (no list of n strings to hash)
+        return pd.Categorical.from_codes(np.full(n, KINDS.index("slice"), np.int8),
+                                         dtype=pd.CategoricalDtype(list(KINDS)))
+    return pd.Categorical(kind, categories=KINDS)
 
 
 def _take_extra_columns(data: dict[str, Any], columns: dict[str, Any], final: np.ndarray,

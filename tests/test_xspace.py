@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -243,6 +244,14 @@ def test_steps_ops_and_flows_match_the_stats(path: Path) -> None:
     ok = trace.flows
     assert (ok["source"] >= 0).all() and (ok["target"] >= 0).all()
     assert (ok["start"].to_numpy() == trace.events["start"].to_numpy()[ok["source"]]).all()
+    # each arrow is named by its consumer's context (type, id), whichever storage backs strings
+    want = Counter(f"context:{ct}:{c}" for (ct, c), n in consumers.items() if (ct, c) in producers
+                   for _ in range(n))
+    assert Counter(ok["flow_id"].tolist()) == want
+    with pd.option_context("mode.string_storage", "python"):
+        again = load_with(xspace, path, path.name).flows
+    assert again["flow_id"].array.dtype.storage == "python"
+    assert again["flow_id"].tolist() == ok["flow_id"].tolist()
 
 
 # -- categories: the documented order, with op names classified here independently ---------------

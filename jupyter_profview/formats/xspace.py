@@ -170,14 +170,13 @@ def _flow_frame(links: Links, events: pd.DataFrame, raw_index: np.ndarray) -> pd
 
     row_to_id = np.empty(len(raw_index), np.int64)
     row_to_id[raw_index] = np.arange(len(raw_index))
-    flow_id: list[str] = []
+    flow_id: list[Any] = []
     name, category, source, target = [], [], [], []
     for src, dst, ident, prefix, kind, cat in links:
+        flow_id.append(_flow_ids(prefix, kind, ident))
         if kind is None:
-            flow_id += [f"{prefix}:{i}" for i in ident.tolist()]
             name.append(pd.Categorical.from_codes(np.zeros(len(src), np.int8), pd.Index(["launch"])))
         else:
-            flow_id += [f"{prefix}:{k}:{i}" for k, i in zip(kind.tolist(), ident.tolist(), strict=True)]
             kinds, codes = np.unique(kind, return_inverse=True)
             name.append(pd.Categorical.from_codes(codes.reshape(-1),
                                                   pd.Index([f"context type {k}" for k in kinds.tolist()])))
@@ -187,10 +186,36 @@ def _flow_frame(links: Links, events: pd.DataFrame, raw_index: np.ndarray) -> pd
     source_ids, target_ids = np.concatenate(source), np.concatenate(target)
     starts = events["start"].to_numpy()
     return pd.DataFrame({
-        "flow_id": pd.array(flow_id, dtype="string"), "name": union_categoricals(name),
+        "flow_id": _concat_strings(flow_id), "name": union_categoricals(name),
         "category": union_categoricals(category), "source": source_ids, "target": target_ids,
         "start": starts[source_ids], "end": starts[target_ids],
     })
+
+
+def _flow_ids(prefix: str, kind: np.ndarray | None, ident: np.ndarray) -> Any:
+    """``f"{prefix}:{ident}"`` (``f"{prefix}:{kind}:{ident}"`` with kinds) per flow: a
+    pyarrow array where Arrow backs pandas' string dtype (no Python string per
+    flow), else a list of str.  Ids are XPlane's uint64 (kept as their 64 bits in
+    int64 keys): written unsigned, as in the file."""
+    ident = ident.view(np.uint64)
+    if pd.StringDtype().storage != "pyarrow":
+        if kind is None:
+            return [f"{prefix}:{i}" for i in ident.tolist()]
+        return [f"{prefix}:{k}:{i}" for k, i in zip(kind.tolist(), ident.tolist(), strict=True)]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = [pa.scalar(prefix)] + ([] if kind is None else [pc.cast(pa.array(kind), pa.string())])
+    return pc.binary_join_element_wise(*parts, pc.cast(pa.array(ident), pa.string()), ":")
+
+
+def _concat_strings(parts: list[Any]) -> Any:
+    """One pandas string array of the :func:`_flow_ids` parts."""
+    if pd.StringDtype().storage != "pyarrow":
+        return pd.array([text for part in parts for text in part], dtype="string")
+    import pyarrow as pa
+
+    return pd.array(pa.concat_arrays(parts), dtype=pd.StringDtype())
 
 
 def link(p_key: np.ndarray, p_row: np.ndarray, c_key: np.ndarray, c_row: np.ndarray,
