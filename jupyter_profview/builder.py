@@ -164,7 +164,8 @@ def _phase_codes(columns: dict[str, Any], name: pd.Categorical, depth: np.ndarra
     return codes
 
 
-def _kinds(kind: Any, n: int) -> pd.Categorical:
+def _kinds(kind: Any, n: int) -> Any:
+    """The ``kind`` column (a Categorical of :data:`KINDS`)."""
     if isinstance(kind, pd.Categorical) and list(kind.categories) == list(KINDS):
         return kind
     if kind is None:  # every event a slice: codes only (no list of n strings to hash)
