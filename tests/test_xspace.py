@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 
 import jupyter_profview as profview
 from jupyter_profview.errors import ProfviewError
-from jupyter_profview.formats import detect, tf_step_stats, xspace, xspace_proto
+from jupyter_profview.formats import detect, tf_step_stats, xspace, xspace_build, xspace_proto
 from jupyter_profview.sources import Source
 from jupyter_profview.widget.codec import decode_frame
 from tests.format_helpers import fuzz_check, load_with, mutate
@@ -630,3 +631,16 @@ def test_native_lines_equal_protobufs_on_mutations(data: st.DataObject) -> None:
     if blob:
         native, reference = _both(bytes(blob))
         assert native == reference
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2**63, 2**63 - 1), st.integers(-3, 3),
+                          st.sampled_from([0, 7, -2**62])), min_size=1, max_size=60))
+def test_unique_rows_is_numpys_unique_of_the_rows(rows: list[tuple[int, int, int]]) -> None:
+    """The hashing ``unique_rows`` gives what ``np.unique(..., axis=0)`` gives (sorted rows, inverse)."""
+    table = np.array(rows, np.int64)
+    want_rows, want_inverse = np.unique(table, axis=0, return_inverse=True)
+    got_rows, got_inverse = xspace_build.unique_rows([table[:, 0], table[:, 1], table[:, 2]])
+    assert got_rows.tolist() == want_rows.tolist()
+    assert got_inverse.tolist() == want_inverse.reshape(-1).tolist()
+

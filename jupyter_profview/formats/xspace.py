@@ -93,7 +93,7 @@ from ..model import Trace, memory_frame
 from ..sources import Source
 from . import TraceFormat
 from .step_stats_proto import varint, wire_error
-from .xspace_build import CONTEXT_STATS, INT_COLUMNS, MEMORY_EVENTS, STR_COLUMNS, Builder, as_int
+from .xspace_build import CONTEXT_STATS, INT_COLUMNS, MEMORY_EVENTS, STR_COLUMNS, Builder, as_int, unique_rows
 from .xspace_proto import WireError, message_class, top_level_fields
 
 log = logging.getLogger(__name__)
@@ -151,10 +151,9 @@ def _links(builder: Builder, lane: np.ndarray, cols: dict[str, Any], start: np.n
         p_rows = np.flatnonzero(ctx["_p"][1] & ctx["_pt"][1])
         c_rows = np.flatnonzero(ctx["_c"][1] & ctx["_ct"][1])
         if len(p_rows) and len(c_rows):
-            pairs = np.concatenate([np.stack([ctx["_pt"][0][p_rows], ctx["_p"][0][p_rows]], 1),
-                                    np.stack([ctx["_ct"][0][c_rows], ctx["_c"][0][c_rows]], 1)])
-            uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-            inverse = inverse.reshape(-1)
+            uniq, inverse = unique_rows([  # (type, id) of the producers, then of the consumers
+                np.concatenate([ctx["_pt"][0][p_rows], ctx["_ct"][0][c_rows]]),
+                np.concatenate([ctx["_p"][0][p_rows], ctx["_c"][0][c_rows]])])
             src, dst, extra = link(inverse[:len(p_rows)], p_rows, inverse[len(p_rows):], c_rows, start)
             builder.quality.extra_producers += extra
             pair = uniq[inverse[len(p_rows):][np.searchsorted(c_rows, dst)]]
@@ -254,8 +253,9 @@ def link(p_key: np.ndarray, p_row: np.ndarray, c_key: np.ndarray, c_row: np.ndar
     after_ok &= row[np.minimum(after, n - 1)] != row[c]
     got = np.where(got >= 0, got, np.where(after_ok, after, -1))
     linked = got >= 0
-    producers = np.bincount(np.searchsorted(np.unique(key), key[is_p]), minlength=len(np.unique(key)))
-    per_consumer = producers[np.searchsorted(np.unique(key), key[c[linked]])]
+    group = np.cumsum(group_start) - 1  # the key's index among the keys (they are sorted)
+    producers = np.bincount(group[is_p], minlength=int(group[-1]) + 1)
+    per_consumer = producers[group[c[linked]]]
     self_too = np.isin(row[c[linked]], row[is_p])  # a consumer that is also a producer of its key
     extra = int((per_consumer - 1 - self_too).clip(0).sum())
     return row[got[linked]], row[c[linked]], extra

@@ -521,6 +521,24 @@ def _unique_small(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return uniq, first, inverse
 
 
+def unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(np.stack(columns, 1), axis=0, return_inverse=True)`` of int
+    columns -- the distinct rows in lexicographic order and each row's index
+    among them -- by hashing (``pd.factorize``) instead of sorting n rows."""
+    n = len(columns[0])
+    code = np.zeros(n, np.int64)
+    for column in columns:  # the codes of the rows so far, combined with the next column
+        values, _ = pd.factorize(column)
+        code, _ = pd.factorize(code * (int(values.max(initial=-1)) + 1) + values)
+    first = np.empty(int(code.max(initial=-1)) + 1, np.int64)
+    first[code[::-1]] = np.arange(n - 1, -1, -1)  # each distinct row's first occurrence
+    rows = np.stack([np.asarray(column)[first] for column in columns], axis=1)
+    order = np.lexsort(rows.T[::-1])
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rows[order], rank[code]
+
+
 def _aggregated_before(events: Any, kept: int) -> int:
     """How many aggregated events precede the ``kept``-th timed one (for an error's position)."""
     seen = skipped = 0
@@ -589,8 +607,8 @@ class _Columns:
             else:
                 codes, labels = cols[target]
                 texts = [str(v) for v in self.values(at)]
-                uniq, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-                codes[rows] = len(labels) + inverse.reshape(-1)
+                inverse, uniq = pd.factorize(np.asarray(texts, dtype=object), sort=True)
+                codes[rows] = len(labels) + inverse
                 labels.extend(uniq.tolist())
         for key in INT_COLUMNS:
             cols[key] = tuple(cols[key])
@@ -642,7 +660,10 @@ class _Columns:
             return codes, labels
         # events whose own stats may decide: keyed by what decides (metadata, line, the values of
         # hlo_category / hlo_op, the presence of the others), the category computed once per key
-        rows = np.unique(self.srow[decisive_at])
+        decides = np.zeros(len(meta), bool)
+        decides[self.srow[decisive_at]] = True
+        rows = np.flatnonzero(decides)
+        del decides
         parts = [meta[rows].astype(np.int64), lane[rows].astype(np.int64)]
         valued: dict[str, list[Any]] = {}
         for stat in sorted(CATEGORY_STATS):
@@ -657,7 +678,7 @@ class _Columns:
                 else:
                     code[where] = 0
             parts.append(code)
-        keys, inverse = np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)
+        keys, inverse = unique_rows(parts)
         key_codes = np.empty(len(keys), np.int64)
         stats_order = sorted(CATEGORY_STATS)
         for k, key in enumerate(keys.tolist()):
