@@ -61,6 +61,7 @@ STATE_TARGET = 4_000_000  # bytes of widget state
 # pieces of PIECE bytes (see _simdjson_in_pieces)
 SIMDJSON_WHOLE = 2_000_000_000
 PIECE = 256_000_000
+TOUCH = 1 << 30  # bytes of fresh memory written by the first-touch probe
 
 
 def _rss_now() -> int:
@@ -76,6 +77,26 @@ def _cpu() -> float:
     """CPU seconds (user + system, all threads) of this process so far."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+def _sys() -> float:
+    """System (kernel) CPU seconds of this process so far: mostly page faults here."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_stime
+
+
+def _first_touch() -> dict[str, float]:
+    """GB/s of writing TOUCH bytes of fresh memory, then the same pages again:
+    what a page fault costs on this machine (on a VM, memory the guest never
+    touched is far slower the first time)."""
+    import numpy as np
+
+    out = {}
+    block = np.empty(TOUCH // 8, np.int64)
+    for label in ("fresh", "again"):
+        t0 = time.perf_counter()
+        block.fill(1)
+        out[label] = TOUCH / 1e9 / (time.perf_counter() - t0)
+    return out
 
 
 def _simdjson_in_pieces(path: str) -> tuple[int, float, float]:
@@ -109,6 +130,9 @@ def _simdjson_in_pieces(path: str) -> tuple[int, float, float]:
 def child(method: str, path: str) -> None:
     """Run one measurement and print a JSON line with seconds and RSS."""
     info: dict[str, object] = {}
+    if method == "touch":
+        print(json.dumps(_first_touch()))
+        return
     if method == "simdjson" and Path(path).stat().st_size > SIMDJSON_WHOLE:
         base, seconds, cpu = _simdjson_in_pieces(path)
     elif method in ("simdjson", "orjson"):
@@ -150,9 +174,10 @@ def child(method: str, path: str) -> None:
         from jupyter_profview.formats import chrome  # noqa: F401  (import outside the timing)
 
         base = _rss_now()
-        t0, c0 = time.perf_counter(), _cpu()
+        t0, c0, s0 = time.perf_counter(), _cpu(), _sys()
         trace = profview.load(path)
         seconds, cpu = time.perf_counter() - t0, _cpu() - c0
+        info["sys"] = _sys() - s0
         if method == "show":
             t1 = time.perf_counter()
             widget = profview.show(trace)
@@ -248,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             counts.setdefault("records", int(runs[0]["records"]))  # type: ignore[call-overload]
             counts.setdefault("slices", int(runs[0]["x_events"]))  # type: ignore[call-overload]
             counts.setdefault("events", int(runs[0]["events"]))  # type: ignore[call-overload]
+        if "sys" in runs[0]:
+            extra += f"  system {statistics.median(float(r['sys']) for r in runs):.2f} s"  # type: ignore[arg-type]
         if method == "show":
             shows = runs
             extra += (f"  show() {statistics.median(float(r['show_seconds']) for r in runs):.2f} s, "  # type: ignore[arg-type]
@@ -256,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {method:12s} {secs:8.3f} s (cpu {cpus[method]:.3f} s)   peak RSS {rss / 1e6:8.1f} MB"
               f" (base {base / 1e6:.0f} MB)   runs: {each}{extra}")
 
+    touch = measure("touch", path, 1)[0]
+    print(f"  this machine: writing {TOUCH >> 30} GiB of fresh memory {touch['fresh']:.2f} GB/s, "
+          f"the same pages again {touch['again']:.2f} GB/s (the page faults' share of a load)")
     if counts:
         print(f"  trace: {counts['records']:,} records -> {counts['events']:,} events, "
               f"{counts['slices']:,} of them slices (X / B-E)")
