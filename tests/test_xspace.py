@@ -643,4 +643,3 @@ def test_unique_rows_is_numpys_unique_of_the_rows(rows: list[tuple[int, int, int
     got_rows, got_inverse = xspace_build.unique_rows([table[:, 0], table[:, 1], table[:, 2]])
     assert got_rows.tolist() == want_rows.tolist()
     assert got_inverse.tolist() == want_inverse.reshape(-1).tolist()
-

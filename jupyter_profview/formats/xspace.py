@@ -169,10 +169,8 @@ def _flow_frame(links: Links, events: pd.DataFrame, raw_index: np.ndarray) -> pd
 
     row_to_id = np.empty(len(raw_index), np.int64)
     row_to_id[raw_index] = np.arange(len(raw_index))
-    flow_id: list[Any] = []
     name, category, source, target = [], [], [], []
-    for src, dst, ident, prefix, kind, cat in links:
-        flow_id.append(_flow_ids(prefix, kind, ident))
+    for src, dst, _, _, kind, cat in links:
         if kind is None:
             name.append(pd.Categorical.from_codes(np.zeros(len(src), np.int8), pd.Index(["launch"])))
         else:
@@ -184,37 +182,35 @@ def _flow_frame(links: Links, events: pd.DataFrame, raw_index: np.ndarray) -> pd
         target.append(row_to_id[dst])
     source_ids, target_ids = np.concatenate(source), np.concatenate(target)
     starts = events["start"].to_numpy()
+    flow_id = _flow_ids([(prefix, kind, ident) for _, _, ident, prefix, kind, _ in links])
     return pd.DataFrame({
-        "flow_id": _concat_strings(flow_id), "name": union_categoricals(name),
+        "flow_id": flow_id, "name": union_categoricals(name),
         "category": union_categoricals(category), "source": source_ids, "target": target_ids,
         "start": starts[source_ids], "end": starts[target_ids],
     })
 
 
-def _flow_ids(prefix: str, kind: np.ndarray | None, ident: np.ndarray) -> Any:
-    """``f"{prefix}:{ident}"`` (``f"{prefix}:{kind}:{ident}"`` with kinds) per flow: a
-    pyarrow array where Arrow backs pandas' string dtype (no Python string per
-    flow), else a list of str.  Ids are XPlane's uint64 (kept as their 64 bits in
-    int64 keys): written unsigned, as in the file."""
-    ident = ident.view(np.uint64)
+def _flow_ids(parts: list[tuple[str, np.ndarray | None, np.ndarray]]) -> Any:
+    """The ``flow_id`` column: per (prefix, kinds, ids) part, ``f"{prefix}:{id}"``
+    per flow (``f"{prefix}:{kind}:{id}"`` with kinds), built in Arrow where Arrow
+    backs pandas' string dtype (no Python string per flow).  Ids are XPlane's
+    uint64 (kept as their 64 bits in int64 keys): written unsigned, as in the file."""
     if pd.StringDtype().storage != "pyarrow":
-        if kind is None:
-            return [f"{prefix}:{i}" for i in ident.tolist()]
-        return [f"{prefix}:{k}:{i}" for k, i in zip(kind.tolist(), ident.tolist(), strict=True)]
+        texts: list[str] = []
+        for prefix, kind, ident in parts:
+            ids = ident.view(np.uint64).tolist()
+            texts += ([f"{prefix}:{i}" for i in ids] if kind is None else
+                      [f"{prefix}:{k}:{i}" for k, i in zip(kind.tolist(), ids, strict=True)])
+        return pd.array(texts, dtype="string")
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    parts = [pa.scalar(prefix)] + ([] if kind is None else [pc.cast(pa.array(kind), pa.string())])
-    return pc.binary_join_element_wise(*parts, pc.cast(pa.array(ident), pa.string()), ":")
-
-
-def _concat_strings(parts: list[Any]) -> Any:
-    """One pandas string array of the :func:`_flow_ids` parts."""
-    if pd.StringDtype().storage != "pyarrow":
-        return pd.array([text for part in parts for text in part], dtype="string")
-    import pyarrow as pa
-
-    return pd.array(pa.concat_arrays(parts), dtype=pd.StringDtype())
+    columns = []
+    for prefix, kind, ident in parts:
+        fields = [pa.scalar(prefix)] + ([] if kind is None else [pc.cast(pa.array(kind), pa.string())])
+        ids = pc.cast(pa.array(ident.view(np.uint64)), pa.string())
+        columns.append(pc.binary_join_element_wise(*fields, ids, ":"))
+    return pd.array(pa.concat_arrays(columns), dtype=pd.StringDtype())
 
 
 def link(p_key: np.ndarray, p_row: np.ndarray, c_key: np.ndarray, c_row: np.ndarray,
