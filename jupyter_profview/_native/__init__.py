@@ -35,7 +35,7 @@ __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owne
            "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 6  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 7  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -148,6 +148,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_xplane_count.argtypes = [c_void_p, c_int64, c_void_p]
     lib.pv_xplane_decode.restype = c_int
     lib.pv_xplane_decode.argtypes = [c_void_p, c_int64, *[c_void_p] * 19]
+    lib.pv_scan_resume.restype = None
+    lib.pv_scan_resume.argtypes = [c_void_p, c_int64, c_int]
+    lib.pv_scan_at_element.restype = c_int
+    lib.pv_scan_at_element.argtypes = [c_void_p, c_int64]
+    lib.pv_scan_append.restype = c_int
+    lib.pv_scan_append.argtypes = [c_void_p, c_void_p]
     lib.pv_scan_file_args.restype = None
     lib.pv_scan_file_args.argtypes = [c_void_p, c_int]
     lib.pv_owned.restype = c_int

@@ -302,6 +302,114 @@ int pv_scan_finish(pv_scanner *s) {
     return sticky(s, r);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Scanning one file on several threads                                      */
+/*
+ * A second scanner can start at a guessed event boundary: the '{' of an
+ * event at byte offset base of the file (pv_scan_resume), while the first
+ * scanner reads the bytes before it.  The guess is checked, not trusted:
+ * the first scanner must end exactly there, between two events of
+ * traceEvents with nothing left over (pv_scan_at_element).  Then the two
+ * scans are the scan of the whole file cut in two, and pv_scan_append joins
+ * them into what one scanner would have produced (same rows, same
+ * dictionary codes).  Otherwise the second scan is thrown away and the
+ * first goes on over the rest.
+ */
+
+/* Start inside traceEvents, before the event at byte offset base of the
+ * input; array_format: the input is a bare array (its first byte '['). */
+void pv_scan_resume(pv_scanner *s, int64_t base, int array_format) {
+    s->state = T_ARR_ELEM;
+    s->seen_events = 1;
+    s->array_format = array_format != 0;
+    s->base = base;
+}
+
+/* Whether s has consumed exactly the input before offset and stands there
+ * between two events of traceEvents (after their ','), nothing carried. */
+int pv_scan_at_element(const pv_scanner *s, int64_t offset) {
+    return s->status == PV_OK && s->state == T_ARR_ELEM && s->carry.len == 0 && s->base == offset;
+}
+
+void pv_scan_release(pv_scanner *s, int c);
+
+static int32_t remapped(const int32_t *map, int32_t code) { return code < 0 ? code : map[code]; }
+
+/* Append the scan src (started with pv_scan_resume where dst stands, see
+ * pv_scan_at_element, and finished) to dst: its rows, remapped to dst's
+ * dictionaries, its numeric args, args and top-level members; dst takes
+ * its final state.  If src failed, dst takes its outcome instead (status,
+ * error offset and message, the record counted from dst's first).  Returns
+ * dst's status: PV_OK, or what failed (PV_NOMEM: dst is unusable). */
+int pv_scan_append(pv_scanner *dst, pv_scanner *src) {
+    if (dst->status != PV_OK) return dst->status;
+    if (src->status != PV_OK) {
+        dst->status = src->status;
+        dst->err_offset = src->err_offset;
+        dst->err_record = src->err_record >= 0 ? src->err_record + (int64_t)dst->n : -1;
+        dst->err_msg = src->err_msg;
+        dst->err_expected = src->err_expected;
+        dst->unsup_reason = src->unsup_reason;
+        return dst->status;
+    }
+    int32_t *map[3] = {NULL, NULL, NULL};
+    int r = PV_NOMEM;
+    size_t n0 = dst->n, m = src->n;
+    for (int d = 0; d < 3; d++)
+        if (!(map[d] = dict_merge(&dst->dicts[d], &src->dicts[d]))) goto out;
+    if (m > SIZE_MAX / 16 - n0 || !reserve_columns(dst, n0 + m)) goto out;
+    /* Column by column, each freed once copied: the pages it gives back are
+     * at hand for the next one (fresh memory is the slow part of a copy). */
+    for (int c = C_PH; c < C_NUM0; c++) {
+        const int32_t *code_map = c == C_NAME ? map[DICT_NAMES] : c == C_CAT ? map[DICT_CATS]
+                                : c == C_PID || c == C_TID || c == C_ID || c == C_BIND ? map[DICT_TOKENS] : NULL;
+        if (code_map) {
+            int32_t *to = (int32_t *)col_ptr(dst, c) + n0;
+            const int32_t *from = (const int32_t *)col_ptr(src, c);
+            for (size_t i = 0; i < m; i++) to[i] = remapped(code_map, from[i]);
+        } else if (m) {
+            memcpy((uint8_t *)col_ptr(dst, c) + n0 * col_width(c), col_ptr(src, c), m * col_width(c));
+        }
+        pv_scan_release(src, c);
+    }
+    if (!src->file_args && src->blob.len) { /* args offsets into the joined blob */
+        int64_t shift = (int64_t)dst->blob.len;
+        if (!blob_append(&dst->blob, src->blob.data, src->blob.len)) goto out;
+        for (size_t i = 0; i < m; i++)
+            if (dst->aoff[n0 + i] >= 0) dst->aoff[n0 + i] += shift;
+    }
+    for (int k = 0; k < NUM_KEYS; k++) {
+        const int64_t *rows = (const int64_t *)src->num[k].rows.data;
+        size_t nr = src->num[k].rows.len / 8;
+        if (!buf_reserve(&dst->num[k].rows, nr * 8) ||
+            !buf_append(&dst->num[k].values, src->num[k].values.data, src->num[k].values.len))
+            goto out;
+        int64_t *to = (int64_t *)(dst->num[k].rows.data + dst->num[k].rows.len);
+        for (size_t j = 0; j < nr; j++) to[j] = rows[j] + (int64_t)n0;
+        dst->num[k].rows.len += nr * 8;
+    }
+    {
+        const int64_t *q = (const int64_t *)src->top.data;
+        int64_t shift = (int64_t)dst->toparena.len;
+        if (!buf_append(&dst->toparena, src->toparena.data, src->toparena.len)) goto out;
+        for (size_t j = 0; j < src->top.len / 32; j++) {
+            int64_t e[4] = {q[4 * j] + shift, q[4 * j + 1], q[4 * j + 2] + shift, q[4 * j + 3]};
+            if (!buf_append(&dst->top, (const uint8_t *)e, sizeof e)) goto out;
+        }
+    }
+    dst->n = n0 + m;
+    dst->state = src->state;
+    dst->seen_events = src->seen_events;
+    dst->base = src->base;
+    dst->carry.len = 0;
+    for (int k = 0; k < 6; k++) dst->cache[k] = -1;
+    r = PV_OK;
+out:
+    for (int d = 0; d < 3; d++) free(map[d]);
+    if (r != PV_OK) dst->status = r;
+    return r;
+}
+
 int64_t pv_scan_count(const pv_scanner *s) { return (int64_t)s->n; }
 int pv_scan_array_format(const pv_scanner *s) { return s->array_format; }
 

@@ -103,3 +103,16 @@ int grow_columns(pv_scanner *s) {
     s->cap = cap;
     return 1;
 }
+
+/* Room for at least need events in every column. */
+int reserve_columns(pv_scanner *s, size_t need) {
+    if (need <= s->cap) return 1;
+    for (int c = C_PH; c < C_NUM0; c++) {
+        void *p = realloc(col_ptr(s, c), need * col_width(c));
+        if (!p) return 0;
+        set_col(s, c, p);
+        want_huge_pages(p, need * col_width(c));
+    }
+    s->cap = need;
+    return 1;
+}

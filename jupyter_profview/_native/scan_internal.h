@@ -39,7 +39,7 @@
 /* Version of the exported pv_* interface (pv_abi_version); the Python side
  * refuses a library with another one.  Bump it with any change of the
  * exported functions, their arguments, the column ids or the status codes. */
-#define PV_ABI_VERSION 6
+#define PV_ABI_VERSION 7
 
 /* Limits on hostile input (the same as jupyter_profview.sources): a JSON
  * string longer than PV_MAX_STRING bytes (as written, escapes included), or
@@ -137,6 +137,8 @@ void dict_free(dict_t *d);
 /* Code of key (bytes), inserting it if new; -1 on out of memory.  cache is
  * the field's last code, compared first (see strtab.c). */
 int32_t cached_lookup(dict_t *d, int32_t *cache, const uint8_t *key, size_t n, uint32_t flags);
+/* Codes in dst of src's entries, inserting the new ones (see strtab.c). */
+int32_t *dict_merge(dict_t *dst, const dict_t *src);
 
 /* ------------------------------------------------------------------------ */
 /* Scanner state                                                             */
@@ -187,6 +189,7 @@ void *col_ptr(pv_scanner *s, int c);
 size_t col_width(int c);
 void set_col(pv_scanner *s, int c, void *p);
 int grow_columns(pv_scanner *s);
+int reserve_columns(pv_scanner *s, size_t need);
 
 /* ------------------------------------------------------------------------ */
 /* Error helpers                                                             */

@@ -113,3 +113,23 @@ static int32_t dict_lookup(dict_t *d, const uint8_t *key, size_t n, uint32_t fla
     if (d->count * 2 > d->mask + 1 && !dict_grow(d)) return -1;
     return code;
 }
+
+/* Codes in dst of every entry of src, in src's code order, inserting the
+ * entries dst does not have (so they get dst codes in src's first-occurrence
+ * order, as if src's input had been scanned after dst's).  A malloc'ed array
+ * of src->count codes, or NULL on out of memory. */
+int32_t *dict_merge(dict_t *dst, const dict_t *src) {
+    int32_t *map = (int32_t *)malloc((src->count ? src->count : 1) * sizeof *map);
+    if (!map) return NULL;
+    const int64_t *offs = (const int64_t *)src->offsets.data;
+    const int32_t *lens = (const int32_t *)src->lengths.data;
+    const uint32_t *flags = (const uint32_t *)src->flags.data;
+    for (size_t i = 0; i < src->count; i++) {
+        map[i] = dict_lookup(dst, src->arena.data + offs[i], (size_t)lens[i], flags[i]);
+        if (map[i] < 0) {
+            free(map);
+            return NULL;
+        }
+    }
+    return map;
+}

@@ -134,7 +134,8 @@ def run(tasks: list[Task], *, workers: int, client: Any = None,
                 yield load_rank(task)
                 bar(1)
         else:
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=_context()) as pool:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=_context(),
+                                     initializer=_one_core_per_worker) as pool:
                 futures: list[Future[dict[str, Any]]] = [pool.submit(load_rank, t) for t in todo]
                 try:
                     for fut in as_completed(futures):
@@ -145,6 +146,11 @@ def run(tasks: list[Task], *, workers: int, client: Any = None,
                         fut.cancel()
     finally:
         bar(0, close=True)
+
+
+def _one_core_per_worker() -> None:
+    """The workers share the cores: none scans its file on two of them."""
+    os.environ["PROFVIEW_SCAN_THREADS"] = "1"
 
 
 def _context() -> Any:

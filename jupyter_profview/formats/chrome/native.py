@@ -1,5 +1,7 @@
 """Glue to the native Chrome scanner (``_native/chrome_scan.c``): feeds decompressed
-chunks and adopts the columns it produces as numpy arrays."""
+chunks and adopts the columns it produces as numpy arrays.  An uncompressed file
+of :data:`SPLIT_MIN` bytes or more is scanned in two halves on two threads and
+the scans joined (:func:`_feed_split`)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import contextlib
 import ctypes
 import itertools
 import os
+import re
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from ctypes import POINTER, c_char_p, c_int64, c_size_t, c_uint8
 from pathlib import Path
 from queue import Empty, Full, Queue
@@ -29,6 +33,10 @@ if TYPE_CHECKING:
 
 # -- Chrome traces ------------------------------------------------------------
 
+SPLIT_MIN = 64 << 20  # bytes: an uncompressed file this big is scanned on two cores
+SPLIT_WINDOW = 1 << 20  # bytes after the middle searched for an event boundary
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")  # "}" "," "{": between two events?
+
 
 class _Progress:
     """A notebook-aware progress bar that only exists for slow loads: it is
@@ -43,8 +51,13 @@ class _Progress:
         self.done = 0
         self.bar: Any = None
         self.quiet = False
+        self.lock = threading.Lock()
 
     def update(self, n: int) -> None:
+        with self.lock:  # two scanning threads may report
+            self._update(n)
+
+    def _update(self, n: int) -> None:
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
@@ -169,27 +182,46 @@ def _file_chunks(source: Source, chunk_size: int,
     """An uncompressed file read into a ring of reused buffers (None for other
     sources).  Unlike fresh ``bytes`` per chunk, this does not churn large
     malloc blocks, which with glibc raises the mmap threshold and leaves the
-    scanner's growing columns fragmenting the heap (~20% more peak RSS).
-    Four buffers: one being scanned, one queued by :func:`_prefetch`, one
-    being read, one spare."""
-    path = source.path
-    if path is None or source.is_gzip:
+    scanner's growing columns fragmenting the heap (~20% more peak RSS)."""
+    if source.path is None or source.is_gzip:
         return None
+    if blob is not None:
+        return _file_range(blob.fileno(), chunk_size, 0, source.size)
+    return _own_file_range(source.path, chunk_size)
 
-    def read() -> Iterator[memoryview]:
-        ring = [bytearray(chunk_size) for _ in range(4)]
-        fd = os.dup(blob.fileno()) if blob is not None else \
-            os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        with open(fd, "rb", buffering=0, closefd=True) as f:
-            f.seek(0)
-            for k in itertools.count():
-                buffer = ring[k % len(ring)]
-                size = f.readinto(buffer)
-                if not size:
-                    return
-                yield memoryview(buffer)[:size]
 
-    return read()
+def _own_file_range(path: str | os.PathLike[str], chunk_size: int) -> Iterator[memoryview]:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        yield from _file_range(fd, chunk_size, 0, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _file_range(fd: int, chunk_size: int, start: int, end: int) -> Iterator[memoryview]:
+    """Bytes ``[start, end)`` of the open file ``fd`` in chunks, read at their
+    offset (``pread``: threads reading other ranges of the same descriptor do
+    not move each other's position) into a ring of four reused buffers: one
+    being scanned, one queued by :func:`_prefetch`, one being read, one spare."""
+    ring = [bytearray(min(chunk_size, max(end - start, 1))) for _ in range(4)]
+    offset = start
+    for k in itertools.count():
+        if offset >= end:
+            return
+        buffer = memoryview(ring[k % len(ring)])[: min(chunk_size, end - offset)]
+        size = _pread_into(fd, buffer, offset)
+        if not size:
+            return
+        offset += size
+        yield buffer[:size]
+
+
+def _pread_into(fd: int, buffer: memoryview, offset: int) -> int:
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [buffer], offset)
+    data = os.pread(fd, len(buffer), offset)  # Windows, older macOS: one copy more
+    buffer[: len(data)] = data
+    return len(data)
 
 
 def _take_bytes(lib: ctypes.CDLL, scanner: int, column: int) -> bytes:
@@ -284,7 +316,9 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
         blob = FileBlob(source.path) if source.path is not None and not source.is_gzip else None
         if blob is not None:
             lib.pv_scan_file_args(scanner, 1)
-        status = _feed(lib, scanner, source, chunk_size, blob)
+        split = _split_point(blob, chunk_size) if blob is not None else None
+        status = (_feed_split(lib, scanner, source, chunk_size, blob, *split) if blob is not None and split
+                  else _feed(lib, scanner, source, chunk_size, blob))
         if status == _UNSUP:
             return None
         _check_status(lib, scanner, status, source)
@@ -314,6 +348,105 @@ def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int, blob:
         return int(lib.pv_scan_finish(scanner))
     finally:
         progress.close()
+
+
+def _scan_threads() -> int:
+    """Threads that may scan one file: ``PROFVIEW_SCAN_THREADS`` if set (1 in
+    :func:`~jupyter_profview.load_many`'s workers, which share the cores), else
+    the CPUs this process may run on."""
+    setting = os.environ.get("PROFVIEW_SCAN_THREADS", "").strip()
+    if setting.isdigit():
+        return int(setting)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _split_point(blob: FileBlob, chunk_size: int) -> tuple[int, int] | None:
+    """Where a second scanner may start on an uncompressed file, and whether
+    the file is a bare array (1) or an object (0); None when the file is too
+    small for a second core to pay off (or there is none).
+
+    The point is the ``{`` of the first ``} , {`` (whitespace allowed) after
+    the middle of the file: usually the start of an event.  It is a guess --
+    the pattern may be inside a string, or outside traceEvents -- which
+    :func:`_feed_split` checks before using the second scan."""
+    size = len(blob)
+    if size < SPLIT_MIN or _scan_threads() < 2:
+        return None
+    array_format = _array_format(blob)
+    middle = size // 2
+    found = _BOUNDARY.search(os.pread(blob.fileno(), SPLIT_WINDOW, middle))
+    if array_format is None or found is None:
+        return None
+    return middle + found.end() - 1, array_format
+
+
+def _array_format(blob: FileBlob) -> int | None:
+    """1 if the file is a bare array (its first byte after a byte-order mark
+    and whitespace is ``[``), 0 if an object, None if neither (invalid: the
+    first scanner reports it)."""
+    head = os.pread(blob.fileno(), 4096, 0).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+    return {b"[": 1, b"{": 0}.get(head)
+
+
+def _feed_range(lib: ctypes.CDLL, scanner: int, chunks: Iterator[memoryview], progress: _Progress,
+                stop: threading.Event | None, finish: bool) -> int:
+    """Feed ``chunks`` to ``scanner`` (then finish it, if ``finish``) unless
+    ``stop`` is set; the scanner's status (``_OK`` when stopped)."""
+    for chunk in chunks:
+        if stop is not None and stop.is_set():
+            return _OK
+        view = np.frombuffer(chunk, np.uint8)
+        status = lib.pv_scan_feed(scanner, view.ctypes.data, len(view))
+        progress.update(len(view))
+        del view
+        if status != _OK:
+            return int(status)
+    return int(lib.pv_scan_finish(scanner)) if finish else _OK
+
+
+def _feed_split(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int, blob: FileBlob,
+                split: int, array_format: int) -> int:
+    """Scan an uncompressed file on two cores: ``scanner`` the bytes before
+    ``split`` (in this thread), a second scanner the rest (in another; the
+    native scan releases the GIL).  The second scan counts only if the first
+    ends exactly at ``split``, between two events of traceEvents: then the
+    two are the one scan cut in two and ``pv_scan_append`` joins them (the
+    same rows, dictionary codes and errors as one scanner's).  Otherwise
+    (the guessed boundary was inside a string, say) it is dropped and
+    ``scanner`` goes on alone.  The final status, as :func:`_feed`."""
+    second = lib.pv_scan_new()
+    if not second:
+        raise MemoryError("out of memory in the native scanner")
+    progress = _Progress(source)
+    stop = threading.Event()
+    fd = blob.fileno()
+    try:
+        lib.pv_scan_file_args(second, 1)
+        lib.pv_scan_resume(second, split, array_format)
+        with ThreadPoolExecutor(1, thread_name_prefix="profview-scan") as pool:
+            rest = pool.submit(_feed_range, lib, second, _file_range(fd, chunk_size, split, source.size),
+                               progress, stop, True)
+            joined = False
+            try:
+                head = _file_range(fd, chunk_size, 0, split)
+                status = _feed_range(lib, scanner, head, progress, None, False)
+                joined = status == _OK and bool(lib.pv_scan_at_element(scanner, split))
+            finally:
+                if not joined:
+                    stop.set()  # the second scan will not be used: stop it early
+            rest.result()
+        if status != _OK:
+            return status
+        if not joined:
+            return _feed_range(lib, scanner, _file_range(fd, chunk_size, split, source.size), progress,
+                               None, True)
+        return int(lib.pv_scan_append(scanner, second))
+    finally:
+        progress.close()
+        lib.pv_scan_free(second)
 
 
 def _check_status(lib: ctypes.CDLL, scanner: int, status: int, source: Source) -> None:
