@@ -21,6 +21,9 @@ the same file, in the same run:
     json+pandas   ``json.load(f)`` + ``pandas.DataFrame(events)``
     profview      ``profview.load(path)`` with the native decoder
     profview-py   ``profview.load(path)`` with ``PROFVIEW_NATIVE=0`` (pure Python)
+    scan          the native scan alone, the first step of ``profview.load``: the
+                  file decoded into columns (on both cores for a big uncompressed
+                  file), none of the tables built -- where the load's time goes
     show          ``profview.load(path)`` then ``profview.show(trace)`` (the widget
                   built as in a notebook, its state taken with ``get_state()``):
                   the time of ``show`` and the synced state's size
@@ -53,7 +56,7 @@ ROOT = HERE.parent
 TIME_TARGET = 2.0
 RSS_TARGET = 1.5
 
-METHODS = ("simdjson", "orjson", "json+pandas", "profview", "profview-py", "show")
+METHODS = ("simdjson", "orjson", "json+pandas", "profview", "profview-py", "scan", "show")
 SIZES = {"1m": (1_000_000, False), "5m": (5_000_000, True), "10m": (10_000_000, True)}  # events, compact
 STRICT = {"10m": (1.0, 1.0)}  # --size: (time, memory) targets instead of TIME_TARGET, RSS_TARGET
 STATE_TARGET = 4_000_000  # bytes of widget state
@@ -154,6 +157,19 @@ def child(method: str, path: str) -> None:
             doc = orjson.loads(data)
             seconds, cpu = time.perf_counter() - t0, _cpu() - c0
             del doc
+    elif method == "scan":
+        sys.path.insert(0, str(ROOT))
+        from jupyter_profview.formats.chrome.native import decode_chrome
+        from jupyter_profview.sources import Source
+
+        base = _rss_now()
+        t0, c0, s0 = time.perf_counter(), _cpu(), _sys()
+        columns = decode_chrome(Source(path))
+        seconds, cpu = time.perf_counter() - t0, _cpu() - c0
+        info["sys"] = _sys() - s0
+        if columns is None:
+            raise SystemExit("the native scanner left this file to the Python decoder")
+        del columns
     elif method == "json+pandas":
         import json as std_json
 

@@ -48,6 +48,12 @@ def report() -> list[tuple[str, str]]:
     else:
         hint = "" if why.startswith("disabled") else f"; to get the native scanner: {_native.HOW_TO_BUILD}"
         rows.append(("decoder", f"pure Python (about 15x slower): {why}{hint}"))
+    if decoder == "native":
+        from .formats.chrome.native import SPLIT_MIN, scan_threads
+
+        threads = min(scan_threads(), 2)
+        rows.append(("scan threads", f"{threads} for an uncompressed Chrome/PyTorch file of "
+                                     f"{SPLIT_MIN >> 20} MB or more (PROFVIEW_SCAN_THREADS limits it)"))
     if _ESM_PATH.is_file():
         rows.append(("front end", f"bundle present: {_ESM_PATH} ({_ESM_PATH.stat().st_size:,} bytes)"))
     else:

@@ -39,6 +39,8 @@ def test_doctor_reports_versions_decoder_bundle_and_examples() -> None:
         assert "native C scanner" in decoder and f"ABI {_native.ABI_VERSION}" in decoder
     else:
         assert "pure Python" in decoder and "hatch_build.py" in decoder
+    if _native._load() is not None:
+        assert line(doctor({"PROFVIEW_SCAN_THREADS": "1"}), "scan threads").split()[2] == "1"
     bundle = line(report, "front end")
     assert ("present" if _ESM_PATH.is_file() else "MISSING") in bundle
     assert str(EXAMPLES) in line(report, "examples")

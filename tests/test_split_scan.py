@@ -12,6 +12,7 @@ pure-Python reference decoder by ``test_native.py``).
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ def one_scanner(monkeypatch: pytest.MonkeyPatch, path: Path, chunk_size: int = 1
 def split_at(monkeypatch: pytest.MonkeyPatch, offset: int) -> None:
     """Make the next decodes guess ``offset`` as the boundary, whatever is there."""
     monkeypatch.setattr(chrome_native, "_split_point",
-                        lambda blob, chunk_size: (offset, fmt) if (fmt := chrome_native._array_format(blob))
+                        lambda blob: (offset, fmt) if (fmt := chrome_native._array_format(blob))
                         is not None else None)
 
 
@@ -205,3 +206,50 @@ def test_one_scan_thread_when_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert isinstance(decode(path), ChromeColumns) and spy.joins == 0
     monkeypatch.setenv("PROFVIEW_SCAN_THREADS", "2")
     assert isinstance(decode(path), ChromeColumns) and spy.joins == 1
+
+
+class FakeBar:
+    """Stands in for tqdm: records the count and the threads that touch it."""
+
+    made: list[FakeBar] = []
+
+    def __init__(self, total: int | None, initial: int, **_: object) -> None:
+        self.total, self.n = total, initial
+        self.threads = {threading.get_ident()}
+        FakeBar.made.append(self)
+
+    def update(self, n: int) -> None:
+        self.n += n
+        self.threads.add(threading.get_ident())
+
+    def refresh(self) -> None:
+        self.threads.add(threading.get_ident())
+
+    def close(self) -> None:
+        self.threads.add(threading.get_ident())
+
+
+@pytest.mark.parametrize("boundary", [True, False])
+def test_progress_counts_each_byte_once_from_the_loading_thread(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, boundary: bool) -> None:
+    """Joined or not (then the rest is scanned again by the first scanner),
+    the bar ends at the file's size and only the loading thread draws it."""
+    import tqdm.auto
+
+    data = _generated_trace(300)
+    path = tmp_path / "trace.json"
+    path.write_bytes(data)
+    inside_a_name = data.index(b'"name": "') + 10
+    between_events = BOUNDARY.search(data, len(data) // 2)
+    assert between_events
+    split_at(monkeypatch, between_events.end() - 1 if boundary else inside_a_name)
+    monkeypatch.setattr(chrome_native._Progress, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(chrome_native, "_no_bar", lambda: False)
+    monkeypatch.setattr(tqdm.auto, "tqdm", FakeBar)
+    FakeBar.made.clear()
+    spy = Spy(monkeypatch)
+    assert isinstance(decode(path, 4096), ChromeColumns)
+    assert spy.joins == int(boundary)
+    (bar,) = FakeBar.made
+    assert bar.total == len(data) and bar.n == len(data)
+    assert bar.threads == {threading.get_ident()}

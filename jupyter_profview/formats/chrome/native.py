@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from ctypes import POINTER, c_char_p, c_int64, c_size_t, c_uint8
 from pathlib import Path
@@ -52,12 +52,17 @@ class _Progress:
         self.bar: Any = None
         self.quiet = False
         self.lock = threading.Lock()
+        self.elsewhere = 0  # bytes scanned by another thread, not yet shown
+
+    def add_elsewhere(self, n: int) -> None:
+        """Bytes scanned by another thread: counted, and shown by the next
+        :meth:`update` (the bar is only touched from the loading thread)."""
+        with self.lock:
+            self.elsewhere += n
 
     def update(self, n: int) -> None:
-        with self.lock:  # two scanning threads may report
-            self._update(n)
-
-    def _update(self, n: int) -> None:
+        with self.lock:
+            n, self.elsewhere = n + self.elsewhere, 0
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
@@ -74,6 +79,15 @@ class _Progress:
             self.bar = tqdm(total=total, initial=self.done, unit="B", unit_scale=True,
                             delay=max(0.0, 1.0 - elapsed), disable=None, leave=False,
                             desc=f"reading {Path(self.source.name).name}")
+
+    def rewind(self, done: int) -> None:
+        """Back to ``done`` bytes (what another thread scanned is scanned again)."""
+        with self.lock:
+            self.elsewhere = 0
+        self.done = done
+        if self.bar is not None:
+            self.bar.n = done
+            self.bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:
@@ -316,7 +330,7 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
         blob = FileBlob(source.path) if source.path is not None and not source.is_gzip else None
         if blob is not None:
             lib.pv_scan_file_args(scanner, 1)
-        split = _split_point(blob, chunk_size) if blob is not None else None
+        split = _split_point(blob) if blob is not None else None
         status = (_feed_split(lib, scanner, source, chunk_size, blob, *split) if blob is not None and split
                   else _feed(lib, scanner, source, chunk_size, blob))
         if status == _UNSUP:
@@ -350,7 +364,7 @@ def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int, blob:
         progress.close()
 
 
-def _scan_threads() -> int:
+def scan_threads() -> int:
     """Threads that may scan one file: ``PROFVIEW_SCAN_THREADS`` if set (1 in
     :func:`~jupyter_profview.load_many`'s workers, which share the cores), else
     the CPUs this process may run on."""
@@ -363,7 +377,7 @@ def _scan_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _split_point(blob: FileBlob, chunk_size: int) -> tuple[int, int] | None:
+def _split_point(blob: FileBlob) -> tuple[int, int] | None:
     """Where a second scanner may start on an uncompressed file, and whether
     the file is a bare array (1) or an object (0); None when the file is too
     small for a second core to pay off (or there is none).
@@ -373,7 +387,7 @@ def _split_point(blob: FileBlob, chunk_size: int) -> tuple[int, int] | None:
     the pattern may be inside a string, or outside traceEvents -- which
     :func:`_feed_split` checks before using the second scan."""
     size = len(blob)
-    if size < SPLIT_MIN or _scan_threads() < 2:
+    if size < SPLIT_MIN or scan_threads() < 2:
         return None
     array_format = _array_format(blob)
     middle = size // 2
@@ -391,16 +405,17 @@ def _array_format(blob: FileBlob) -> int | None:
     return {b"[": 1, b"{": 0}.get(head)
 
 
-def _feed_range(lib: ctypes.CDLL, scanner: int, chunks: Iterator[memoryview], progress: _Progress,
+def _feed_range(lib: ctypes.CDLL, scanner: int, chunks: Iterator[memoryview], progress: Callable[[int], None],
                 stop: threading.Event | None, finish: bool) -> int:
     """Feed ``chunks`` to ``scanner`` (then finish it, if ``finish``) unless
-    ``stop`` is set; the scanner's status (``_OK`` when stopped)."""
+    ``stop`` is set, reporting the bytes fed to ``progress``; the scanner's
+    status (``_OK`` when stopped)."""
     for chunk in chunks:
         if stop is not None and stop.is_set():
             return _OK
         view = np.frombuffer(chunk, np.uint8)
         status = lib.pv_scan_feed(scanner, view.ctypes.data, len(view))
-        progress.update(len(view))
+        progress(len(view))
         del view
         if status != _OK:
             return int(status)
@@ -428,20 +443,22 @@ def _feed_split(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int,
         lib.pv_scan_resume(second, split, array_format)
         with ThreadPoolExecutor(1, thread_name_prefix="profview-scan") as pool:
             rest = pool.submit(_feed_range, lib, second, _file_range(fd, chunk_size, split, source.size),
-                               progress, stop, True)
+                               progress.add_elsewhere, stop, True)
             joined = False
             try:
                 head = _file_range(fd, chunk_size, 0, split)
-                status = _feed_range(lib, scanner, head, progress, None, False)
+                status = _feed_range(lib, scanner, head, progress.update, None, False)
                 joined = status == _OK and bool(lib.pv_scan_at_element(scanner, split))
             finally:
                 if not joined:
                     stop.set()  # the second scan will not be used: stop it early
             rest.result()
+        progress.update(0)  # show the other thread's bytes
         if status != _OK:
             return status
         if not joined:
-            return _feed_range(lib, scanner, _file_range(fd, chunk_size, split, source.size), progress,
+            progress.rewind(split)
+            return _feed_range(lib, scanner, _file_range(fd, chunk_size, split, source.size), progress.update,
                                None, True)
         return int(lib.pv_scan_append(scanner, second))
     finally:
