@@ -247,3 +247,22 @@ def test_unclosed_array_without_events() -> None:
     assert decode_python(Source(b"[ ")).n == 0
     with pytest.raises(ProfviewError):
         decode_python(Source(b"[,"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-10**15, 10**15), st.integers(-10**12, 10**12), st.booleans(),
+                          st.booleans()), min_size=1, max_size=30))
+def test_trace_end_is_the_latest_ts_or_end_of_an_x_slice(records: list[tuple[int, int, bool, bool]]) -> None:
+    """``_trace_end`` (no copies of the rows) against its definition: the latest
+    ts of the timed records, or ts + max(dur, 0) of their X slices."""
+    from types import SimpleNamespace
+
+    from jupyter_profview.formats.chrome.trace import _trace_end
+
+    ts = np.array([r[0] for r in records], np.int64)
+    dur = np.array([r[1] for r in records], np.int64)
+    ok = np.array([r[2] for r in records])
+    x_rec = np.flatnonzero(ok & np.array([r[3] for r in records]))
+    expected = max([t for t, _, timed, _ in records if timed] +
+                   [t + max(d, 0) for t, d, timed, is_x in records if timed and is_x], default=0)
+    assert _trace_end(SimpleNamespace(ts_ns=ts), ok, x_rec, dur[x_rec]) == expected  # type: ignore[arg-type]

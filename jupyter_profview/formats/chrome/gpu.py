@@ -177,7 +177,7 @@ def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.n
         "launch_name": _taken_or_na(names, launch, linked),
         "cpu_op": _nullable(cpu_op, cpu_op >= 0),
         "cpu_op_name": _taken_or_na(names, cpu_op, cpu_op >= 0),
-    })
+    }, copy=False)  # fresh arrays: no copy into consolidated blocks
     stats = {
         "device_activities": len(table), "linked": int(linked.sum()),
         "without_correlation": int((~k_corr_valid).sum()),

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...builder import dense_codes
 from ...model import Quality
 from .columns import ChromeColumns, Interner
 
@@ -203,9 +204,18 @@ class Labels:
         if len(pid_code) == 0:
             return np.zeros(0, np.int64)
         width = len(self.columns.tokens) + 1
-        pair = pid_code.astype(np.int64) * width + tid_code
-        # np.unique(pair, return_inverse=True), but hashing (few distinct pairs) instead of sorting
-        inverse, found = pd.factorize(pair)
+        pair = pid_code.astype(np.int64)
+        pair *= width
+        pair += tid_code
+        # np.unique(pair, return_inverse=True), without sorting: by their range when it is small
+        # (pid and tid are usually among the first tokens), else by hashing (few distinct pairs)
+        low = int(pair.min())
+        if int(pair.max()) - low <= 4 * len(pair) + 4096:
+            pair -= low
+            found, inverse = dense_codes(pair)
+            found += low
+        else:
+            inverse, found = pd.factorize(pair)
         order = np.argsort(found)  # labels are interned in pair order
         label_code = np.empty(len(found), np.int64)
         for k, v in zip(order.tolist(), found[order].tolist(), strict=True):

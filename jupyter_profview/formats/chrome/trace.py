@@ -164,7 +164,7 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     cols, args_rows, v2_rows, base = _event_columns(c, parts, labels)
     if consume:
         c.drop_rows()
-    events, raw_index, base = build_events(cols, q, base=base, phase_rules_extra=PHASE_RULES)
+    events, raw_index, base = build_events(cols, q, base=base, phase_rules_extra=PHASE_RULES, consume=True)
     del cols
     forward_in_profiler_steps(events, q)
 
@@ -253,14 +253,13 @@ def _event_columns(c: ChromeColumns, parts: _Parts, labels: Labels,
     each record's args are, the input row of each flow v2 record (-1 if none)
     and the earliest time of any table."""
     rows = parts.rows
-    simple = np.concatenate([parts.x_rec, parts.i_rec])
-    rec = np.concatenate([simple, np.asarray(rows.rec, np.int64)], dtype=np.int64)
+    simple = _joined(parts.x_rec, parts.i_rec)
+    rec = _joined(simple, np.asarray(rows.rec, np.int64))
     start = c.ts_ns[rec]
-    dur = np.concatenate([parts.x_dur, np.zeros(len(parts.i_rec), np.int64), np.asarray(rows.dur, np.int64)])
+    dur = _joined(parts.x_dur, np.zeros(len(parts.i_rec), np.int64), np.asarray(rows.dur, np.int64))
     simple_pid = c.pid_code[simple]
-    pid = np.concatenate([simple_pid, np.asarray(rows.pid, np.int32)])
-    thread = np.concatenate([labels.thread_codes(simple_pid, c.tid_code[simple]),
-                             np.asarray(rows.thread, np.int64)])
+    pid = _joined(simple_pid, np.asarray(rows.pid, np.int32))
+    thread = _joined(labels.thread_codes(simple_pid, c.tid_code[simple]), np.asarray(rows.thread, np.int64))
     kind = np.concatenate([np.full(len(parts.x_rec), KINDS.index("slice"), np.int8),
                            np.full(len(parts.i_rec), KINDS.index("instant"), np.int8),
                            np.asarray([KINDS.index(k) for k in rows.kind], np.int8)])
@@ -290,6 +289,14 @@ def _event_columns(c: ChromeColumns, parts: _Parts, labels: Labels,
         "has_args": c.args_offset[rec] >= 0,
     }
     return cols, args_rows, v2_rows, base
+
+
+def _joined(first: np.ndarray, *rest: np.ndarray) -> np.ndarray:
+    """``np.concatenate([first, *rest])``; ``first`` itself (no copy of
+    millions of rows) when the rest are empty, as on most traces."""
+    if not any(len(r) for r in rest):
+        return first
+    return np.concatenate([first, *rest]).astype(first.dtype, copy=False)
 
 
 def _positions(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -347,9 +354,11 @@ def _trace_end(c: ChromeColumns, ok: np.ndarray, x_rec: np.ndarray, x_dur: np.nd
     """The latest ts, or end of an ``X`` slice, of the timed records (0 if none)."""
     if not ok.any():
         return 0
-    end = int(c.ts_ns[ok].max())
+    end = int(np.max(c.ts_ns, where=ok, initial=np.iinfo(np.int64).min))  # no copy of the ok rows
     if len(x_rec):
-        end = max(end, int((c.ts_ns[x_rec] + np.maximum(x_dur, 0)).max()))
+        ends = c.ts_ns[x_rec]
+        np.add(ends, x_dur, out=ends, where=x_dur > 0)  # ts + max(dur, 0), without a temporary
+        end = max(end, int(ends.max()))
     return end
 
 
