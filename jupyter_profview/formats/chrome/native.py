@@ -191,32 +191,14 @@ def _take_blob(lib: ctypes.CDLL, scanner: int, column: int) -> memoryview:
     return blob.data  # a memoryview of the array
 
 
-def _file_chunks(source: Source, chunk_size: int,
-                 blob: FileBlob | None = None) -> Iterator[memoryview] | None:
-    """An uncompressed file read into a ring of reused buffers (None for other
-    sources).  Unlike fresh ``bytes`` per chunk, this does not churn large
-    malloc blocks, which with glibc raises the mmap threshold and leaves the
-    scanner's growing columns fragmenting the heap (~20% more peak RSS)."""
-    if source.path is None or source.is_gzip:
-        return None
-    if blob is not None:
-        return _file_range(blob.fileno(), chunk_size, 0, source.size)
-    return _own_file_range(source.path, chunk_size)
-
-
-def _own_file_range(path: str | os.PathLike[str], chunk_size: int) -> Iterator[memoryview]:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        yield from _file_range(fd, chunk_size, 0, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-
-
 def _file_range(fd: int, chunk_size: int, start: int, end: int) -> Iterator[memoryview]:
     """Bytes ``[start, end)`` of the open file ``fd`` in chunks, read at their
     offset (``pread``: threads reading other ranges of the same descriptor do
     not move each other's position) into a ring of four reused buffers: one
-    being scanned, one queued by :func:`_prefetch`, one being read, one spare."""
+    being scanned, one queued by :func:`_prefetch`, one being read, one spare.
+    Unlike fresh ``bytes`` per chunk, this does not churn large malloc blocks,
+    which with glibc raises the mmap threshold and leaves the scanner's growing
+    columns fragmenting the heap (~20% more peak RSS)."""
     ring = [bytearray(min(chunk_size, max(end - start, 1))) for _ in range(4)]
     offset = start
     for k in itertools.count():
@@ -344,22 +326,18 @@ def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns
 def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int, blob: FileBlob | None) -> int:
     """Stream the decompressed input into the scanner; its final status (a
     file whose args stay in it is read through the blob's own descriptor)."""
-    status = _OK
     progress = _Progress(source)
-    chunks = _file_chunks(source, chunk_size, blob) or source.chunks(chunk_size)
+    chunks = (_file_range(blob.fileno(), chunk_size, 0, source.size) if blob is not None
+              else source.chunks(chunk_size))
+
+    def report(n: int) -> None:
+        progress.update(n)
+        source.consumed = max(source.consumed, progress.done)  # how far, for errors
+
     try:
         # small inputs and small chunks (the tests') are not worth a thread
         threaded = source.size > 2 * chunk_size and chunk_size >= 1 << 20
-        for chunk in _prefetch(chunks) if threaded else chunks:
-            view = np.frombuffer(chunk, np.uint8)
-            size = len(view)
-            status = lib.pv_scan_feed(scanner, view.ctypes.data, size)
-            del view, chunk  # let the chunk go before the next one is read
-            progress.update(size)
-            source.consumed = max(source.consumed, progress.done)  # how far, for errors
-            if status != _OK:
-                return int(status)
-        return int(lib.pv_scan_finish(scanner))
+        return _feed_range(lib, scanner, _prefetch(chunks) if threaded else chunks, report, None, True)
     finally:
         progress.close()
 
@@ -390,11 +368,11 @@ def _split_point(blob: FileBlob) -> tuple[int, int] | None:
     if size < SPLIT_MIN or scan_threads() < 2:
         return None
     array_format = _array_format(blob)
+    if array_format is None:
+        return None
     middle = size // 2
     found = _BOUNDARY.search(os.pread(blob.fileno(), SPLIT_WINDOW, middle))
-    if array_format is None or found is None:
-        return None
-    return middle + found.end() - 1, array_format
+    return None if found is None else (middle + found.end() - 1, array_format)
 
 
 def _array_format(blob: FileBlob) -> int | None:
@@ -405,8 +383,8 @@ def _array_format(blob: FileBlob) -> int | None:
     return {b"[": 1, b"{": 0}.get(head)
 
 
-def _feed_range(lib: ctypes.CDLL, scanner: int, chunks: Iterator[memoryview], progress: Callable[[int], None],
-                stop: threading.Event | None, finish: bool) -> int:
+def _feed_range(lib: ctypes.CDLL, scanner: int, chunks: Iterator[bytes | memoryview],
+                progress: Callable[[int], None], stop: threading.Event | None, finish: bool) -> int:
     """Feed ``chunks`` to ``scanner`` (then finish it, if ``finish``) unless
     ``stop`` is set, reporting the bytes fed to ``progress``; the scanner's
     status (``_OK`` when stopped)."""
@@ -414,9 +392,10 @@ def _feed_range(lib: ctypes.CDLL, scanner: int, chunks: Iterator[memoryview], pr
         if stop is not None and stop.is_set():
             return _OK
         view = np.frombuffer(chunk, np.uint8)
-        status = lib.pv_scan_feed(scanner, view.ctypes.data, len(view))
-        progress(len(view))
-        del view
+        size = len(view)
+        status = lib.pv_scan_feed(scanner, view.ctypes.data, size)
+        del view, chunk  # let the chunk go before the next one is read
+        progress(size)
         if status != _OK:
             return int(status)
     return int(lib.pv_scan_finish(scanner)) if finish else _OK
