@@ -1,64 +1,90 @@
 """The critical path of a step: the chain of CPU ops, launches, kernels and syncs that set its length.
 
-Definition (HTA's *lightweight critical path*, computed here from ``trace.events`` and
-``trace.launches`` in exact ns):
+Definition: HTA's *lightweight critical path*, computed here from `trace.events` and
+`trace.launches` in exact ns.
 
-graph
-    Two nodes per event: its start and its end.  The events are the CPU ops and runtime / driver
-    calls (categories ``cpu_op``, ``cuda_runtime``, ``cuda_driver``) that start inside the window
-    and last > 0, and the device activities (rows of ``trace.launches``) whose launch call starts
-    inside the window.
-edges (``type``)
-    ``operator``
-        Inside an op or a kernel: on each CPU thread the ops are nested by time and walked depth
-        first (start of A -> start of its first child -> ... -> end of its last child -> end of
-        A); a device activity's start -> its end.  Weight: the time between the two nodes.  The
-        edge into the end of a blocking call (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
-        ``cudaEventSynchronize``, ``cudaEventQuery``, ``cudaMemcpy``, ``cudaMemcpyAsync``) weighs 0:
-        the wait is the GPU's time, reached through a ``sync`` edge.
-    ``dependency``
-        End of one top-level op -> start of the next on the same thread, weight 0: the time
-        between top-level ops is never on the path.
-    ``launch``
-        Start of the launch call -> start of its kernel (weight: the time between), only when the
-        stream was empty at the launch (queue length 1 with this launch, 0 when the kernel starts)
-        and the previous kernel of the stream ended before the launch; otherwise ``kernel``:
-    ``kernel``
-        End of the previous activity on the same stream -> start of this one (the gap).
-    ``sync``
-        Weight 0: the last activity of a stream (``Stream Sync``), of every stream of the device
-        (``Context Sync``) or the activity an event was recorded after (``Event Sync``) -> the end
-        of the CPU call that waited; the activity an event was recorded after -> the first
-        activity launched on the waiting stream after ``cudaStreamWaitEvent``.  Read from the
-        ``cuda_sync`` events Kineto records (PyTorch >= 2.1 with sync events on).
-path
-    The longest path by weight through this acyclic graph; ``length`` is its total weight.  It can
-    be longer than the step: GPU work launched in the step may run past the step's end.
-attribution
-    Each ``operator`` or ``kernel`` edge on the path is attributed to one event (an ``operator``
-    edge to the op it lies in: the source of start->start, the op of start->end, the destination of
-    end->end, the enclosing op of end->start; a gap to the activity before it), and
-    ``events.on_path`` sums them.
-breakdown
-    The path's time by what bounds it: ``cpu`` (operator edges of CPU ops), ``kernel`` (of device
-    activities that are not communication; memcpy and memset count here, as in HTA),
-    ``communication`` (NCCL / RCCL / gloo kernels), ``launch`` (launch edges: launch delay),
-    ``kernel_gap`` (kernel edges), ``sync`` (0 by construction, kept so that every category shows).
-    The times add up to ``length``.
+**Graph.** Two nodes per event: its start and its end.  The events are the CPU ops and runtime /
+driver calls (categories `cpu_op`, `cuda_runtime`, `cuda_driver`) that start inside the window and
+last > 0, and the device activities (rows of `trace.launches`) whose launch call starts inside the
+window.
 
-Where this differs from HTA 0.5.0 and why
------------------------------------------
-* Exact ns from the file, where HTA keeps whole µs (it truncates each timestamp).
-* ``instance`` counts the annotation's CPU-side instances by start; HTA counts every slice whose
+**Edges** (the `type` column):
+
+- `operator`: inside an op or a kernel.  On each CPU thread the ops are nested by time and walked
+  depth first (start of A -> start of its first child -> ... -> end of its last child -> end of
+  A); a device activity's start -> its end.  Weight: the time between the two nodes.  The edge
+  into the end of a blocking call (`cudaDeviceSynchronize`, `cudaStreamSynchronize`,
+  `cudaEventSynchronize`, `cudaEventQuery`, `cudaMemcpy`, `cudaMemcpyAsync`) weighs 0: the wait
+  is the GPU's time, reached through a `sync` edge.
+- `dependency`: end of one top-level op -> start of the next on the same thread, weight 0: the
+  time between top-level ops is never on the path.
+- `launch`: start of the launch call -> start of its activity (weight: the time between), only
+  when the stream was empty at the launch (queue length 1 with this launch, 0 when the activity
+  starts) and the stream's previous activity (below) ended before the launch; otherwise a
+  `kernel` edge.
+- `kernel`: end of the stream's previous activity -> start of this one (the gap).  The stream's
+  activities are taken by start; the *previous activity* is the one of them that ends last.  When
+  an activity starts before it ends (kernels of one stream that overlap), the edge goes back in
+  time and weighs 0.
+- `sync`, weight 0: the last activity of a stream (`Stream Sync`), of every stream of the device
+  (`Context Sync`) or the activity an event was recorded after (`Event Sync`) -> the end of the
+  CPU call that waited; the activity an event was recorded after -> the first activity launched
+  on the waiting stream after `cudaStreamWaitEvent`.  Read from the `cuda_sync` events Kineto
+  records (PyTorch >= 2.1 with sync events on).
+
+**Queue length** of a stream: +1 when the launch call of one of its activities starts (calls that
+enqueue work only, `LAUNCH_CALLS`), -1 when the activity starts.  At equal times the starts leave
+the queue before the launches enter it (on whole-µs traces a kernel often starts in the µs of the
+next launch call: the call could not have enqueued anything before it started).
+
+**Path.** The longest path by weight through this acyclic graph; `length` is its total weight.  It
+can be longer than the step: GPU work launched in the step may run past the step's end; and
+kernels of one stream that overlap are each on it whole.
+
+**Attribution.** Each `operator` or `kernel` edge on the path is attributed to one event (an
+`operator` edge to the op it lies in: the source of start->start, the op of start->end, the
+destination of end->end, the enclosing op of end->start; a gap to the activity before it), and
+`events.on_path` sums them.
+
+**Breakdown**: the path's time by what bounds it, adding up to `length`:
+
+- `cpu`: operator edges of CPU ops;
+- `kernel`: operator edges of device activities that are not communication (memcpy and memset
+  count here, as in HTA);
+- `communication`: NCCL / RCCL / gloo kernels;
+- `launch`: launch edges (launch delay);
+- `kernel_gap`: kernel edges;
+- `sync`: 0 by construction, kept so that every category shows.
+
+## Where this differs from HTA 0.5.0 and why
+
+- Exact ns from the file, where HTA keeps whole µs (it truncates each timestamp).
+- `instance` counts the annotation's CPU-side instances by start; HTA counts every slice whose
   name contains the annotation, the GPU-side copies too (its instance 1 is a GPU copy on some
   files), and drops the last ProfilerStep when it loads a trace.  Every step is kept here.
-* Queue lengths are per (device, stream); HTA pools equal stream ids of different devices.
-* Nesting on a CPU thread is among the graph's own events (ops and runtime calls): annotations and
-  Python frames are not nodes in either, and an op that outlasts its parent is closed at its own
-  end (HTA's stack closes whatever is on top).  An end->start edge between two sibling ops is
-  attributed to the op enclosing both (HTA names the direct parent in its full stack, which may be
-  an annotation); both are CPU time.
-* Where several paths are equally long, either tool may pick another one of them.
+- Queue lengths are per (device, stream); HTA pools equal stream ids of different devices.  At
+  equal times HTA orders a launch and a kernel start as an unstable sort leaves them (either way,
+  from one tie to the next); here the start always comes first.
+- Kernels of one stream that overlap (whole-µs timestamps rounded apart, or programmatic
+  dependent launch): HTA's edge from the earlier one's end to the later one's start has a
+  negative weight, which its graph counts as 0 (as here: both paths take each kernel whole, and
+  have one length) but its breakdown sums as it is, so HTA's `gpu_kernel_kernel_overhead` is
+  lower than `kernel_gap` here by the overlaps on the path, and HTA's breakdown does not add up
+  to its length.  Here it does.
+- A kernel that starts and ends inside the previous one of its stream: HTA takes the stream's
+  previous kernel to be the last one to *start*, here it is the one that *ends* last.  HTA then
+  measures the next kernel's gap (or its launch delay) from the inner kernel's end, while the
+  stream still runs the outer one: its path counts that time twice (the outer kernel, and a gap
+  or launch delay over the same time) and can be longer than any chain of events in the trace.
+  Here a gap on the path is always time in which the stream ran nothing, and a kernel queued
+  behind a running one never gets a launch edge.  (`tests/data/critical_path/overlap_us.json.gz`
+  has both cases, with HTA's answers.)
+- Nesting on a CPU thread is among the graph's own events (ops and runtime calls): annotations
+  and Python frames are not nodes in either, and an op that outlasts its parent is closed at its
+  own end (HTA's stack closes whatever is on top).  An end->start edge between two sibling ops
+  is attributed to the op enclosing both (HTA names the direct parent in its full stack, which
+  may be an annotation); both are CPU time.
+- Where several paths are equally long, either tool may pick another one of them.
 """
 
 from __future__ import annotations
@@ -411,7 +437,8 @@ class _Graph:
                 edge(2 * prev + 1, 2 * k, _KERNEL, attr=prev)
                 linked = True
             self.unlinked += not linked
-            last[s] = k
+            if prev is None or self.t1[k] >= self.t1[prev]:
+                last[s] = k   # the stream's activity that ends last so far
 
     # -- the longest path ---------------------------------------------------------------------
     def solve(self, *, annotation: str | None, instance: int | None, rank: int | None,
@@ -554,7 +581,7 @@ def _queue_lengths(la: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     kind = np.concatenate([np.zeros(len(rows), np.int8), np.ones(len(rows), np.int8)])
     delta = np.where(kind == 0, 1, -1)
     g = np.concatenate([group, group])
-    order = np.lexsort((kind, ts, g))
+    order = np.lexsort((-kind, ts, g))  # at equal times the kernel starts leave first
     level = np.empty(len(order), np.int64)
     level[order] = np.cumsum(delta[order])  # each stream's launches and kernels pair up: sums to 0
     qr[rows] = level[: len(rows)]
