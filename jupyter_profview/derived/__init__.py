@@ -29,8 +29,9 @@ from .intervals import (
     union_lengths,
 )
 from .queues import SERIES_COLUMNS, enqueued, queue_levels, queue_series
-from .steps import STEP_COLUMNS, cpu_steps, last_step_start, steps
+from .steps import STEP_COLUMNS, cpu_steps, instances, last_step_start, step_mask, steps
 
 __all__ = ["ACTIVITY_COLUMNS", "SERIES_COLUMNS", "STEP_COLUMNS", "busy", "busy_before", "busy_fraction",
-           "cpu_steps", "device_activities", "difference", "enqueued", "intersection", "last_step_start",
-           "queue_levels", "queue_series", "steps", "union", "union_length", "union_lengths"]
+           "cpu_steps", "device_activities", "difference", "enqueued", "instances", "intersection",
+           "last_step_start",
+           "queue_levels", "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths"]
