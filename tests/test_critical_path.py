@@ -113,7 +113,7 @@ def _stream_overlaps_us(name: str, kernels: set[str]) -> float:
 def test_handmade_reference_covers_both_traces() -> None:
     assert sorted((r["file"], r["instance"]) for r in HANDMADE_REFERENCE if "error" not in r) == [
         ("deep_queue.json.gz", 0), ("overlap_us.json.gz", 0), ("overlap_us.json.gz", 1),
-        ("overlap_us.json.gz", 2)]
+        ("overlap_us.json.gz", 2), ("ties_us.json.gz", 0)]
 
 
 def test_overlapping_kernels_of_one_stream_match_hta() -> None:
@@ -188,6 +188,30 @@ def test_deep_queue_matches_hta() -> None:
     assert (cp.edges["type"].astype(str) == "launch").sum() == 1
     assert int((cp.events["category"].astype(str) == "kernel").sum()) == 1500
     _check_path_invariants(cp, trace)
+
+
+def _ties_in_file(name: str) -> int:
+    """From the file: kernels that start in the µs in which a launch call of their stream starts."""
+    events = json.loads(gzip.decompress((HANDMADE / name).read_bytes()))["traceEvents"]
+    kernel_stream = {e["args"]["correlation"]: e["tid"] for e in events if e.get("cat") == "kernel"}
+    calls = {(kernel_stream[e["args"]["correlation"]], e["ts"]) for e in events
+             if e.get("name") == "cudaLaunchKernel" and e["args"]["correlation"] in kernel_stream}
+    return sum((e["tid"], e["ts"]) in calls for e in events if e.get("cat") == "kernel")
+
+
+@pytest.mark.xfail(strict=True, reason="derived.queue_levels counts a launch before a kernel start of "
+                   "the same µs; HTA's path on this trace is the one of the opposite order")
+def test_whole_us_ties_between_launches_and_kernel_starts_match_hta() -> None:
+    # ties_us: 400 ops each launching one small kernel; 99 kernels start in the µs in which a
+    # launch call of their stream starts.  HTA 0.5.0: 1,988 µs, 1,012 of kernels (51 %; 173
+    # kernels on the path).  Read with launches first at a tie (the queue holds the next launch
+    # when the kernel starts: no launch edge) the path is a chain of 279 kernels, 2,200 µs, 68 %
+    # kernels -- the real A100 trace's symptom (kernel 85 % vs HTA's 47 %).  Activity starts
+    # first at a tie gives HTA's path exactly (measured by patching derived.queue_levels).
+    assert _ties_in_file("ties_us.json.gz") == 99
+    case = _handmade("ties_us.json.gz", 0)
+    cp = critical_path(_load("ties_us.json.gz"))
+    _assert_same_path_as_hta(cp, case)
 
 
 @pytest.mark.parametrize("path", sorted([*HTA.glob("*.json.gz"), *HANDMADE.glob("*.json.gz")]),

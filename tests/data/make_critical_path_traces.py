@@ -19,6 +19,10 @@ Sync), `distributedInfo` and `deviceProperties`.
   runs 6 µs: the stream's queue grows to 1,001, and the CPU waits at the end in
   `cudaDeviceSynchronize`.
 
+- `ties_us.json.gz`: 400 small ops each launching a small kernel, a quarter of which start in
+  the µs in which the next launch call starts (whole-µs timestamps tie): how a tie between a
+  launch and a kernel start is read decides launch edges.
+
 HTA 0.5.0's answers on them: `scripts/crosscheck/hta_critical_path.py` (see there), stored in
 `tests/data/hta_reference/critical_path_handmade.json.gz`.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -154,9 +159,33 @@ def deep_queue(n: int = 1500) -> dict[str, Any]:
     return w.trace()
 
 
+def ties_us(n: int = 400, seed: int = 1) -> dict[str, Any]:
+    """Step 1: n top-level ops every 6 µs, each 4 µs long, each launching one kernel (call 1 µs
+    into the op, 2 µs long).  Kernel i starts 2, 3 or 6 µs after its call (6: in the µs in which
+    the next call starts, a tie) but not before the previous kernel ends (+0 or 1 µs), and runs
+    1-10 µs (drawn with `random.Random(seed)`).  `cudaDeviceSynchronize` waits for the last.
+    Step 2: one op (HTA drops a trace's last step)."""
+    rng = random.Random(seed)
+    w = _Writer()
+    w.cpu("ProfilerStep#1", 0, 6 * n + 2000, cat="user_annotation")
+    prev_end = 0
+    for i in range(n):
+        op = 10 + 6 * i
+        w.cpu("aten::op", op, 4)
+        start = max(op + 1 + rng.choice([2, 3, 6, 6, 6, 6]), prev_end + rng.choice([0, 0, 1]))
+        dur = rng.randint(1, 10)
+        w.launch(op + 1, 2, "k", start, dur)
+        prev_end = start + dur
+    end = 10 + 6 * n
+    w.synchronize(end, max(prev_end - end + 1, 3))
+    w.cpu("ProfilerStep#2", 6 * n + 3000, 100, cat="user_annotation")
+    w.cpu("aten::zeros", 6 * n + 3010, 20)
+    return w.trace()
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    for name, trace in (("overlap_us", overlap_us()), ("deep_queue", deep_queue())):
+    for name, trace in (("overlap_us", overlap_us()), ("deep_queue", deep_queue()), ("ties_us", ties_us())):
         data = json.dumps(trace, separators=(",", ":")).encode()
         (OUT / f"{name}.json.gz").write_bytes(gzip.compress(data, mtime=0))
 

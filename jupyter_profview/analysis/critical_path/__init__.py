@@ -65,9 +65,12 @@ destination of end->end, the enclosing op of end->start; a gap to the activity b
   files), and drops the last ProfilerStep when it loads a trace.  Every step is kept here.
 - Queue lengths are per (device, stream); HTA pools equal stream ids of different devices.  At
   equal times HTA orders a launch and a kernel start as its unstable sort leaves them, either
-  way from one tie to the next; here the launch always counts first, so on whole-µs traces a
-  kernel that starts in the µs of the next launch call of its stream never gets a launch edge
-  (HTA's sometimes does).
+  way from one tie to the next; here the launch always counts first (the derived layer's rule),
+  so on whole-µs traces a kernel that starts in the µs of the next launch call of its stream
+  never gets a launch edge, and the path can follow the kernels where HTA's follows the CPU:
+  on `tests/data/critical_path/ties_us.json.gz` (99 such ties in 400 kernels) HTA's path is
+  1,988 µs, 51 % kernels, this one 2,200 µs, 68 % kernels; counting the activity start first at
+  a tie gives HTA's path exactly.
 - Kernels of one stream that overlap (whole-µs timestamps rounded apart, or programmatic
   dependent launch): HTA's edge from the earlier one's end to the later one's start has a
   negative weight, which its graph counts as 0 (as here: both paths take each kernel whole, and
