@@ -16,7 +16,7 @@ Sync), `distributedInfo` and `deviceProperties`.
   a kernel launched (or queued) while the stream still runs the longer of the two (the case
   where "the previous kernel" is ambiguous).
 - `deep_queue.json.gz`: one op launches 1,500 kernels in 1 µs calls every 2 µs while each kernel
-  runs 6 µs: the stream's queue grows to 1,001, and the CPU waits at the end in
+  runs 6 µs: the stream's queue grows to 1,000, and the CPU waits at the end in
   `cudaDeviceSynchronize`.
 
 - `ties_us.json.gz`: 400 small ops each launching a small kernel, a quarter of which start in
@@ -143,7 +143,7 @@ def deep_queue(n: int = 1500) -> dict[str, Any]:
     """Step 1: `aten::_foreach_add_` [10, 2n + 20] launches n kernels, call i at 10 + 2i (1 µs);
     kernel i runs 6 µs from 11 + 6i (back to back: from kernel 1 on each is queued behind the
     previous one; calls start on even µs, kernels on odd ones, so there are no ties).  The queue
-    at call i holds i + 1 - (kernels started by then): 2n/3 + 1 = 1,001 at the last call.
+    at call i holds i + 1 - ceil((2i - 1) / 6) (the kernels started by then): 1,000 at the last call.
     `cudaDeviceSynchronize` waits from the op's end to 1 µs after the last kernel ends.
     Step 2: one op (HTA drops a trace's last step)."""
     w = _Writer()
