@@ -36,6 +36,10 @@ COMMUNICATION_KERNEL = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
 #: a CPU-side slice around a collective's work (`nccl:all_reduce`, `gloo:broadcast`)
 COLLECTIVE_ANNOTATION = re.compile(r"^(?:nccl|rccl|gloo):", re.IGNORECASE)
 
+#: PyTorch's c10d dispatcher ops of the collectives (`c10d::allreduce_`): on the calling thread,
+#: they queue the collective's work (the `nccl:` / `gloo:` annotation is where it runs)
+COLLECTIVE_OP = re.compile(r"^c10d::")
+
 #: the op PyTorch records with a collective's parameters (sizes, dtype, process group)
 COLLECTIVE_PARAMS = "record_param_comms"
 

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..derived import union_lengths
 from ..errors import ProfviewError
 from ..model import PHASES
 from .columns import match
@@ -373,34 +374,6 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
     return cat.cat.codes.to_numpy(np.int64), [str(c) for c in cat.cat.categories]
 
 
-def _union_lengths(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> np.ndarray:
-    """Per group ``0 .. groups-1``: the length of the union of its ``[start, end)`` intervals
-    (:func:`~jupyter_profview.analysis.union_length` of each group, in one pass)."""
-    out = np.zeros(groups, np.int64)
-    if len(start) == 0:
-        return out
-    lo = int(start.min())
-    span = int(end.max()) - lo + 1
-    if span * groups >= 2**62:  # the shifted times below would overflow: group by group
-        for g in np.unique(group).tolist():
-            mine = group == g
-            out[g] = _union_lengths(np.zeros(int(mine.sum()), np.int64), start[mine], end[mine], 1)[0]
-        return out
-    # each group on its own stretch of one axis, so that one running maximum serves all groups
-    # (and one sort of the shifted starts orders by group, then start)
-    shift = group * span - lo
-    shifted = start + shift
-    order = np.argsort(shifted)
-    s, e = shifted[order], (end + shift)[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    lengths = np.maximum.reduceat(e, first) - s[first]
-    np.add.at(out, group[order][first], lengths)
-    return out
-
-
 def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int]:
     """The column sums over devices of :func:`~jupyter_profview.analysis.phases`
     (``forward`` ... ``other`` and ``busy``) of one events table, or of every rank of a
@@ -435,9 +408,9 @@ def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int
     devices = int(process.max(initial=-1)) + 1
     device = process[owner]
     mine = phase[owner] >= 0
-    per_phase = _union_lengths(device[mine] * len(PHASES) + phase[owner][mine], s[mine], e[mine],
+    per_phase = union_lengths(device[mine] * len(PHASES) + phase[owner][mine], s[mine], e[mine],
                                devices * len(PHASES)).reshape(devices, len(PHASES)).sum(axis=0)
-    busy = _union_lengths(device, s, e, devices).sum()
+    busy = union_lengths(device, s, e, devices).sum()
     return {**{p: int(v) for p, v in zip(PHASES, per_phase, strict=True)}, "busy": int(busy)}
 
 

@@ -63,6 +63,7 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
                         "time": np.array([float(s[0]), float(e[-1])]), "values": np.array([0.0, 0.0]),
                         "busy": busy})
         series = gpu.queue_length_series(trace)
+        series = series.drop_duplicates(["gpu", "stream", "time"], keep="last")  # the value from each time on
         for (name, stream), part in series.groupby(["gpu", "stream"], sort=True):
             out.append({"device": f"{name} / stream {stream} queue", "kind": "queue", "unit": "count",
                         "time": part["time"].to_numpy(np.float64),
