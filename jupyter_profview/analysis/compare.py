@@ -44,7 +44,9 @@ status
     ``rtol=0.05``; ``atol`` 1 us for traces with a clock, 0 for step axes),
     ``changed`` otherwise.
 steps
-    PyTorch ``ProfilerStep#N`` slices, paired by position (the first step of A
+    PyTorch ``ProfilerStep#N`` slices on the host (:func:`jupyter_profview.analysis.steps`,
+    ``side == "cpu"``; their device-side copies are neither steps nor ops), paired by position
+    (the first step of A
     with the first of B, whatever their numbers).  Formats without step markers
     (TF StepStats, MegEngine, Chainer, TF node order: one iteration per file) get
     one row, ``iteration``, spanning the whole trace (first start to last end).
@@ -61,7 +63,6 @@ overall (ops summed over ranks, phases summed over ranks) and per rank
 
 from __future__ import annotations
 
-import re
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..derived import union_lengths
+from ..derived import step_mask, union_lengths
 from ..errors import ProfviewError
 from ..model import PHASES
 from .columns import match
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
     from .compare_view import MemoryComparison
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
-STEP_PATTERN = re.compile(r"^ProfilerStep#(\d+)$")
 PROFILER_CATEGORIES = ("trace",)
 SHAPE_COLUMNS = ("input_shapes", "in_shapes")
 SHAPE_ARG = "Input Dims"  # PyTorch record_shapes=True
@@ -113,8 +113,10 @@ def event_groups(events: pd.DataFrame) -> dict[str, np.ndarray]:
     slices = (events["kind"] == "slice").to_numpy(bool) if "kind" in events else np.ones(len(events), bool)
     device = match(events["category"], lambda c: c.lower() in DEVICE_CATEGORIES)
     profiler = match(events["category"], lambda c: c.lower() in PROFILER_CATEGORIES)
-    step = match(events["name"], STEP_PATTERN.match) & slices
-    return {"ops": slices & ~device & ~step & ~profiler, "kernels": slices & device, "steps": step}
+    devices = set(events.loc[device, "process"].astype(str)) if "process" in events else set()
+    step, copy = step_mask(events, devices=devices)  # the one rule of a step (derived.steps)
+    step &= slices
+    return {"ops": slices & ~device & ~step & ~profiler, "kernels": slices & device, "steps": step & ~copy}
 
 
 def _per_key(events: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

@@ -80,7 +80,7 @@ IDLE_KINDS = ("host_wait", "kernel_wait", "other")
 
 def _activities(trace: Trace) -> pd.DataFrame:
     """The activities of `trace.launches` (the
-    [`device_activities`][jupyter_profview.derived.device_activities] but the sync events) with
+    [`device_activities`][jupyter_profview.derived.activities.device_activities] but the sync events) with
     their breakdown `group`."""
     acts = device_activities(trace)
     acts = acts[acts["type"].to_numpy(object) != "sync"]
@@ -245,7 +245,7 @@ def launch_stats(trace: Trace | TraceSet, *, long_launch: int = 50_000, long_del
 
 def queue_length_series(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:
     """Outstanding launches per stream over time, HTA's series
-    ([`queue_series`][jupyter_profview.derived.queue_series], where the rule is stated): per
+    ([`queue_series`][jupyter_profview.derived.queues.queue_series], where the rule is stated): per
     stream, +1 when the launch call of an activity starts, -1 when the activity starts, over the
     launches that enqueue work (HTA's list of runtime calls, `kinds.ENQUEUE_CALLS`) and that the
     trace holds whole (launch and activity).  One row per change, as HTA's; at equal times the
@@ -253,7 +253,7 @@ def queue_length_series(trace: Trace | TraceSet, *, complete_steps: bool = False
     `complete_steps=True` also leaves out what HTA's `TraceAnalysis` leaves out by default: the
     last `ProfilerStep` (an incomplete iteration), i.e. every pair whose launch call starts at or
     after the last CPU-side step starts (when there are at least two,
-    [`last_step_start`][jupyter_profview.derived.last_step_start]).  Columns `gpu`, `stream`,
+    [`last_step_start`][jupyter_profview.derived.step_instances.last_step_start]).  Columns `gpu`, `stream`,
     `time` (ns), `queue_length` (the value from that change on)."""
     if is_traceset(trace):
         return per_rank(queue_length_series, trace, rebase=True, complete_steps=complete_steps)

@@ -104,8 +104,8 @@ def profiler_steps(ts: TraceSet) -> pd.DataFrame:
     if len(frame) and len(ts.table_files("launches")) == len(ts):
         for r, gpu in ts.sql("select distinct rank, gpu from launches").itertuples(index=False):
             devices.setdefault(int(r), set()).add(str(gpu))
-    parts = [step_rows(r, instances(part, devices=devices.get(int(r), set())))
-             for r, part in frame.groupby("rank", sort=True)]
+    parts = [step_rows(r, instances(frame[frame["rank"] == r], devices=devices.get(r, set())))
+             for r in sorted(set(frame["rank"].astype(int).tolist()))]
     if not parts:
         return step_rows(0, instances(frame))
     out = pd.concat(parts, ignore_index=True)
