@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..derived import device_activities, instances, steps
-from ..kinds import COLLECTIVE_ANNOTATION, STEP_ANNOTATION
+from ..kinds import COLLECTIVE_ANNOTATION, COLLECTIVE_PARAMS, STEP_ANNOTATION
 from ..model import Trace
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def collective_calls(trace: Trace) -> pd.DataFrame:
     groups: list[str] = []
     for eid, parent in zip(pick.index.tolist(), pick["parent"].tolist(), strict=True):
         pg = _pg(trace.args(eid))
-        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == "record_param_comms":
+        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == COLLECTIVE_PARAMS:
             pg = _pg(trace.args(parent))
         groups.append(pg or "")
     out = pd.DataFrame({
