@@ -9,7 +9,8 @@ bug waiting for this one to change.
 - **Steps**: a step is an instance of an annotation: a slice named `<annotation>` or
   `<annotation>#<N>` (PyTorch's `ProfilerStep#12`); `N` is its number.
 - **Device activity kinds**: `computation` (a kernel), `communication` (a kernel whose name starts
-  with `nccl` or `rccl`, any case, or contains `gloo:` -- HTA's `COMMUNICATION` kernel type),
+  with `nccl` or `rccl`, any case, or contains `gloo:` -- HTA's `COMMUNICATION` kernel type, and
+  RCCL's),
   `memory` (memcpy, memset), `dma` (MTIA's DMA transfers: a device activity whose name starts
   with `dma`), `sync` (`cuda_sync` device events: a stream or context waiting for an event).
 - **Collective calls**: CPU-side slices that run a collective: `nccl:<op>`, `rccl:<op>`,
@@ -30,17 +31,24 @@ STEP_ANNOTATION = "ProfilerStep"
 #: device-side activity kinds, in display order
 ACTIVITY_KINDS = ("computation", "communication", "memory", "dma", "sync")
 
-#: a device kernel that moves data between ranks (NCCL / RCCL / gloo), as HTA's COMMUNICATION type
+#: a device kernel that moves data between ranks (NCCL / RCCL / gloo).  Wider than HTA 0.5.0's
+#: `^nccl.*Kernel` (case-sensitive): RCCL kernels (ROCm) and gloo are communication too; every
+#: NCCL kernel name (`ncclKernel_*`, `ncclDevKernel_*`) matches both
 COMMUNICATION_KERNEL = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
 
 #: a CPU-side slice around a collective's work (`nccl:all_reduce`, `gloo:broadcast`)
 COLLECTIVE_ANNOTATION = re.compile(r"^(?:nccl|rccl|gloo):", re.IGNORECASE)
 
+#: PyTorch's c10d dispatcher ops of the collectives (`c10d::allreduce_`): on the calling thread,
+#: they queue the collective's work (the `nccl:` / `gloo:` annotation is where it runs)
+COLLECTIVE_OP = re.compile(r"^c10d::")
+
 #: the op PyTorch records with a collective's parameters (sizes, dtype, process group)
 COLLECTIVE_PARAMS = "record_param_comms"
 
 #: a device activity that is a DMA transfer (MTIA `dma_request`), as HTA's `MEMORY_KERNEL_RE`
-DMA_ACTIVITY = re.compile(r"^dma", re.IGNORECASE)
+#: (`^dma`, case-sensitive)
+DMA_ACTIVITY = re.compile(r"^dma")
 
 
 #: the device activity kind of each `launches["type"]` (the formats type an activity by the rules

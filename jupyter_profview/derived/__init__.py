@@ -6,7 +6,7 @@ read it; it reads a [`Trace`][jupyter_profview.model.Trace] and the name rules o
 computed the first time it is asked for and cached on the Trace
 ([`cache`][jupyter_profview.derived.cache]).
 
-- [`steps`][jupyter_profview.derived.steps.steps]: the instances of a step annotation
+- [`steps`][jupyter_profview.derived.step_instances.steps]: the instances of a step annotation
   (`ProfilerStep#N`), CPU side and device side -- the one definition of a step.
 - [`device_activities`][jupyter_profview.derived.activities.device_activities]: every device
   activity with its kind (computation / communication / memory / dma / sync) and its launch.
@@ -18,6 +18,7 @@ computed the first time it is asked for and cached on the Trace
 from __future__ import annotations
 
 from .activities import ACTIVITY_COLUMNS, device_activities
+from .cache import forget
 from .intervals import (
     busy,
     busy_before,
@@ -29,9 +30,9 @@ from .intervals import (
     union_lengths,
 )
 from .queues import SERIES_COLUMNS, enqueued, queue_levels, queue_series
-from .steps import STEP_COLUMNS, cpu_steps, instances, last_step_start, step_mask, steps
+from .step_instances import STEP_COLUMNS, cpu_steps, instances, last_step_start, step_mask, steps
 
 __all__ = ["ACTIVITY_COLUMNS", "SERIES_COLUMNS", "STEP_COLUMNS", "busy", "busy_before", "busy_fraction",
-           "cpu_steps", "device_activities", "difference", "enqueued", "instances", "intersection",
+           "cpu_steps", "device_activities", "difference", "enqueued", "forget", "instances", "intersection",
            "last_step_start",
            "queue_levels", "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths"]

@@ -31,3 +31,9 @@ def cached(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:
     value = compute()
     store[key] = (token, value)
     return value
+
+
+def forget(trace: Trace) -> None:
+    """Drop what was derived from `trace`: for the rare code that edits a Trace's tables in place
+    (the ranks view rebasing a combined trace's times)."""
+    trace._derived.clear()

@@ -39,7 +39,7 @@ def steps(trace: Trace, annotation: str = STEP_ANNOTATION) -> pd.DataFrame:
 
 
 def cpu_steps(trace: Trace, annotation: str = STEP_ANNOTATION) -> pd.DataFrame:
-    """The `side == "cpu"` rows of [`steps`][jupyter_profview.derived.steps.steps]."""
+    """The `side == "cpu"` rows of [`steps`][jupyter_profview.derived.step_instances.steps]."""
     table = steps(trace, annotation)
     return table[table["side"].to_numpy() == "cpu"].reset_index(drop=True)
 
@@ -53,7 +53,7 @@ def step_mask(events: pd.DataFrame, annotation: str = STEP_ANNOTATION, *,
     """Over the rows of any events-like frame (`name`; `kind`, `category`, `process` where it
     has them: a rank set's events, a Parquet cache's rows): which rows are instances of
     `annotation`, and which of those are device-side copies (category `gpu_user_annotation`, or
-    a `process` among `devices`).  [`steps`][jupyter_profview.derived.steps.steps] is this over
+    a `process` among `devices`).  [`steps`][jupyter_profview.derived.step_instances.steps] is this over
     `trace.events`; use it where there is no Trace."""
     n = len(events)
     if n == 0:
@@ -72,8 +72,8 @@ def step_mask(events: pd.DataFrame, annotation: str = STEP_ANNOTATION, *,
 
 def instances(events: pd.DataFrame, annotation: str = STEP_ANNOTATION, *,
               devices: Collection[str] = ()) -> pd.DataFrame:
-    """The table of [`steps`][jupyter_profview.derived.steps.steps] for any events-like frame
-    ([`step_mask`][jupyter_profview.derived.steps.step_mask]; its index is the `event` id;
+    """The table of [`steps`][jupyter_profview.derived.step_instances.steps] for any events-like frame
+    ([`step_mask`][jupyter_profview.derived.step_instances.step_mask]; its index is the `event` id;
     `process` / `thread` empty where it has none)."""
     hit, gpu = step_mask(events, annotation, devices=devices)
     rows = events[hit]
