@@ -32,10 +32,11 @@ window.
   on the waiting stream after `cudaStreamWaitEvent`.  Read from the `cuda_sync` events Kineto
   records (PyTorch >= 2.1 with sync events on).
 
-**Queue length** of a stream: the derived layer's (`jupyter_profview.derived.queue_levels`,
-HTA's rule): +1 when the launch call of one of its activities starts (the calls that enqueue
-work, `jupyter_profview.kinds.ENQUEUE_CALLS`), -1 when the activity starts; at equal times the
-launches count first.
+**Queue length** of a stream: the derived layer's
+([`queue_levels`][jupyter_profview.derived.queues.queue_levels], HTA's rule): +1 when the launch
+call of one of its activities starts (the calls that enqueue work,
+`kinds.ENQUEUE_CALLS`), -1 when the activity starts; at equal
+times the launches count first.
 
 **Path.** The longest path by weight through this acyclic graph; `length` is its total weight.  It
 can be longer than the step: GPU work launched in the step may run past the step's end; and
@@ -118,8 +119,8 @@ __all__ = ["BLOCKING_CALLS", "BREAKDOWN_TYPES", "EDGE_TYPES", "GRAPH_CATEGORIES"
 def steps(trace: Trace, annotation: str = STEP_ANNOTATION) -> pd.DataFrame:
     """The instances of `annotation` that the `instance` of
     [`critical_path`][jupyter_profview.analysis.critical_path.critical_path] counts: the CPU-side
-    steps of `jupyter_profview.derived.cpu_steps` (slices named `annotation` or
-    `annotation#N`, by start), as `instance` (0-based), `event`, `name`, `start`, `dur`."""
+    steps of [`cpu_steps`][jupyter_profview.derived.step_instances.cpu_steps] (slices named
+    `annotation` or `annotation#N`, by start), as `instance` (0-based), `event`, `name`, `start`, `dur`."""
     table = cpu_steps(trace, annotation)
     start = table["start"].to_numpy(np.int64)
     return pd.DataFrame({"instance": np.arange(len(table)), "event": table["event"].to_numpy(np.int64),
