@@ -9,6 +9,7 @@ from ..kinds import ACTIVITY_KINDS, KIND_OF_TYPE, SYNC_CATEGORY
 from ..model import Trace
 from .cache import cached
 from .masks import among
+from .step_instances import last_step_start
 
 ACTIVITY_COLUMNS = ("event", "name", "kind", "type", "gpu", "stream", "start", "end", "launch",
                     "launch_name", "launch_start", "correlation")
@@ -102,3 +103,25 @@ def _syncs(trace: Trace) -> pd.DataFrame:
 
 def _nullable(values: np.ndarray, valid: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(np.where(valid, values, 0).astype(np.int64), ~np.asarray(valid, bool))
+
+
+def complete_steps(trace: Trace) -> np.ndarray:
+    """Mask over `trace.launches`: the activities HTA's `TraceAnalysis` keeps by default
+    (`include_last_profiler_step=False`, `Trace._filter_irrelevant_gpu_kernels`) when the trace
+    has two steps or more: those launched by a call in the trace that starts before the last
+    CPU-side step ([`last_step_start`][jupyter_profview.derived.step_instances.last_step_start]),
+    and those without a correlation id that start before it (HTA files them with the CPU events
+    and keeps them by their own start).  It drops the last step's activities and those whose
+    launch is not in the trace (launched before the profiler's window).  All True with fewer
+    than two steps (HTA keeps everything then).
+
+    HTA also drops an activity without a `stream` arg (its stream is -1, a CPU event to HTA);
+    here its stream is its thread's (Kineto writes the stream as the device thread id), and it
+    is kept."""
+    la = trace.launches
+    cut = last_step_start(trace)
+    if cut is None:
+        return np.ones(len(la), bool)
+    launched = la["launch_start"].to_numpy(np.float64, na_value=np.inf) < cut
+    loose = la["correlation"].isna().to_numpy(bool) & (la["kernel_start"].to_numpy(np.int64) < cut)
+    return np.asarray(launched | loose, bool)

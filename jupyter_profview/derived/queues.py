@@ -8,12 +8,23 @@ list (`cudaGraphLaunch`, `cudaMemcpy`, ...) enqueues nothing in HTA's series, an
 kernels; a launch whose activity is not in the trace, or an activity whose launch is not, count
 nowhere.  Every change is a row (two per pair), as in HTA's series.
 
-Equal timestamps: HTA concatenates the launch rows before the activity rows and sorts by time.
-Its sort (pandas' default quicksort) does not promise to keep that order, so at a tie HTA's
-series can list the two either way; here the order is the one its concatenation states: at equal
-times on one stream the launches (`+1`) come before the activity starts (`-1`), each side in the
-order of `trace.launches`.  The transient value between them is a change of the series, and can
-be its max (a launch that enqueues at the instant another kernel starts).
+Equal timestamps: HTA concatenates the launch rows before the activity rows and sorts by time
+with pandas' default sort, quicksort, which is not stable: at a tie HTA's series lists the two
+either way, and both orders occur in one series (`tests/data/hta_parity/overlap_stream.json`,
+a launch on the µs of every kernel start: HTA's series goes 2, 1 at some ties and 0, 1 at others).
+No rule reproduces that.  Here the order is the one HTA's concatenation states, the order a
+stable sort of HTA's own rows gives: at equal times on one stream the launches (`+1`) come before
+the activity starts (`-1`), each side in the order of `trace.launches`.  The transient value
+between them is a change of the series.  So, against HTA: the number of changes is always HTA's;
+the max is HTA's wherever HTA's sort happened to put a launch first at the tie that makes it (every
+stream of HTA's test traces and of the parity traces) and never below it; the mean per change lies
+within the two orders' means, as HTA's does.  The time-weighted mean and p95 of
+[`queue_length`][jupyter_profview.analysis.gpu.queue_length] and the value from each time on do not
+depend on the order at all.
+
+Launches without a `stream` on their activity: HTA reads the stream from the `stream` arg only
+(-1 without it: not a device activity); here the loader takes the device thread id, which Kineto
+writes as the stream, so such a pair counts.
 """
 
 from __future__ import annotations
