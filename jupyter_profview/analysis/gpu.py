@@ -274,7 +274,11 @@ def queue_length_series(trace: Trace | TraceSet, *, complete_steps: bool = False
         return per_rank(queue_length_series, trace, rebase=True, complete_steps=complete_steps)
     before = last_step_start(trace) if complete_steps else None
     series = queue_series(trace, before=before)
-    return series[["gpu", "stream", "time", "queue_length"]].reset_index(drop=True)
+    gpu = series["gpu"].array  # categorical: its labels as str, by reference (no string per row)
+    labels = np.asarray([str(c) for c in gpu.categories] + [""], dtype=object)
+    return pd.DataFrame({"gpu": labels[np.asarray(gpu.codes)], "stream": series["stream"].to_numpy(),
+                         "time": series["time"].to_numpy(),
+                         "queue_length": series["queue_length"].to_numpy()})
 
 
 def queue_length(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from ..kinds import ACTIVITY_KINDS, KIND_OF_TYPE, SYNC_CATEGORY
 from ..model import Trace
@@ -25,17 +26,17 @@ def device_activities(trace: Trace) -> pd.DataFrame:
     `Context Sync`), which `trace.launches` does not hold.  Columns:
 
     - `event` (int64): the activity's event id;
-    - `name` (str);
+    - `name` (categorical);
     - `kind` (categorical over [`ACTIVITY_KINDS`][jupyter_profview.kinds.ACTIVITY_KINDS]):
       `computation` (type `kernel`), `communication` (NCCL / RCCL / gloo kernels), `memory`
       (`memcpy`, `memset`), `dma` (MTIA DMA transfers), `sync` (`cuda_sync` events);
-    - `type` (str): the `launches["type"]` (`sync` for the sync events);
-    - `gpu` (str): the device's process label; `stream` (Int64, <NA> where unknown: a sync event
+    - `type` (categorical): the `launches["type"]` (`sync` for the sync events);
+    - `gpu` (categorical): the device's process label; `stream` (Int64, <NA> where unknown: a sync event
       on no stream);
     - `start`, `end` (int64, `time_unit`): `[start, end)`;
     - `launch` (Int64): the event id of the runtime call that launched it (for a sync event: the
       call with its correlation id, e.g. `cudaStreamWaitEvent`), <NA> when not in the trace;
-      `launch_name` (str or None), `launch_start` (Int64);
+      `launch_name` (categorical, <NA> without a launch), `launch_start` (Int64);
     - `correlation` (Int64).
 
     Sorted by `start` (then `event`).  Computed once per Trace.
@@ -43,28 +44,40 @@ def device_activities(trace: Trace) -> pd.DataFrame:
     return cached(trace, "device_activities", lambda: _activities(trace))
 
 
+def _categorical(values: pd.Series) -> pd.Categorical:
+    return pd.Categorical(values) if not isinstance(values.dtype, pd.CategoricalDtype) else values.array
+
+
 def _activities(trace: Trace) -> pd.DataFrame:
     la = trace.launches
     start = la["kernel_start"].to_numpy(np.int64)
+    types = _categorical(la["type"])
+    kind_of = np.array([ACTIVITY_KINDS.index(KIND_OF_TYPE[str(t)]) for t in types.categories] + [-1],
+                       np.int64)
     kernels = pd.DataFrame({
         "event": la["kernel"].to_numpy(np.int64),
-        "name": la["name"].astype(str).to_numpy(object),
-        "kind": la["type"].astype(str).map(KIND_OF_TYPE).to_numpy(object),
-        "type": la["type"].astype(str).to_numpy(object),
-        "gpu": la["gpu"].astype(str).to_numpy(object),
+        "name": _categorical(la["name"]),
+        "kind": pd.Categorical.from_codes(kind_of[np.asarray(types.codes)],
+                                          dtype=pd.CategoricalDtype(list(ACTIVITY_KINDS))),
+        "type": types,
+        "gpu": _categorical(la["gpu"]),
         "stream": la["stream"].astype("Int64").array,
         "start": start,
         "end": start + la["kernel_dur"].to_numpy(np.int64),
         "launch": la["launch"].astype("Int64").array,
-        "launch_name": la["launch_name"].astype(object).where(la["launch_name"].notna(), None)
-        .to_numpy(object),
+        "launch_name": _categorical(la["launch_name"]),
         "launch_start": la["launch_start"].astype("Int64").array,
         "correlation": la["correlation"].astype("Int64").array,
     })
-    table = pd.concat([kernels, _syncs(trace)], ignore_index=True) if len(kernels) else _syncs(trace)
-    table["kind"] = pd.Categorical(table["kind"], categories=list(ACTIVITY_KINDS))
-    order = np.lexsort((table["event"].to_numpy(np.int64), table["start"].to_numpy(np.int64)))
-    return table.iloc[order].reset_index(drop=True)
+    syncs = _syncs(trace)
+    if len(syncs):  # categoricals joined on the union of their categories
+        both = [kernels, syncs]
+        kernels = pd.concat(both, ignore_index=True)
+        for column in ("name", "type", "gpu", "launch_name"):
+            kernels[column] = union_categoricals([pd.Categorical(f[column]) for f in both], ignore_order=True)
+        kernels["kind"] = pd.Categorical(kernels["kind"], categories=list(ACTIVITY_KINDS))
+    order = np.lexsort((kernels["event"].to_numpy(np.int64), kernels["start"].to_numpy(np.int64)))
+    return kernels.iloc[order].reset_index(drop=True)
 
 
 def _syncs(trace: Trace) -> pd.DataFrame:
@@ -83,7 +96,8 @@ def _syncs(trace: Trace) -> pd.DataFrame:
         launch = call_of.reindex(corr).fillna(-1).to_numpy(np.int64)
     valid = launch >= 0
     safe = np.maximum(launch, 0)
-    names = ev["name"].astype(str).to_numpy(object)
+    launch_name = np.full(n, None, object)
+    launch_name[valid] = ev["name"].iloc[launch[valid]].astype(str).to_numpy(object)
     start = rows["start"].to_numpy(np.int64)
     return pd.DataFrame({
         "event": rows.index.to_numpy(np.int64),
@@ -95,7 +109,7 @@ def _syncs(trace: Trace) -> pd.DataFrame:
         "start": start,
         "end": start + rows["dur"].to_numpy(np.int64),
         "launch": _nullable(launch, valid),
-        "launch_name": np.where(valid, names[safe] if n else names[:0], np.full(n, None, object)),
+        "launch_name": launch_name,
         "launch_start": _nullable(ev["start"].to_numpy(np.int64)[safe] if n else safe, valid),
         "correlation": _nullable(corr, corr >= 0),
     }, columns=list(ACTIVITY_COLUMNS))

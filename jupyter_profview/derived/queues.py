@@ -77,7 +77,7 @@ def queue_levels(launches: pd.DataFrame, rows: np.ndarray | None = None) -> tupl
 
 def queue_series(trace: Trace, *, before: int | None = None) -> pd.DataFrame:
     """The queue length of each stream at each change (the module's rule): one row per change,
-    columns `gpu` (str), `stream` (int64), `time` (int64), `change` (`+1` a launch call starts,
+    columns `gpu` (categorical), `stream` (int64), `time` (int64), `change` (`+1` a launch call starts,
     `-1` its activity starts), `queue_length` (int64, the value from that change on), `row`
     (the pair's row of `trace.launches`) and `kernel` (the activity's event id); sorted by `gpu`,
     `stream`, then in the order the changes apply.  `before`: only the pairs whose launch call
@@ -97,8 +97,9 @@ def _series(trace: Trace, before: int | None) -> pd.DataFrame:
                            la["kernel_start"].to_numpy(np.int64)[idx]])
     side = np.repeat(np.array([0, 1], np.int8), n)
     key = np.tile(_stream_codes(la)[idx], 2)
+    gpu = la["gpu"].array if isinstance(la["gpu"].dtype, pd.CategoricalDtype) else pd.Categorical(la["gpu"])
     frame = pd.DataFrame({
-        "gpu": np.tile(la["gpu"].astype(str).to_numpy(object)[idx], 2),
+        "gpu": pd.Categorical.from_codes(np.tile(np.asarray(gpu.codes)[idx], 2), dtype=gpu.dtype),
         "stream": np.tile(la["stream"].to_numpy(np.int64, na_value=-1)[idx], 2),
         "time": time,
         "change": np.where(side == 0, 1, -1).astype(np.int64),
@@ -113,6 +114,6 @@ def _series(trace: Trace, before: int | None) -> pd.DataFrame:
 def _stream_codes(launches: pd.DataFrame) -> np.ndarray:
     """One int64 per row of `launches`: its (gpu, stream), in the order of the gpu labels, then
     of the stream numbers."""
-    gpu = pd.factorize(launches["gpu"].astype(str), sort=True)[0].astype(np.int64)
+    gpu = pd.factorize(launches["gpu"], sort=True)[0].astype(np.int64)
     stream = pd.factorize(launches["stream"].to_numpy(np.int64, na_value=-1), sort=True)[0].astype(np.int64)
     return (gpu << 32) | stream
