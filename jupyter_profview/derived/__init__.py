@@ -17,7 +17,7 @@ computed the first time it is asked for and cached on the Trace
 
 from __future__ import annotations
 
-from .activities import ACTIVITY_COLUMNS, device_activities
+from .activities import ACTIVITY_COLUMNS, complete_steps, device_activities
 from .cache import forget
 from .intervals import (
     busy,
@@ -32,7 +32,7 @@ from .intervals import (
 from .queues import SERIES_COLUMNS, enqueued, queue_levels, queue_series
 from .step_instances import STEP_COLUMNS, cpu_steps, instances, last_step_start, step_mask, steps
 
-__all__ = ["ACTIVITY_COLUMNS", "SERIES_COLUMNS", "STEP_COLUMNS", "busy", "busy_before", "busy_fraction",
-           "cpu_steps", "device_activities", "difference", "enqueued", "forget", "instances", "intersection",
-           "last_step_start",
-           "queue_levels", "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths"]
+__all__ = ["ACTIVITY_COLUMNS", "SERIES_COLUMNS", "STEP_COLUMNS", "busy", "busy_before",
+           "busy_fraction", "complete_steps", "cpu_steps", "device_activities", "difference",
+           "enqueued", "forget", "instances", "intersection", "last_step_start", "queue_levels",
+           "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths"]

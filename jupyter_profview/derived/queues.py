@@ -8,12 +8,23 @@ list (`cudaGraphLaunch`, `cudaMemcpy`, ...) enqueues nothing in HTA's series, an
 kernels; a launch whose activity is not in the trace, or an activity whose launch is not, count
 nowhere.  Every change is a row (two per pair), as in HTA's series.
 
-Equal timestamps: HTA concatenates the launch rows before the activity rows and sorts by time.
-Its sort (pandas' default quicksort) does not promise to keep that order, so at a tie HTA's
-series can list the two either way; here the order is the one its concatenation states: at equal
-times on one stream the launches (`+1`) come before the activity starts (`-1`), each side in the
-order of `trace.launches`.  The transient value between them is a change of the series, and can
-be its max (a launch that enqueues at the instant another kernel starts).
+Equal timestamps: HTA concatenates the launch rows before the activity rows and sorts by time
+with pandas' default sort, quicksort, which is not stable: at a tie HTA's series lists the two
+either way, and both orders occur in one series (`tests/data/hta_parity/overlap_stream.json`,
+a launch on the µs of every kernel start: HTA's series goes 2, 1 at some ties and 0, 1 at others).
+No rule reproduces that.  Here the order is the one HTA's concatenation states, the order a
+stable sort of HTA's own rows gives: at equal times on one stream the launches (`+1`) come before
+the activity starts (`-1`), each side in the order of `trace.launches`.  The transient value
+between them is a change of the series.  So, against HTA: the number of changes is always HTA's;
+the max is HTA's wherever HTA's sort happened to put a launch first at the tie that makes it (every
+stream of HTA's test traces and of the parity traces) and never below it; the mean per change lies
+within the two orders' means, as HTA's does.  The time-weighted mean and p95 of
+[`queue_length`][jupyter_profview.analysis.gpu.queue_length] and the value from each time on do not
+depend on the order at all.
+
+Launches without a `stream` on their activity: HTA reads the stream from the `stream` arg only
+(-1 without it: not a device activity); here the loader takes the device thread id, which Kineto
+writes as the stream, so such a pair counts.
 """
 
 from __future__ import annotations
@@ -66,7 +77,7 @@ def queue_levels(launches: pd.DataFrame, rows: np.ndarray | None = None) -> tupl
 
 def queue_series(trace: Trace, *, before: int | None = None) -> pd.DataFrame:
     """The queue length of each stream at each change (the module's rule): one row per change,
-    columns `gpu` (str), `stream` (int64), `time` (int64), `change` (`+1` a launch call starts,
+    columns `gpu` (categorical), `stream` (int64), `time` (int64), `change` (`+1` a launch call starts,
     `-1` its activity starts), `queue_length` (int64, the value from that change on), `row`
     (the pair's row of `trace.launches`) and `kernel` (the activity's event id); sorted by `gpu`,
     `stream`, then in the order the changes apply.  `before`: only the pairs whose launch call
@@ -86,8 +97,9 @@ def _series(trace: Trace, before: int | None) -> pd.DataFrame:
                            la["kernel_start"].to_numpy(np.int64)[idx]])
     side = np.repeat(np.array([0, 1], np.int8), n)
     key = np.tile(_stream_codes(la)[idx], 2)
+    gpu = la["gpu"].array if isinstance(la["gpu"].dtype, pd.CategoricalDtype) else pd.Categorical(la["gpu"])
     frame = pd.DataFrame({
-        "gpu": np.tile(la["gpu"].astype(str).to_numpy(object)[idx], 2),
+        "gpu": pd.Categorical.from_codes(np.tile(np.asarray(gpu.codes)[idx], 2), dtype=gpu.dtype),
         "stream": np.tile(la["stream"].to_numpy(np.int64, na_value=-1)[idx], 2),
         "time": time,
         "change": np.where(side == 0, 1, -1).astype(np.int64),
@@ -102,6 +114,6 @@ def _series(trace: Trace, before: int | None) -> pd.DataFrame:
 def _stream_codes(launches: pd.DataFrame) -> np.ndarray:
     """One int64 per row of `launches`: its (gpu, stream), in the order of the gpu labels, then
     of the stream numbers."""
-    gpu = pd.factorize(launches["gpu"].astype(str), sort=True)[0].astype(np.int64)
+    gpu = pd.factorize(launches["gpu"], sort=True)[0].astype(np.int64)
     stream = pd.factorize(launches["stream"].to_numpy(np.int64, na_value=-1), sort=True)[0].astype(np.int64)
     return (gpu << 32) | stream

@@ -104,6 +104,11 @@ def instances(events: pd.DataFrame, annotation: str = STEP_ANNOTATION, *,
 
 def last_step_start(trace: Trace, annotation: str = STEP_ANNOTATION) -> int | None:
     """Start of the last CPU-side instance of `annotation` when there are two or more (HTA's cut
-    of an incomplete last iteration, `include_last_profiler_step=False`), else None."""
+    of an incomplete last iteration, `include_last_profiler_step=False`), else None.
+
+    HTA takes the latest start of any event named like a step that it files as a CPU event,
+    which includes a device-side copy (`gpu_user_annotation`: a stream but no correlation); where
+    the last step's device copy starts after its CPU slice, HTA's cut is that later start.  Here
+    the cut is the CPU slice's, the start of the iteration the host began."""
     table = cpu_steps(trace, annotation)
     return int(table["start"].max()) if len(table) >= 2 else None
