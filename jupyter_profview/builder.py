@@ -22,6 +22,7 @@ from .model import (
     Trace,
     empty_allocations,
     empty_flows,
+    empty_launches,
     empty_memory,
     empty_nodes,
 )
@@ -260,11 +261,14 @@ def make_trace(
     nodes: pd.DataFrame | None = None,
     flows: pd.DataFrame | None = None,
     counters: pd.DataFrame | None = None,
+    launches: pd.DataFrame | None = None,
     metadata: dict[str, Any] | None = None,
     args: Any = None,
 ) -> Trace:
-    """The Trace from built ``events`` (see :func:`build_events`) and the
-    other tables with *absolute* times; ``base`` is subtracted from those."""
+    """The Trace from built ``events`` (see [build_events][jupyter_profview.builder.build_events])
+    and the other tables: ``memory``, ``allocations`` and ``counters`` with *absolute* times
+    (``base`` is subtracted from those), ``flows``, ``nodes`` and ``launches`` (made from the
+    built events) as they are.  A table not given is empty (``counters``: None)."""
     metadata = dict(metadata or {})
     if time_unit == "ns" and "base_time_ns" not in metadata:
         metadata["base_time_ns"] = base
@@ -283,4 +287,5 @@ def make_trace(
         metadata=metadata,
         counters=counters,
         _args=args,
+        launches=launches if launches is not None else empty_launches(),
     )

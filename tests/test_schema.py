@@ -45,7 +45,8 @@ FILES = fixture_traces()
 def test_the_fixture_list_is_not_empty() -> None:
     assert len([p for p in FILES if "hta" in p.parts]) >= 10
     if SHARED is not None:
-        assert len([p for p in FILES if p.parent == SHARED / "seeds"]) == len(list((SHARED / "seeds").iterdir()))
+        seeds = SHARED / "seeds"
+        assert len([p for p in FILES if p.parent == seeds]) == len(list(seeds.iterdir()))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(p.parents[1])))

@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..model import Quality, Trace
+from ..model import Quality, Trace, empty_launches
 
 CACHE_NAME = ".profview-cache"
 MANIFEST = "rank.json"
@@ -206,12 +206,9 @@ def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
     events.index = events.index.astype("int64")
     metadata = dict(manifest.get("metadata") or {})
     metadata["cache_entry"] = str(entry)
-    trace = Trace(
+    return Trace(
         format=manifest["format"], time_unit=manifest["time_unit"], events=events,
         memory=tables["memory"], allocations=tables["allocations"], nodes=tables["nodes"],
         flows=tables["flows"], quality=Quality.from_dict(manifest.get("quality") or {}), metadata=metadata,
-        counters=tables.get("counters"),
+        counters=tables.get("counters"), launches=tables.get("launches", empty_launches()),
     )
-    if "launches" in tables and hasattr(trace, "launches"):
-        trace.launches = tables["launches"]
-    return trace

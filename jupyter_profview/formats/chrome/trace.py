@@ -180,12 +180,11 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     metadata = _metadata(c, labels, events, base)
     if launch_stats["device_activities"]:
         metadata["gpu"] = launch_stats
-    trace = make_trace(
+    return make_trace(
         "chrome", "ns", events, q, base=base, memory=parts.memory.frame(), allocations=allocations,
-        flows=flows, counters=parts.counters, metadata=metadata, args=args_rows.lookup(raw_index),
+        flows=flows, counters=parts.counters, launches=launches, metadata=metadata,
+        args=args_rows.lookup(raw_index),
     )
-    trace.launches = launches
-    return trace
 
 
 def _timed(c: ChromeColumns, q: Quality) -> np.ndarray:
