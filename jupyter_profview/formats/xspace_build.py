@@ -32,8 +32,6 @@ STR_COLUMNS = ("long_name", "shapes", "hlo_module", "tf_op")
 SHAPE_STATS = ("shape_with_layout", "tensor_shapes", "shapes")
 CONTEXT_STATS = ("_p", "_pt", "_c", "_ct")
 # stats that feed a column or the category
-SPECIAL = frozenset({"flops", "model_flops", "bytes_accessed", "correlation_id", "step_num", *SHAPE_STATS,
-                     "hlo_module", "tf_op", "hlo_category", "hlo_op", *CONTEXT_STATS})
 CATEGORY_STATS = frozenset({"hlo_category", "step_num", "hlo_op", "hlo_module", "correlation_id"})
 VALUED_STATS = frozenset({"hlo_category", "hlo_op"})  # the others decide by being there
 STAT_COLUMN = {"flops": "flops", "model_flops": "flops", "bytes_accessed": "bytes",
@@ -724,10 +722,3 @@ class _Columns:
                 present[rows] = True
             out[stat] = (keys, present)
         return out
-
-
-def _objects(values: list[Any], n: int) -> np.ndarray:
-    """A 1-d object array of ``values`` (never a 2-d one, whatever the values are)."""
-    out = np.empty(n, dtype=object)
-    out[:] = values
-    return out

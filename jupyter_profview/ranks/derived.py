@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 COLLECTIVE = re.compile(r"^(nccl|gloo):|^nccl(Dev)?Kernel")
 PG_KEYS = ("Process Group Name", "pg_name")
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
-COLLECTIVE_COLUMNS = ("id", "name", "pg", "seq", "start", "end", "thread")
 
 
 def collective_calls(trace: Trace) -> pd.DataFrame:

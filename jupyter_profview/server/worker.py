@@ -154,6 +154,3 @@ def set_traits(sid: str, changes: dict[str, Any]) -> bytes:
 def close(sid: str) -> bool:
     return SESSIONS.pop(sid, None) is not None
 
-
-def open_count() -> int:
-    return len(SESSIONS)
