@@ -3,7 +3,7 @@
 Times are int64.  ``trace.time_unit`` is ``"ns"`` for traces with a clock, or
 ``"step"`` for clock-less graph formats, where time columns hold execution-step
 indices.  All time columns are relative to the trace's first event (its
-absolute clock, where known, is ``metadata["base_time_ns"]``).
+absolute clock, where known, is ``info.base_time_ns``).
 
 The tables' columns (name, dtype, unit, meaning, which formats add which
 optional columns) are declared once, in [jupyter_profview.schema][]; the
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -94,7 +94,8 @@ class Quality:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Quality:
-        """The inverse of :meth:`as_dict` (``unaccounted`` is derived, not read)."""
+        """The inverse of [as_dict][jupyter_profview.model.Quality.as_dict] (``unaccounted`` is
+        derived, not read)."""
         q = cls(records_read=int(data.get("records_read", 0)),
                 placed=Counter(data.get("placed", {})), skipped=Counter(data.get("skipped", {})))
         for key in cls._counts():
@@ -117,9 +118,107 @@ class Quality:
 ArgsLookup = Callable[[int], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class TraceInfo:
+    """What the layers above the formats know about a trace, typed (`trace.info`).  The
+    format's own extras (`decoder`, `planes`, `gpu`, ...) stay in `trace.metadata`.
+
+    - `source`: the file (or run) the trace was loaded from, "" where unknown;
+    - `base_time_ns`: the absolute clock of time 0 (epoch ns where the file says so), None for
+      traces without a clock;
+    - `device_properties`: the devices as the file describes them (Kineto `deviceProperties`);
+    - `distributed_info`: the file's `distributedInfo` (`rank`, `world_size`, `backend`, ...);
+    - `process_labels`: process label -> the file's own label for it (Kineto `process_labels`);
+    - `track_order`: the base track labels in the file's process / thread order;
+    - `ranks`, `offsets`, `align`: for several ranks shown as one trace, the ranks, each rank's
+      clock offset from the common origin (ns), and the step they are lined up on
+      (`{"step": n, "at": t}`) or None;
+    - `run_files`: the run's file names, where one file of a run directory was loaded.
+    """
+
+    source: str = ""
+    base_time_ns: int | None = None
+    device_properties: tuple[dict[str, Any], ...] = ()
+    distributed_info: dict[str, Any] = field(default_factory=dict)
+    process_labels: dict[str, str] = field(default_factory=dict)
+    track_order: tuple[str, ...] = ()
+    ranks: tuple[int, ...] = ()
+    offsets: dict[int, int] = field(default_factory=dict)
+    align: dict[str, Any] | None = None
+    run_files: tuple[str, ...] = ()
+
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "source", "base_time_ns", "device_properties", "distributed_info", "process_labels",
+        "track_order", "ranks", "offsets", "align", "run_files",
+    )
+
+    @classmethod
+    def split(cls, metadata: dict[str, Any] | None) -> tuple[TraceInfo, dict[str, Any]]:
+        """The typed keys of a loader's `metadata` as a TraceInfo, and the rest (the format's
+        extras).  A value that is not of its key's type (a file's `distributedInfo` that is not
+        an object, say) stays in the rest, as the file had it."""
+        rest = dict(metadata or {})
+        typed: dict[str, Any] = {}
+        for key in cls.KEYS:
+            if key in rest and rest[key] is not None:
+                try:
+                    typed[key] = _INFO_TYPES[key](rest[key])
+                except (TypeError, ValueError, AttributeError):
+                    continue
+                del rest[key]
+        return cls(**typed), rest
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceInfo:
+        """The inverse of [as_dict][jupyter_profview.model.TraceInfo.as_dict] (keys absent, None
+        or not of their type: the defaults)."""
+        return cls.split(data)[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready values (what the rank cache writes)."""
+        return {
+            "source": self.source, "base_time_ns": self.base_time_ns,
+            "device_properties": list(self.device_properties), "distributed_info": self.distributed_info,
+            "process_labels": self.process_labels, "track_order": list(self.track_order),
+            "ranks": list(self.ranks), "offsets": {str(k): v for k, v in self.offsets.items()},
+            "align": self.align, "run_files": list(self.run_files),
+        }
+
+    def replace(self, **changes: Any) -> TraceInfo:
+        """A copy with `changes` (the fields are frozen)."""
+        return replace(self, **changes)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError("not an object")
+    return dict(value)
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise TypeError("not a list")
+    return list(value)
+
+
+_INFO_TYPES: dict[str, Callable[[Any], Any]] = {
+    "source": str,
+    "base_time_ns": int,
+    "device_properties": lambda v: tuple(_list(v)),
+    "distributed_info": _dict,
+    "process_labels": lambda v: {str(k): str(x) for k, x in _dict(v).items()},
+    "track_order": lambda v: tuple(str(t) for t in _list(v)),
+    "ranks": lambda v: tuple(int(r) for r in _list(v)),
+    "offsets": lambda v: {int(k): int(x) for k, x in _dict(v).items()},
+    "align": _dict,
+    "run_files": lambda v: tuple(str(f) for f in _list(v)),
+}
+
+
 @dataclass
 class Trace:
-    """A loaded profiler trace: a handful of pandas DataFrames and metadata."""
+    """A loaded profiler trace: a handful of pandas DataFrames, what is known about it
+    ([`info`][jupyter_profview.model.TraceInfo], typed) and the format's extras (`metadata`)."""
 
     format: str
     time_unit: str
@@ -133,6 +232,7 @@ class Trace:
     counters: pd.DataFrame | None = None
     _args: ArgsLookup | None = field(default=None, repr=False)
     launches: pd.DataFrame = field(default_factory=lambda: empty_launches(), repr=False)
+    info: TraceInfo = field(default_factory=TraceInfo, repr=False)
 
     def args(self, event_id: int) -> dict[str, Any]:
         """The full argument dict of one event (``{}`` where the format has none)."""
@@ -174,7 +274,7 @@ class Trace:
         (its ``id`` index as a column), ``memory``, ``allocations``, ``flows``, ``nodes``,
         ``launches`` and ``counters`` where present (times as in the tables: this trace's
         clock).  Needs duckdb, imported when a query runs
-        (:func:`jupyter_profview.query.trace_sql`)."""
+        ([trace_sql][jupyter_profview.query.trace_sql])."""
         from .query import trace_sql
 
         return trace_sql(self, query)

@@ -53,8 +53,10 @@ class Column:
         """A zero-length array of this column's dtype."""
         if self.dtype == "category":
             return pd.Categorical([], categories=None if self.categories is None else list(self.categories))
-        if self.dtype in ("Int64", "string"):
-            return pd.array([], dtype=self.dtype)
+        if self.dtype == "Int64":
+            return pd.array([], dtype="Int64")
+        if self.dtype == "string":
+            return pd.array([], dtype="string")
         if self.dtype == "object":
             return pd.Series([], dtype=object)
         return np.empty(0, self.dtype)
@@ -167,6 +169,8 @@ EVENTS = Table(
         _c("size", "Int64", "bytes of the action", "bytes", formats="torch_cuda_snapshot"),
         _c("frame", "string", "the owner frame of the action (`name (file:line)`)", nullable=True,
            formats="torch_cuda_snapshot"),
+        _c("file", "category", "the Python file of the function", nullable=True, formats="python_calls"),
+        _c("line", "int64", "the function's first line in it", formats="python_calls"),
     ),
     sorted_by=("start",),
     index="id",

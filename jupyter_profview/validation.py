@@ -34,9 +34,7 @@ if TYPE_CHECKING:
 class _Checker:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        meta = getattr(trace, "metadata", None) or {}
-        info = getattr(trace, "info", None)
-        self.source = str(getattr(info, "source", "") or meta.get("source", "") or f"<{trace.format} trace>")
+        self.source = trace.info.source or f"<{trace.format} trace>"
 
     def fail(self, table: str, column: str | None, what: str, expected: str | None = None) -> None:
         where = f"table `{table}`" + (f", column `{column}`" if column else "")

@@ -149,7 +149,7 @@ def test_device_lanes_are_labelled_and_come_after_the_host(name: str, decoder: s
     streams = {f"stream {e['args']['stream']}" for e in device}
     lanes = trace.events.loc[trace.launches["kernel"], "thread"].astype(str)
     assert set(lanes) == streams
-    order = trace.metadata["track_order"]
+    order = trace.info.track_order
     pairs = zip(trace.events["process"].astype(str), trace.events["thread"].astype(str), strict=True)
     host = {f"{p} / {t}" for p, t in pairs if t.startswith("thread ")}
     gpu_tracks = [k for k, track in enumerate(order) if track.split(" / ")[0] in want]

@@ -95,7 +95,8 @@ def copy(trace: Trace) -> Trace:
     return Trace(format=trace.format, time_unit=trace.time_unit, events=trace.events.copy(),
                  memory=trace.memory.copy(), allocations=trace.allocations.copy(),
                  nodes=trace.nodes.copy(), flows=trace.flows.copy(), quality=trace.quality,
-                 metadata=dict(trace.metadata), counters=trace.counters, launches=trace.launches.copy())
+                 metadata=dict(trace.metadata), counters=trace.counters, launches=trace.launches.copy(),
+                 info=trace.info)
 
 
 def child(ev: pd.DataFrame) -> int:
@@ -260,3 +261,49 @@ def test_the_site_makes_its_schema_page_from_the_spec() -> None:
     page = (ROOT / "docs" / "site_src" / "reference" / "schema.md").read_text()
     assert hook.MARKER in page and "| column |" not in page
     assert hook.on_page_markdown(page, None, None, None) == page.replace(hook.MARKER, schema.markdown_all())
+
+
+# ---------------------------------------------------------------------------
+# TraceInfo: the typed facts the upper layers read
+# ---------------------------------------------------------------------------
+
+def test_trace_info_holds_the_files_facts_and_metadata_the_rest(kineto: Trace) -> None:
+    from jupyter_profview.model import TraceInfo
+
+    assert kineto.info.source.endswith("small.pt.trace.json")
+    assert kineto.info.base_time_ns is not None  # a trace with a clock
+    assert not set(TraceInfo.KEYS) & set(kineto.metadata)  # each fact in one place
+    info, rest = TraceInfo.split({"base_time_ns": 7, "distributed_info": [1, 2], "decoder": "native",
+                                  "offsets": {"3": 5}})
+    assert info.base_time_ns == 7 and info.offsets == {3: 5}  # JSON's text keys back to ranks
+    assert rest == {"distributed_info": [1, 2], "decoder": "native"}  # not an object: kept as it was
+    assert TraceInfo.from_dict(info.as_dict()) == info
+
+
+def test_trace_info_survives_the_rank_cache(tmp_path: Path) -> None:
+    """A rank read back from the cache has the info the file gave (distributedInfo's rank,
+    counted here from the file itself)."""
+    import gzip
+
+    ddp = ROOT / "tests" / "data" / "ddp"
+    first = profview.load_many(ddp, progress=False, cache=tmp_path)
+    again = profview.load_many(ddp, progress=False, cache=tmp_path)  # from the cache
+    for rank in again:
+        top = json.loads(gzip.decompress((ddp / f"rank-{rank}.pt.trace.json.gz").read_bytes()))
+        info = again[rank].info
+        assert info.distributed_info["rank"] == top["distributedInfo"]["rank"] == rank
+        assert info == first[rank].info
+        assert "cache_entry" in again[rank].metadata
+
+
+def test_a_python_profile_validates_and_its_columns_are_declared() -> None:
+    from jupyter_profview.python_profile import PythonProfiler
+
+    prof = PythonProfiler()
+    with prof:
+        sorted([3, 1, 2])
+    trace = prof.trace()
+    trace.validate()
+    assert trace.info.base_time_ns is not None and "profiler" in trace.metadata
+    for column in trace.events.columns:
+        assert schema.EVENTS.column(str(column)) is not None, column

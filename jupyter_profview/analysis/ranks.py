@@ -42,7 +42,7 @@ def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
         return profiler_steps(ts)
     ev = ts.events
     ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
-    rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
+    rank = ts.info.distributed_info.get("rank", 0)
     return step_rows(rank, ev["name"], ev["start"], ev["dur"])
 
 

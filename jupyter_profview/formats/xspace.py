@@ -16,7 +16,7 @@ picosecond remainder is dropped, starts and ends each lose < 1 ns and nesting
 is preserved.  TF and JAX write host planes normalised to the profile start
 (line timestamps of a few µs); when the ``Task Environment`` plane carries
 ``profile_start_time`` and the line timestamps are smaller than it, it is
-added back, so ``metadata["base_time_ns"]`` is epoch ns.  Aggregated events
+added back, so ``info.base_time_ns`` is epoch ns.  Aggregated events
 (``num_occurrences`` instead of ``offset_ps``) have no time and are counted in
 ``quality.skipped``.
 
@@ -33,7 +33,7 @@ Stats (event metadata's, then the event's own) are resolved by name
 3. ``memory``: ``MemoryAllocation`` / ``MemoryDeallocation`` (TF's memory profile);
 4. an XLA op (an ``hlo_op`` stat or an ``XLA Ops`` line): the category of its op
    name (the ``hlo_op`` stat, else the event's name) by
-   :func:`~.xspace_build.op_category`, else ``xla_op``;
+   :func:`~.xspace_rules.op_category`, else ``xla_op``;
 5. ``xla_module``: an ``hlo_module`` stat or an ``XLA Modules`` line;
 6. a TensorFlow op (a ``TensorFlow Ops`` / ``TensorFlow Name Scope`` /
    ``Framework Ops`` line, or a host event whose metadata name is a TF op full
@@ -42,7 +42,7 @@ Stats (event metadata's, then the event's own) are resolved by name
 7. ``launch`` / ``kernel``: a correlation id on a host / device plane;
 8. ``host`` / ``device``.
 
-:func:`~.xspace_build.op_category` (where no ``hlo_category`` says it), first
+:func:`~.xspace_rules.op_category` (where no ``hlo_category`` says it), first
 match on the name's tokens (split at non-letters and at lower->Upper case,
 e.g. ``all-reduce.1`` -> all, reduce; ``_MklNativeFusedMatMul`` -> ...,
 mat, mul): ``communication`` (all-reduce, all-gather, reduce-scatter,
