@@ -186,6 +186,7 @@ MEMORY = Table(
         _c("kind", "category", "`measured` (from the file's allocation records / counters) or "
            "`simulated` (from tensor lifetimes)", categories=MEMORY_KINDS),
     ),
+    sorted_by=("device", "time"),
 )
 
 ALLOCATIONS = Table(

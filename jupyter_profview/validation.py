@@ -12,8 +12,9 @@ wrong with it at the first problem found:
   is -1 or an event id; `depth` is 0 iff `parent` is -1, else the parent's `depth` + 1; the child
   lies inside its parent;
 - `flows`: `source` and `target` are -1 or event ids;
-- `launches`: sorted by `kernel`; `kernel` is an event id, `launch` and `cpu_op` are `<NA>` or
-  event ids;
+- `launches`: sorted by `kernel`; `kernel` is an event id whose `start` and `dur` are
+  `kernel_start` and `kernel_dur`; `launch` and `cpu_op` are `<NA>` or event ids;
+- `memory`: sorted by `device`, then `time`;
 - `allocations`: `bytes >= 0`, `free_time >= alloc_time` where both are known.
 """
 
@@ -98,12 +99,19 @@ class _Checker:
         self.count(table, column, frame, bad, "name no event", expected)
 
     def sorted_by(self, spec: Table, frame: pd.DataFrame) -> None:
-        for column in spec.sorted_by:
-            values = frame[column].to_numpy()
-            down = np.zeros(len(frame), bool)
-            down[1:] = values[1:] < values[:-1]
-            self.count(spec.name, column, frame, down, "come before a smaller value",
-                       f"rows sorted by `{column}`")
+        """Rows in the order of `spec.sorted_by` (lexicographic; a categorical by its codes)."""
+        if len(frame) < 2 or not spec.sorted_by:
+            return
+        in_order = np.ones(len(frame) - 1, bool)  # row i + 1 is not before row i
+        for column in reversed(spec.sorted_by):
+            values = frame[column]
+            keys = values.cat.codes.to_numpy() if isinstance(values.dtype, pd.CategoricalDtype) \
+                else values.to_numpy()
+            in_order = (keys[1:] > keys[:-1]) | ((keys[1:] == keys[:-1]) & in_order)
+        down = np.concatenate([[False], ~in_order])
+        order = ", ".join(f"`{c}`" for c in spec.sorted_by)
+        self.count(spec.name, spec.sorted_by[-1], frame, down, "come before a smaller value",
+                   f"rows sorted by {order}")
 
     # -- tables ------------------------------------------------------------------
     def events(self, ev: pd.DataFrame) -> None:
@@ -140,9 +148,14 @@ class _Checker:
         for column in ("source", "target"):
             self.ids("flows", column, flows, none="-1")
 
-    def launches(self, la: pd.DataFrame) -> None:
+    def launches(self, la: pd.DataFrame, ev: pd.DataFrame) -> None:
         self.sorted_by(TABLES["launches"], la)
         self.ids("launches", "kernel", la, none=None)
+        at = self.events_index.get_indexer(la["kernel"].to_numpy(np.int64))
+        for column, of in (("kernel_start", "start"), ("kernel_dur", "dur")):
+            differs = la[column].to_numpy(np.int64) != ev[of].to_numpy(np.int64)[at]
+            self.count("launches", column, la, differs, f"differ from their kernel event's `{of}`",
+                       f"the `{of}` of event `kernel`")
         for column in ("launch", "cpu_op"):
             self.ids("launches", column, la, none="<NA>")
 
@@ -161,11 +174,14 @@ def validate(trace: Trace) -> None:
     """Raise [ProfviewError][jupyter_profview.errors.ProfviewError] at the first way `trace`
     departs from its schema (see the module docstring); return None when it holds."""
     check = _Checker(trace)
-    frames = {name: check.table(spec) for name, spec in TABLES.items()}
-    events = frames["events"]
-    assert events is not None
-    check.events(events)
-    for name in ("flows", "launches", "allocations"):
-        frame = frames[name]
+    frames: dict[str, pd.DataFrame] = {}
+    for name, spec in TABLES.items():
+        frame = check.table(spec)  # None: counters only
         if frame is not None:
-            getattr(check, name)(frame)
+            frames[name] = frame
+    events = frames["events"]
+    check.events(events)
+    check.flows(frames["flows"])
+    check.launches(frames["launches"], events)
+    check.allocations(frames["allocations"])
+    check.sorted_by(TABLES["memory"], frames["memory"])

@@ -155,6 +155,16 @@ def launch_not_an_event(t: Trace) -> None:
     _set(t.launches, "launch", 0, 778)
 
 
+def kernel_start_elsewhere(t: Trace) -> None:
+    t.launches["kernel_start"] = t.launches["kernel_start"] + 1
+
+
+def memory_unsorted(t: Trace) -> None:
+    t.memory = pd.DataFrame({"time": np.array([5, 2], np.int64), "device": pd.Categorical(["GPU 0"] * 2),
+                             "bytes": np.array([8, 16], np.int64),
+                             "kind": pd.Categorical(["measured"] * 2, categories=list(schema.MEMORY_KINDS))})
+
+
 def launches_missing(t: Trace) -> None:
     t.launches = t.launches.drop(columns="kernel_start")
 
@@ -183,6 +193,8 @@ BROKEN: list[tuple[Callable[[Trace], None], str, str, str]] = [
     (kernel_not_an_event, "launches", "kernel", "name no event"),
     (launch_not_an_event, "launches", "launch", "name no event"),
     (launches_missing, "launches", "kernel_start", "is missing"),
+    (kernel_start_elsewhere, "launches", "kernel_start", "differ from their kernel event's `start`"),
+    (memory_unsorted, "memory", "time", "come before a smaller value"),
     (free_before_alloc, "allocations", "free_time", "come before their alloc_time"),
 ]
 
@@ -307,3 +319,10 @@ def test_a_python_profile_validates_and_its_columns_are_declared() -> None:
     assert trace.info.base_time_ns is not None and "profiler" in trace.metadata
     for column in trace.events.columns:
         assert schema.EVENTS.column(str(column)) is not None, column
+
+
+def test_a_trace_with_a_memory_file_added_validates() -> None:
+    data = ROOT / "tests" / "data" / "torch_memory"
+    trace = profview.load(data / "mlp_adam.trace.json.gz", memory=data / "mlp_adam.memory.json")
+    assert len(trace.memory) and trace.info.source.endswith("mlp_adam.trace.json.gz")
+    trace.validate()
