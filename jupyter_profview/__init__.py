@@ -32,14 +32,13 @@ _LAZY = {
     "load_many": "ranks", "Comparison": "analysis", "compare": "analysis", "phases": "analysis",
     "summary": "analysis", "top": "analysis",
 }
-_ALIASES: dict[str, str] = {}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), _ALIASES.get(name, name))
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

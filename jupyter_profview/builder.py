@@ -1,8 +1,8 @@
 """Shared assembly of the ``events`` table: rebasing, lanes, nesting, self
 time, phases and the final ordering.  Every format loader ends here, so the
-invariants documented in :mod:`jupyter_profview.model` hold for all of them.
+invariants documented in [jupyter_profview.model][] hold for all of them.
 
-Nesting, overlap lanes and self time: :mod:`jupyter_profview.nesting`.
+Nesting, overlap lanes and self time: [jupyter_profview.nesting][].
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from .model import (
     PHASES,
     Quality,
     Trace,
+    TraceInfo,
     empty_allocations,
     empty_flows,
+    empty_launches,
     empty_memory,
     empty_nodes,
 )
@@ -128,7 +130,7 @@ def _clipped_durations(values: Any, quality: Quality, in_place: bool = False) ->
 def _nest_events(track_code: np.ndarray, start: np.ndarray,
                  dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``depth``, ``parent`` (input positions), overlap ``lane`` and ``self`` per
-    input event, from :func:`~jupyter_profview.nesting.nest` on the events in
+    input event, from [nest][jupyter_profview.nesting.nest] on the events in
     nesting order."""
     n = len(start)
     order = nest_order(track_code, start, dur)
@@ -165,7 +167,7 @@ def _phase_codes(columns: dict[str, Any], name: pd.Categorical, depth: np.ndarra
 
 
 def _kinds(kind: Any, n: int) -> Any:
-    """The ``kind`` column (a Categorical of :data:`KINDS`)."""
+    """The ``kind`` column (a Categorical of ``KINDS``)."""
     if isinstance(kind, pd.Categorical) and list(kind.categories) == list(KINDS):
         return kind
     if kind is None:  # every event a slice: codes only (no list of n strings to hash)
@@ -260,14 +262,20 @@ def make_trace(
     nodes: pd.DataFrame | None = None,
     flows: pd.DataFrame | None = None,
     counters: pd.DataFrame | None = None,
+    launches: pd.DataFrame | None = None,
     metadata: dict[str, Any] | None = None,
     args: Any = None,
 ) -> Trace:
-    """The Trace from built ``events`` (see :func:`build_events`) and the
-    other tables with *absolute* times; ``base`` is subtracted from those."""
-    metadata = dict(metadata or {})
-    if time_unit == "ns" and "base_time_ns" not in metadata:
-        metadata["base_time_ns"] = base
+    """The Trace from built ``events`` (see [build_events][jupyter_profview.builder.build_events])
+    and the other tables: ``memory``, ``allocations`` and ``counters`` with *absolute* times
+    (``base`` is subtracted from those), ``flows``, ``nodes`` and ``launches`` (made from the
+    built events) as they are.  A table not given is empty (``counters``: None).  The
+    [TraceInfo][jupyter_profview.model.TraceInfo] keys of ``metadata`` go to ``trace.info``
+    (``base_time_ns`` defaults to ``base`` for a trace with a clock), the rest stays in
+    ``trace.metadata``."""
+    info, metadata = TraceInfo.split(metadata)
+    if time_unit == "ns" and info.base_time_ns is None:
+        info = info.replace(base_time_ns=base)
     memory = _rebase(memory, ["time"], base)
     allocations = _rebase(allocations, ["alloc_time", "free_time"], base)
     counters = _rebase(counters, ["time"], base)
@@ -283,4 +291,6 @@ def make_trace(
         metadata=metadata,
         counters=counters,
         _args=args,
+        launches=launches if launches is not None else empty_launches(),
+        info=info,
     )

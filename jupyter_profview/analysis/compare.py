@@ -104,7 +104,8 @@ def _load(x: Any, side: str) -> Any:
 
 
 def _label(trace: Any, fallback: str) -> str:
-    source = getattr(trace, "metadata", {}).get("source") if hasattr(trace, "metadata") else None
+    source = getattr(getattr(trace, "info", None), "source", None) or (  # a Trace's, else a table set's
+        getattr(trace, "metadata", None) or {}).get("source")
     return Path(str(source)).name if source else fallback
 
 

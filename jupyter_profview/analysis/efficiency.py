@@ -247,7 +247,7 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
 
 def _device_names(trace: Trace) -> dict[str, str]:
     """GPU label of ``trace.launches`` -> the device's name from ``deviceProperties``."""
-    props = trace.metadata.get("device_properties") or []
+    props = trace.info.device_properties
     by_id = {int(p["id"]): str(p.get("name", "")) for p in props if isinstance(p, dict) and "id" in p}
     la = trace.launches
     out: dict[str, str] = {}

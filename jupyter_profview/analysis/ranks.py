@@ -41,7 +41,7 @@ def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
     own clock, ``rank`` from its ``distributedInfo``), sorted by step then rank."""
     if is_traceset(ts):
         return profiler_steps(ts)
-    rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
+    rank = ts.info.distributed_info.get("rank", 0)
     return trace_steps(ts, rank)
 
 

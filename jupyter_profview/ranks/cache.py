@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..model import Quality, Trace
+from ..model import Quality, Trace, TraceInfo, empty_launches
 
 CACHE_NAME = ".profview-cache"
 MANIFEST = "rank.json"
@@ -204,14 +204,12 @@ def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
     tables = {name: read_table(entry / f"{name}.parquet") for name in manifest["tables"]}
     events = tables["events"].set_index("id")
     events.index = events.index.astype("int64")
-    metadata = dict(manifest.get("metadata") or {})
+    info, metadata = TraceInfo.split(manifest.get("metadata"))  # an entry written before TraceInfo
+    info = info.replace(**vars(TraceInfo.from_dict(manifest["info"]))) if "info" in manifest else info
     metadata["cache_entry"] = str(entry)
-    trace = Trace(
+    return Trace(
         format=manifest["format"], time_unit=manifest["time_unit"], events=events,
         memory=tables["memory"], allocations=tables["allocations"], nodes=tables["nodes"],
         flows=tables["flows"], quality=Quality.from_dict(manifest.get("quality") or {}), metadata=metadata,
-        counters=tables.get("counters"),
+        counters=tables.get("counters"), launches=tables.get("launches", empty_launches()), info=info,
     )
-    if "launches" in tables and hasattr(trace, "launches"):
-        trace.launches = tables["launches"]
-    return trace

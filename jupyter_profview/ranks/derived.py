@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from .traceset import TraceSet
 
 PG_KEYS = ("Process Group Name", "pg_name")
-COLLECTIVE_COLUMNS = ("id", "name", "pg", "seq", "start", "end", "thread")
 
 
 def collective_calls(trace: Trace) -> pd.DataFrame:

@@ -71,7 +71,7 @@ def load_rank(task: Task) -> dict[str, Any]:
         tables["collectives"] = collective_calls(trace)
         parsed = time.process_time() - cpu
         extra = {"source": task.path, "rank": task.rank,
-                 "base_time_ns": int(trace.metadata.get("base_time_ns", 0))}
+                 "base_time_ns": trace.info.base_time_ns or 0}
         manifest = write_entry(trace, entry, tables, extra, codec=task.codec, timing=lambda: {
             "wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3),
             "parse_cpu_s": round(parsed, 3)})

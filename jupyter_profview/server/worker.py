@@ -61,7 +61,8 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
         reason = str(exc) or f"{type(exc).__name__}: pip install 'jupyter_profview[ranks]'"
     else:
         trace = show.combined_trace(ts)
-        trace.metadata.setdefault("source", str(path))
+        if not trace.info.source:
+            trace.info = trace.info.replace(source=str(path))
         return trace, {"mode": "ranks", "ranks": [int(r) for r in ts.ranks]}
     files = sorted(p for p in path.iterdir()
                    if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES))
@@ -71,7 +72,7 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     from ..loader import load
 
     trace = load(files[0])
-    trace.metadata["run_files"] = [p.name for p in files]
+    trace.info = trace.info.replace(run_files=tuple(p.name for p in files))
     return trace, {"mode": "one-file", "file": files[0].name, "files": len(files), "reason": reason}
 
 
@@ -154,6 +155,3 @@ def set_traits(sid: str, changes: dict[str, Any]) -> bytes:
 def close(sid: str) -> bool:
     return SESSIONS.pop(sid, None) is not None
 
-
-def open_count() -> int:
-    return len(SESSIONS)

@@ -86,14 +86,13 @@ def track_table(trace: Trace) -> pd.DataFrame:
     and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`);
     ``rank`` too when the events have a ``rank`` column (several ranks in one Trace).
 
-    The order is ``trace.metadata["track_order"]`` (track labels) where given,
+    The order is ``trace.info.track_order`` (track labels) where given,
     then process, thread (natural sort) and overlap sub-lane.
     """
     ev = trace.events
     if len(ev) == 0:
         return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": [], "group": [], "name": []})
-    labels = trace.metadata.get("process_labels")
-    labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+    labels = trace.info.process_labels
     track = pd.Categorical(ev["track"])
     codes = track.codes.astype(np.int64)
     present, first = np.unique(codes, return_index=True)
@@ -112,7 +111,7 @@ def track_table(trace: Trace) -> pd.DataFrame:
             "name": lane_name(process, thread, lane_no),
             **({"rank": int(ev["rank"].to_numpy(np.int64)[at])} if "rank" in ev.columns else {}),
         })
-    order = [str(t) for t in trace.metadata.get("track_order") or []]
+    order = list(trace.info.track_order)
     rank = {label: i for i, label in enumerate(order)}
     rows.sort(key=lambda r: (rank.get(r["label"], len(rank)), natural_key(r["process"]),
                              natural_key(r["thread"]), r["lane"], r["label"]))

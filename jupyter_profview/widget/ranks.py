@@ -5,7 +5,7 @@ Built kernel-side from each rank's cached tables (one rank read at a time;
 the combined trace holds every chosen rank's events, so pass ``ranks=`` to
 look at a few ranks of a big run).  Events keep the rank's own event id as
 ``rank_id`` and get a ``rank`` column, so ``widget.selection`` says which
-rank each selected event is from; ``metadata["offsets"]`` holds each rank's
+rank each selected event is from; ``info.offsets`` holds each rank's
 clock offset.  Flows and launches are carried over with their event ids
 renumbered; allocations and nodes are left out.
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import derived
-from ..model import Quality, Trace
+from ..model import Quality, Trace, TraceInfo
 from ..ranks.traceset import concat
 
 if TYPE_CHECKING:
@@ -69,8 +69,7 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
     for rank in chosen:
         trace = ts[rank]
         offset = ts.offsets[rank]
-        labels = trace.metadata.get("process_labels")
-        labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        labels = trace.info.process_labels
         frame = trace.events.reset_index().rename(columns={"id": "rank_id"})
         new_id = pd.Series(np.arange(next_id, next_id + len(frame), dtype=np.float64),
                            index=frame["rank_id"].to_numpy(np.int64))
@@ -88,7 +87,7 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
         frame.insert(0, "rank", np.int64(rank))
         frame.index = new_id.to_numpy(np.int64)
         events.append(frame)
-        order += [tracks.get(str(t), str(t)) for t in trace.metadata.get("track_order") or []]
+        order += [tracks.get(str(t), str(t)) for t in trace.info.track_order]
 
         mem = trace.memory.copy()
         _shift(mem, ["time"], offset)
@@ -131,13 +130,13 @@ def combined_trace(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
     _shift(all_memory, ["time"], -shift)
     _shift(all_flows, ["start", "end"], -shift)
     _shift(all_launches, LAUNCH_TIMES, -shift)
-    metadata: dict[str, Any] = {"base_time_ns": ts.origin_ns + shift, "track_order": order, "ranks": chosen,
-                                "offsets": {r: ts.offsets[r] - shift for r in chosen},
-                                "source": f"{len(chosen)} ranks"}
+    info = TraceInfo(source=f"{len(chosen)} ranks", base_time_ns=ts.origin_ns + shift,
+                     track_order=tuple(order), ranks=tuple(chosen),
+                     offsets={r: ts.offsets[r] - shift for r in chosen})
     first = ts[chosen[0]]
     return Trace(format=first.format, time_unit=first.time_unit, events=all_events, memory=all_memory,
                  allocations=first.allocations.iloc[:0], nodes=first.nodes.iloc[:0], flows=all_flows,
-                 quality=quality, metadata=metadata, launches=all_launches)
+                 quality=quality, launches=all_launches, info=info)
 
 
 def first_common_step(ts: TraceSet, ranks: Iterable[int] | None = None) -> int:
@@ -163,7 +162,7 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
     ``align="step"`` (or a step number) shifts each rank so that the first
     ``ProfilerStep`` every rank has starts at the same time (``ts.aligned``), and
     makes that time 0: what came before it has negative times (the widget's axis
-    starts there); ``metadata["align"]`` records the step and ``at`` = 0."""
+    starts there); ``info.align`` records the step and ``at`` = 0."""
     from .widget import TraceWidget
 
     chosen = list(ts.ranks if ranks is None else ranks)
@@ -180,7 +179,7 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
     if step is not None:
         hit = derived.cpu_steps(trace)
         rebase(trace, int(hit.loc[hit["number"] == step, "start"].min()))
-        trace.metadata["align"] = {"step": step, "at": 0}
+        trace.info = trace.info.replace(align={"step": step, "at": 0})
     if not collapsed:  # collapsed is the default of every view (widget.initial_state)
         options.setdefault("collapsed_groups", [])
     widget = TraceWidget(trace, **options)
@@ -190,12 +189,12 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
 
 def rebase(trace: Trace, zero: int) -> None:
     """Make time ``zero`` of a combined trace its new 0 (in place): every time column and the
-    metadata's ``base_time_ns`` and ``offsets`` move with it."""
+    info's ``base_time_ns`` and ``offsets`` move with it."""
     _shift(trace.events, ["start"], -zero)
     _shift(trace.memory, ["time"], -zero)
     _shift(trace.flows, ["start", "end"], -zero)
     _shift(trace.launches, LAUNCH_TIMES, -zero)
-    meta = trace.metadata
-    meta["base_time_ns"] = int(meta.get("base_time_ns", 0)) + zero
-    meta["offsets"] = {r: int(o) - zero for r, o in (meta.get("offsets") or {}).items()}
+    info = trace.info
+    trace.info = info.replace(base_time_ns=(info.base_time_ns or 0) + zero,
+                              offsets={r: o - zero for r, o in info.offsets.items()})
     derived.forget(trace)  # its times moved: the derived facts are computed again

@@ -97,11 +97,11 @@ class WidgetData:
                           else "."))
         return {
             "format": trace.format,
-            "source": str(trace.metadata.get("source", "")),
+            "source": trace.info.source,
             "time_unit": trace.time_unit,
             "duration": float(trace.duration),
             "start": min(0.0, float(self.timeline.extent()[0])) if self.n else 0.0,
-            "base_time_ns": float(trace.metadata.get("base_time_ns", 0) or 0),
+            "base_time_ns": float(trace.info.base_time_ns or 0),
             "event_count": self.n,
             "color_by": self.legend.color_by,
             "legend": self.legend.entries,
@@ -116,12 +116,11 @@ class WidgetData:
     def ranks_info(self) -> dict[str, Any]:
         """For a TraceSet's combined trace: ``ranks`` (rank, clock ``offset`` of its own origin
         from the common one, ns) and ``align`` (the step the ranks are lined up on, or None)."""
-        meta = self.trace.metadata
-        if not meta.get("ranks"):
+        info = self.trace.info
+        if not info.ranks:
             return {}
-        offsets = meta.get("offsets") or {}
-        return {"ranks": [{"rank": int(r), "offset": float(offsets.get(r, 0))} for r in meta["ranks"]],
-                "align": meta.get("align")}
+        return {"ranks": [{"rank": r, "offset": float(info.offsets.get(r, 0))} for r in info.ranks],
+                "align": info.align}
 
     def tracks(self) -> list[dict[str, Any]]:
         rows = self.timeline.tracks.to_dict("records")

@@ -57,7 +57,7 @@ def initial_state(data: rpc.WidgetData) -> dict[str, Any]:
         "_view": {"start": extent[0], "end": extent[1]},
         "color_by": data.legend.color_by,
         # several ranks start collapsed to one busy lane each, in the notebook and in a tab alike
-        "collapsed_groups": [f"rank {r}" for r in data.trace.metadata.get("ranks") or []],
+        "collapsed_groups": [f"rank {r}" for r in data.trace.info.ranks],
     }
 
 
@@ -376,7 +376,7 @@ class TraceWidget(anywidget.AnyWidget):
         state["_zoom_request"] = {"start": start, "end": end, "token": next(_tokens)}
         text = widget_html(state, _ESM_PATH.read_bytes(),
                            _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else "",
-                           title=title or f"profview: {self.trace.metadata.get('source', self.trace.format)}")
+                           title=title or f"profview: {self.trace.info.source or self.trace.format}")
         out = Path(path)
         out.write_text(text, encoding="utf-8")
         return out
