@@ -50,7 +50,7 @@ EXAMPLES = Path(__file__).parent / "examples"
 
 __all__ = ["EXAMPLES", "Comparison", "NativeUnavailableWarning", "ProfviewError", "Quality", "Trace",
            "compare", "example", "formats", "load", "phases", "show", "summary", "top", "TraceSet",
-           "load_many", "sql"]
+           "load_many", "sql", "advise"]
 
 
 def formats() -> dict[str, str]:
@@ -106,6 +106,20 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
     if icicle:
         widget.show_icicle(icicle)
     return widget  # type: ignore[no-any-return]
+
+
+def advise(source: Any, *, annotation: str | None = "ProfilerStep", rank: int | None = None) -> Any:
+    """What is wrong with a trace (a path, a loaded Trace or a TraceSet), biggest first: the
+    findings of `jupyter_profview.analysis.advise`, with the time at stake and the evidence.
+    `profview.show(trace, advice=True)` shows them beside the timeline."""
+    from .analysis import advise as run
+    from .loader import load
+    from .model import Trace
+    from .ranks import TraceSet
+
+    if not isinstance(source, (Trace, TraceSet)):
+        source = load(source)
+    return run(source, annotation=annotation, rank=rank)
 
 
 def sql(trace: Trace | TraceSet, query: str) -> Any:
