@@ -70,7 +70,7 @@ def example(name: str = "tf_step_stats") -> Path:
 
 
 def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: Any = None,
-         icicle: str = "", **options: Any) -> TraceWidget | CompareView:
+         icicle: str = "", advice: Any = False, **options: Any) -> TraceWidget | CompareView:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
     ``profview.load`` gives for a multi-host XSpace run directory: its
     ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
@@ -79,7 +79,8 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
     ``critical_path``: a :class:`~jupyter_profview.analysis.CriticalPath` of this trace (or of
     one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``); ``icicle``: a
     node kind (``"annotation"``, ``"module"``, ``"stack"``, ``"op"``) whose GPU-time icicle to show
-    (``TraceWidget.show_icicle``)."""
+    (``TraceWidget.show_icicle``); ``advice``: ``True`` (or an ``Advice`` of this trace) shows the
+    findings of ``profview.advise`` in a panel above the table (``TraceWidget.show_advice``)."""
     from .analysis.compare import Comparison
     from .loader import host_files, load
     from .model import Trace
@@ -105,6 +106,8 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
         widget.show_critical_path(critical_path, source=source)
     if icicle:
         widget.show_icicle(icicle)
+    if advice is not False and advice is not None:
+        widget.show_advice(None if advice is True else advice)
     return widget  # type: ignore[no-any-return]
 
 
