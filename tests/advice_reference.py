@@ -48,8 +48,8 @@ class Walk:
         if self.steps:
             self.window = (min(e["_s"] for e in self.steps), max(e["_e"] for e in self.steps))
         else:
-            ends = [e["_e"] for e in evs] + [ns(e["ts"]) + self.base for e in self.doc["traceEvents"] if "ts" in e]
-            self.window = (min(ns(e["ts"]) for e in self.doc["traceEvents"] if "ts" in e) + self.base, max(ends))
+            stamps = [ns(e["ts"]) + self.base for e in self.doc["traceEvents"] if "ts" in e]
+            self.window = (min(stamps), max([e["_e"] for e in evs] + stamps))
 
     # -- helpers -----------------------------------------------------------------------------
     @staticmethod
@@ -98,7 +98,8 @@ class Walk:
 
     # -- the rules ---------------------------------------------------------------------------
     def pageable_memcpy(self) -> tuple[int, set[Any]]:
-        hits = [e for e in self.device if e.get("cat") in ("gpu_memcpy", "Memcpy") or e["name"].startswith("Memcpy")]
+        hits = [e for e in self.device
+                if e.get("cat") in ("gpu_memcpy", "Memcpy") or e["name"].startswith("Memcpy")]
         hits = [e for e in hits if "Pageable" in e["name"] and self.clip(e)]
         spans = [self.clip(e) for e in hits]
         return sum(c[1] - c[0] for c in spans if c), {self.key(e) for e in hits}
@@ -130,7 +131,8 @@ class Walk:
     def exposed_communication(self) -> dict[Any, int]:
         out = {}
         for gpu, acts in self.activities_by_gpu().items():
-            kernels = [e for e in acts if e.get("cat") in ("kernel", "Kernel") and not e["name"].startswith(("Memcpy", "Memset"))]
+            kernels = [e for e in acts if e.get("cat") in ("kernel", "Kernel")
+                       and not e["name"].startswith(("Memcpy", "Memset"))]
             comm = self.union([c for c in (self.clip(e) for e in kernels if COMM.search(e["name"])) if c])
             comp = self.union([c for c in (self.clip(e) for e in kernels if not COMM.search(e["name"])) if c])
             if comm:

@@ -5,18 +5,17 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
+from advice_reference import Walk
 
 import jupyter_profview as profview
 from jupyter_profview.analysis import advise
 from jupyter_profview.errors import ProfviewError
-
-from advice_reference import Walk
 
 DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "advice_rules.json"
@@ -47,8 +46,6 @@ def check(path: Path) -> None:
             assert int(row["time"].iloc[0]) == time, rule
             assert keys(trace, list(row["events"].iloc[0])) == evidence, rule
             assert row["share"].iloc[0] == pytest.approx(100 * time / span)
-    gpus = dict(zip(trace.launches["device"].astype("Int64").tolist(), trace.launches["gpu"].astype(str), strict=False))
-    del gpus
     for rule in ("gpu_idle", "exposed_communication"):
         expected = {t for t in getattr(walk, rule)().values() if 100 * t / span >= 1 and t > 0}
         assert set(found.loc[found["rule"] == rule, "time"].astype(int)) == expected, rule
@@ -116,15 +113,15 @@ def _ddp_walk() -> tuple[int, int, set[tuple[int, str, int]]]:
     the JSON: sum of max(0, its start - the latest start of the others), and its late calls."""
     starts: dict[tuple[str, int], dict[int, int]] = {}
     for r in range(4):
-        doc = json.loads(__import__("gzip").open(DATA / "ddp" / f"rank-{r}.pt.trace.json.gz").read())
+        doc = json.loads(gzip.decompress((DATA / "ddp" / f"rank-{r}.pt.trace.json.gz").read_bytes()))
         seen: dict[str, int] = {}
-        calls = sorted((e for e in doc["traceEvents"] if e.get("ph") == "X" and e["name"].startswith("gloo:")),
-                       key=lambda e: e["ts"])
+        calls = sorted((e for e in doc["traceEvents"]
+                        if e.get("ph") == "X" and e["name"].startswith("gloo:")), key=lambda e: e["ts"])
         base = int(doc.get("baseTimeNanoseconds", 0))
         for e in calls:
             k = seen.get(e["name"], 0)
             seen[e["name"]] = k + 1
-            starts.setdefault((e["name"], k), {})[r] = int(__import__("decimal").Decimal(str(e["ts"])) * 1000) + base
+            starts.setdefault((e["name"], k), {})[r] = int(Decimal(str(e["ts"])) * 1000) + base
     lateness = {r: 0 for r in range(4)}
     for by_rank in starts.values():
         first = min(by_rank.values())

@@ -37,7 +37,8 @@ from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["Advice", "advise", "attribute", "op_efficiency", "CriticalPath", "critical_path", "critical_path_steps",
+__all__ = ["Advice", "advise",
+           "attribute", "op_efficiency", "CriticalPath", "critical_path", "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",

@@ -26,7 +26,8 @@ def advice_value(advice: Advice, token: int) -> dict[str, Any]:
         rows.append({
             "rule": str(f["rule"].iat[i]), "severity": str(f["severity"].iat[i]),
             "time": int(f["time"].iat[i]), "share": float(f["share"].iat[i]), "count": int(f["count"].iat[i]),
-            "device": str(f["device"].iat[i]), "message": str(f["message"].iat[i]), "fix": str(f["fix"].iat[i]),
+            "device": str(f["device"].iat[i]), "message": str(f["message"].iat[i]),
+            "fix": str(f["fix"].iat[i]),
             "rank": int(f["rank"].iat[i]) if "rank" in f.columns else None,
         })
     return {"findings": rows, "window": [int(advice.window[0]), int(advice.window[1])], "token": token}

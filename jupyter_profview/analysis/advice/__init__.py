@@ -101,7 +101,7 @@ class Advice:
 
 
 def _frame(rows: list[Finding], span: int, rank: int | None = None) -> pd.DataFrame:
-    table = pd.DataFrame(rows, columns=[*FINDING_COLUMNS]) if rows else pd.DataFrame(columns=[*FINDING_COLUMNS])
+    table = pd.DataFrame(rows or None, columns=[*FINDING_COLUMNS])
     if len(rows):
         table["time"] = table["time"].astype(np.int64)
         table["share"] = 100.0 * table["time"] / span if span > 0 else 0.0
@@ -125,8 +125,9 @@ def _window(trace: Trace, annotation: str | None) -> tuple[tuple[int, int], pd.D
     return (int(start.min()), int((start + ev["dur"].to_numpy(np.int64)).max())), steps
 
 
-def _run_rules(trace: Trace, window: tuple[int, int]) -> tuple[list[Finding], list[tuple[str, str]]]:
-    facts = Facts(trace, window)
+def _run_rules(trace: Trace, window: tuple[int, int], shared: dict[str, Any]
+               ) -> tuple[list[Finding], list[tuple[str, str]]]:
+    facts = Facts(trace, window, shared)
     found: list[Finding] = []
     skipped: list[tuple[str, str]] = []
     for name, rule in RULES.items():
@@ -143,16 +144,17 @@ def _advise_one(trace: Trace, annotation: str | None, rank: int | None = None) -
                             expected=f"time_unit 'ns', not {trace.time_unit!r}")
     window, steps = _window(trace, annotation)
     span = window[1] - window[0]
-    found, skipped = _run_rules(trace, window)
+    shared: dict[str, Any] = {}
+    found, skipped = _run_rules(trace, window, shared)
     found = [f for f in found if span > 0 and 100.0 * f["time"] / span >= MIN_SHARE]
 
     def rule_times(w: tuple[int, int]) -> dict[str, int]:
         inside: dict[str, int] = {}
-        for f in _run_rules(trace, w)[0]:
+        for f in _run_rules(trace, w, shared)[0]:
             inside[f["rule"]] = inside.get(f["rule"], 0) + int(f["time"])
         return inside
 
-    found += step_outliers(Facts(trace, window), steps, rule_times)
+    found += step_outliers(Facts(trace, window, shared), steps, rule_times)
     details = {(rank, f["rule"], f["device"]): {k: v for k, v in f.items() if k not in FINDING_COLUMNS}
                for f in found}
     table = _frame(found, span, rank)

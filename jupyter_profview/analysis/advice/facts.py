@@ -7,15 +7,16 @@ the host, the steps of the annotation.  The rules themselves (`rules.py`) only c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ... import kinds
 from ...model import Trace
-from ..columns import match, on_device
+from ..columns import match, on_device, thread_keys
 from ..gpu import merge_intervals
 
 #: CPU-side runtime calls that block the host until the device is done (CUDA and HIP)
@@ -25,6 +26,10 @@ HOST_SYNC_CALLS = frozenset(
 )
 
 Intervals = tuple[np.ndarray, np.ndarray]
+
+#: the kind of each activity type of ``trace.launches`` (jupyter_profview.kinds.ACTIVITY_KINDS)
+ACTIVITY_KIND = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
+                 "memset": "memory", "dma": "dma"}
 
 
 def clip(start: np.ndarray, end: np.ndarray, window: tuple[int, int]) -> Intervals:
@@ -84,51 +89,66 @@ class Facts:
 
     trace: Trace
     window: tuple[int, int]
+    #: what does not depend on the window, shared by the Facts of one advise call
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def span(self) -> int:
         return self.window[1] - self.window[0]
 
-    @cached_property
-    def activities(self) -> pd.DataFrame:
-        """Device activities overlapping the window: ``event``, ``gpu``, ``kind`` (``computation``,
-        ``communication``, ``memory``, ``dma``), ``name``, ``start``/``end`` (clipped), ``dur``
-        (clipped), ``launch`` (event id or -1), ``correlation``."""
+    def _all_activities(self) -> pd.DataFrame:
         la = self.trace.launches
         start = la["kernel_start"].to_numpy(np.int64)
-        end = start + la["kernel_dur"].to_numpy(np.int64)
-        lo, hi = self.window
-        inside = (end > lo) & (start < hi) | ((start == end) & (start >= lo) & (start < hi))
-        la = la[inside]
-        s, e = clip(start[inside], end[inside], self.window)
-        kind = la["type"].astype(str).map({"kernel": "computation", "communication": "communication",
-                                            "memcpy": "memory", "memset": "memory", "dma": "dma"})
+        kind = la["type"].map(ACTIVITY_KIND).astype(object)  # categorical: mapped once per category
         return pd.DataFrame({
-            "event": la["kernel"].to_numpy(np.int64), "gpu": la["gpu"].astype(str).to_numpy(),
-            "kind": kind.to_numpy(), "type": la["type"].astype(str).to_numpy(),
-            "name": la["name"].astype(str).to_numpy(), "start": s, "end": e, "dur": e - s,
+            "event": la["kernel"].to_numpy(np.int64), "gpu": la["gpu"].to_numpy(),
+            "kind": kind.to_numpy(), "type": la["type"].astype(object).to_numpy(), "name": la["name"].array,
+            "start": start, "end": start + la["kernel_dur"].to_numpy(np.int64),
             "full_dur": la["kernel_dur"].to_numpy(np.int64),
             "launch": la["launch"].to_numpy(np.int64, na_value=-1),
         })
 
     @cached_property
+    def activities(self) -> pd.DataFrame:
+        """Device activities overlapping the window: ``event``, ``gpu``, ``kind`` (``computation``,
+        ``communication``, ``memory``, ``dma``), ``type``, ``name``, ``start``/``end`` (clipped),
+        ``dur`` (clipped), ``full_dur``, ``launch`` (event id or -1)."""
+        acts = self.once("activities", self._all_activities)
+        start, end = acts["start"].to_numpy(), acts["end"].to_numpy()
+        lo, hi = self.window
+        inside = ((end > lo) & (start < hi)) | ((start == end) & (start >= lo) & (start < hi))
+        out = acts[inside].copy()
+        out["start"], out["end"] = clip(start[inside], end[inside], self.window)
+        out["dur"] = out["end"] - out["start"]
+        return out
+
+    @cached_property
     def gpus(self) -> list[str]:
         """Every device of the trace that ran an activity (in or out of the window)."""
-        return sorted(set(self.trace.launches["gpu"].astype(str)))
+        gpu = self.trace.launches["gpu"]
+        if isinstance(gpu.dtype, pd.CategoricalDtype):
+            return sorted(str(c) for c in gpu.cat.remove_unused_categories().cat.categories)
+        return sorted(set(gpu.astype(str)))
+
+    def once(self, key: str, make: Any) -> Any:
+        """``make()``, computed once per advise call (:attr:`shared`)."""
+        if key not in self.shared:
+            self.shared[key] = make()
+        return self.shared[key]
 
     def cpu_slices(self, mask: np.ndarray) -> pd.DataFrame:
         """Host-side slices selected by ``mask`` that overlap the window: ``event``, ``thread``
         (process / thread key), ``start``/``end`` clipped, ``dur`` clipped."""
         ev = self.trace.events
-        pick = mask & (ev["kind"].to_numpy() == "slice") & ~on_device(self.trace)
+        host = self.once("host_slices", lambda: (ev["kind"].to_numpy() == "slice") & ~on_device(self.trace))
+        pick = mask & host
         start = ev["start"].to_numpy(np.int64)
         end = start + ev["dur"].to_numpy(np.int64)
         lo, hi = self.window
         pick &= (end > lo) & (start < hi)
         s, e = clip(start[pick], end[pick], self.window)
-        sub = ev[pick]
-        return pd.DataFrame({"event": sub.index.to_numpy(np.int64),
-                             "thread": (sub["process"].astype(str) + " / " + sub["thread"].astype(str)).to_numpy(),
+        threads = self.once("threads", lambda: thread_keys(ev))
+        return pd.DataFrame({"event": ev.index.to_numpy(np.int64)[pick], "thread": threads[pick],
                              "start": s, "end": e, "dur": e - s})
 
     @cached_property

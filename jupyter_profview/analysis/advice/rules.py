@@ -36,13 +36,14 @@ def pageable_memcpy(f: Facts) -> list[Finding]:
     ``Memcpy HtoD (Pageable -> Device)``): the copy is staged through a pinned buffer and the
     host waits.  time = the sum of their durations in the window."""
     acts = f.activities
-    hit = acts[(acts["type"] == "memcpy") & acts["name"].str.contains("Pageable", regex=False)]
+    memcpy = acts[acts["type"] == "memcpy"]
+    hit = memcpy[memcpy["name"].astype(str).str.contains("Pageable", regex=False).to_numpy(bool)]
     if len(hit) == 0:
         return []
     time = int(hit["dur"].sum())
     return [{
         "rule": "pageable_memcpy", "time": time, "events": hit["event"].tolist(),
-        "device": _device_of(hit["gpu"]),
+        "device": _device_of(hit["gpu"].astype(str)),
         "message": f"{len(hit)} copies from or to pageable host memory took {format_ns(time)}.",
         "fix": "Use pinned host memory (DataLoader(pin_memory=True), tensor.pin_memory()) and "
                "copy with non_blocking=True.",
@@ -173,9 +174,13 @@ def exposed_communication(f: Facts) -> list[Finding]:
         if time == 0:
             continue
         s, e = exposed
-        touching = (comm["start"].to_numpy()[:, None] < e[None, :]) & (comm["end"].to_numpy()[:, None] > s[None, :]) \
-            if len(comm) * len(s) <= 50_000_000 else np.ones((len(comm), 1), bool)
-        evidence = comm["event"].to_numpy()[touching.any(axis=1)]
+        # evidence: the communication activities that hold exposed time (each exposed piece lies
+        # inside the union of communication, so in at least one of them)
+        cs, ce = comm["start"].to_numpy(), comm["end"].to_numpy()
+        k = np.searchsorted(s, ce, side="left")  # first exposed piece starting at or after the end
+        reach = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(e)])
+        touching = (k > 0) & (reach[k] > cs)
+        evidence = comm["event"].to_numpy()[touching]
         out.append({
             "rule": "exposed_communication", "time": time, "events": evidence.tolist(), "device": str(gpu),
             "message": f"On {gpu}, communication ran with no computation beside it for "
@@ -201,14 +206,14 @@ def fp32_matmul(f: Facts) -> list[Finding]:
     major = [p.get("computeMajor") for p in props if isinstance(p, dict)]
     if not any(isinstance(m, int) and m >= 8 for m in major):
         return []
-    eff = op_efficiency(f.trace)
+    eff = f.once("op_efficiency", lambda: op_efficiency(f.trace))
     if len(eff) == 0:
         return []
     gemm = eff["name"].astype(str).str.removeprefix("aten::").isin(
         ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear"))
     hit = eff[gemm & (eff["dtype"].astype(str) == "float")]
     ev = f.trace.events
-    starts = ev["start"].to_numpy(np.int64)[hit["event"].to_numpy(np.int64)] if len(hit) else np.zeros(0, np.int64)
+    starts = ev["start"].to_numpy(np.int64)[ev.index.get_indexer(hit["event"].to_numpy(np.int64))]
     hit = hit[(starts >= f.window[0]) & (starts < f.window[1])]
     time = int(np.nansum(hit["gpu_time"].to_numpy(np.float64)))
     if len(hit) == 0 or time == 0:
