@@ -10,12 +10,17 @@
 * :mod:`.advice` -- what is wrong: findings with the time at stake and their evidence (:func:`advise`).
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
 
+The trace's derived facts every analysis reads are public here too: :func:`steps` (the
+instances of ``ProfilerStep``) and :func:`device_activities` (every device activity with its kind
+and launch), from :mod:`jupyter_profview.derived`.
+
 Each analysis of one Trace also accepts a TraceSet and answers rank by rank, with a ``rank``
 column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
 """
 
 from __future__ import annotations
 
+from ..derived import device_activities, steps
 from .advice import Advice, advise
 from .attribution import attribute
 from .compare import Comparison, compare
@@ -37,8 +42,8 @@ from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["Advice", "advise",
-           "attribute", "op_efficiency", "CriticalPath", "critical_path", "critical_path_steps",
+__all__ = ["steps", "device_activities", "Advice", "advise", "attribute", "op_efficiency", "CriticalPath",
+           "critical_path", "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",
