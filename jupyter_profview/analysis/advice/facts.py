@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import kinds
+from ... import derived
 from ...model import Trace
 from ..columns import match, on_device, thread_keys
-from ..gpu import merge_intervals
 
 #: CPU-side runtime calls that block the host until the device is done (CUDA and HIP)
 HOST_SYNC_CALLS = frozenset(
@@ -26,10 +25,6 @@ HOST_SYNC_CALLS = frozenset(
 )
 
 Intervals = tuple[np.ndarray, np.ndarray]
-
-#: the kind of each activity type of ``trace.launches`` (jupyter_profview.kinds.ACTIVITY_KINDS)
-ACTIVITY_KIND = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
-                 "memset": "memory", "dma": "dma"}
 
 
 def clip(start: np.ndarray, end: np.ndarray, window: tuple[int, int]) -> Intervals:
@@ -41,46 +36,17 @@ def clip(start: np.ndarray, end: np.ndarray, window: tuple[int, int]) -> Interva
 
 
 def union(start: np.ndarray, end: np.ndarray) -> Intervals:
-    """Sorted disjoint union of the non-empty intervals."""
+    """Sorted disjoint union of the non-empty intervals ([derived.union][jupyter_profview.derived.union])."""
     keep = end > start
-    return merge_intervals(start[keep], end[keep])
+    return derived.union(start[keep], end[keep])
 
 
 def length(intervals: Intervals) -> int:
     return int((intervals[1] - intervals[0]).sum())
 
 
-def intersect(a: Intervals, b: Intervals) -> Intervals:
-    """Intersection of two sorted disjoint interval sets."""
-    (sa, ea), (sb, eb) = a, b
-    if len(sa) == 0 or len(sb) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # each interval of a against the intervals of b it can meet
-    lo = np.searchsorted(eb, sa, side="right")
-    hi = np.searchsorted(sb, ea, side="left")
-    count = np.maximum(hi - lo, 0)
-    ia = np.repeat(np.arange(len(sa)), count)
-    ib = np.concatenate([np.arange(a0, a1) for a0, a1 in zip(lo, hi, strict=True) if a1 > a0]) \
-        if count.sum() else np.zeros(0, np.int64)
-    s = np.maximum(sa[ia], sb[ib])
-    e = np.minimum(ea[ia], eb[ib])
-    keep = e > s
-    return s[keep], e[keep]
-
-
-def subtract(a: Intervals, b: Intervals) -> Intervals:
-    """``a`` minus ``b`` (sorted disjoint sets): the time in ``a`` and not in ``b``."""
-    inter = intersect(a, b)
-    # a minus b = a with the intersection's pieces cut out: rebuild from boundaries
-    points = np.concatenate([a[0], a[1], inter[0], inter[1]])
-    delta = np.concatenate([np.ones(len(a[0]), np.int64), -np.ones(len(a[1]), np.int64),
-                            -np.ones(len(inter[0]), np.int64), np.ones(len(inter[1]), np.int64)])
-    order = np.lexsort((delta, points))
-    points, level = points[order], np.cumsum(delta[order])
-    starts = points[:-1][level[:-1] > 0]
-    ends = points[1:][level[:-1] > 0]
-    keep = ends > starts
-    return union(starts[keep], ends[keep])
+intersect = derived.intersection
+subtract = derived.difference
 
 
 @dataclass(frozen=True)
@@ -97,22 +63,23 @@ class Facts:
         return self.window[1] - self.window[0]
 
     def _all_activities(self) -> pd.DataFrame:
-        la = self.trace.launches
-        start = la["kernel_start"].to_numpy(np.int64)
-        kind = la["type"].map(ACTIVITY_KIND).astype(object)  # categorical: mapped once per category
+        """The kernels, memcpy, memset and DMA transfers of the trace
+        ([derived.device_activities][jupyter_profview.derived.device_activities] less its syncs)."""
+        acts = derived.device_activities(self.trace)
+        acts = acts[acts["kind"].to_numpy() != "sync"]
         return pd.DataFrame({
-            "event": la["kernel"].to_numpy(np.int64), "gpu": la["gpu"].to_numpy(),
-            "kind": kind.to_numpy(), "type": la["type"].astype(object).to_numpy(), "name": la["name"].array,
-            "start": start, "end": start + la["kernel_dur"].to_numpy(np.int64),
-            "full_dur": la["kernel_dur"].to_numpy(np.int64),
-            "launch": la["launch"].to_numpy(np.int64, na_value=-1),
+            "event": acts["event"].to_numpy(np.int64), "gpu": acts["gpu"].to_numpy(),
+            "kind": acts["kind"].astype(object).to_numpy(), "type": acts["type"].astype(object).to_numpy(),
+            "name": acts["name"].to_numpy(), "start": acts["start"].to_numpy(np.int64),
+            "end": acts["end"].to_numpy(np.int64),
+            "launch": acts["launch"].to_numpy(np.int64, na_value=-1),
         })
 
     @cached_property
     def activities(self) -> pd.DataFrame:
         """Device activities overlapping the window: ``event``, ``gpu``, ``kind`` (``computation``,
         ``communication``, ``memory``, ``dma``), ``type``, ``name``, ``start``/``end`` (clipped),
-        ``dur`` (clipped), ``full_dur``, ``launch`` (event id or -1)."""
+        ``dur`` (clipped), ``launch`` (event id or -1)."""
         acts = self.once("activities", self._all_activities)
         start, end = acts["start"].to_numpy(), acts["end"].to_numpy()
         lo, hi = self.window
@@ -179,15 +146,11 @@ class Facts:
 
 
 def annotation_steps(trace: Trace, annotation: str) -> pd.DataFrame:
-    """The instances of ``annotation`` on CPU threads (:func:`jupyter_profview.kinds.step_pattern`):
-    ``event``, ``name``, ``start``, ``end``, ``dur``, sorted by start."""
-    ev = trace.events
-    pattern = kinds.step_pattern(annotation)
-    mask = match(ev["name"], lambda n: pattern.match(n) is not None)
-    mask &= (ev["kind"].to_numpy() == "slice") & ~on_device(trace)
-    mask &= ~match(ev["category"], lambda c: c == "gpu_user_annotation")
-    sub = ev[mask].sort_values("start", kind="stable")
-    start = sub["start"].to_numpy(np.int64)
-    dur = sub["dur"].to_numpy(np.int64)
-    return pd.DataFrame({"event": sub.index.to_numpy(np.int64), "name": sub["name"].astype(str).to_numpy(),
-                         "start": start, "end": start + dur, "dur": dur})
+    """The instances of ``annotation`` on CPU threads
+    ([derived.cpu_steps][jupyter_profview.derived.cpu_steps]): ``event``, ``name``, ``start``,
+    ``end``, ``dur``, sorted by start."""
+    steps = derived.cpu_steps(trace, annotation)
+    steps = steps.sort_values(["start", "event"], kind="stable").reset_index(drop=True)
+    return pd.DataFrame({"event": steps["event"].to_numpy(np.int64), "name": steps["name"].to_numpy(object),
+                         "start": steps["start"].to_numpy(np.int64), "end": steps["end"].to_numpy(np.int64),
+                         "dur": (steps["end"] - steps["start"]).to_numpy(np.int64)})
