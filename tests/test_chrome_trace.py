@@ -222,7 +222,7 @@ def test_begin_end(decoder: str) -> None:
     inner = int(trace.events.index[trace.events["name"] == "inner"][0])
     assert trace.args(inner) == {"result": "ok"}  # the E's args are merged
     assert list(trace.info.track_order) == [
-        "Browser / 1", "Renderer / Compositor", "Renderer / CrRendererMain"]
+        "Browser / thread 1", "Renderer / Compositor", "Renderer / CrRendererMain"]
     assert trace.info.process_labels == {"Renderer": "example.com"}
     assert trace.metadata["top_level"]["otherData"] == top["otherData"]
 

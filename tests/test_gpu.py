@@ -255,7 +255,7 @@ def test_mtia_device_events_without_correlation(decoder: str) -> None:
     assert set(la["gpu"].astype(str)) == {"GPU 1"}
     assert len(trace.flows) == 2  # one start, two ends: one pair per end
     lanes = dict(zip(trace.events["name"].astype(str), trace.events["thread"].astype(str), strict=True))
-    assert lanes["mtia_kernel_a"] == "stream 3" and lanes["runFunction"] == "100"  # not a stream
+    assert lanes["mtia_kernel_a"] == "stream 3" and lanes["runFunction"] == "thread 100"  # not a stream
 
 
 def test_mtia_dma_is_memory_traffic(decoder: str) -> None:

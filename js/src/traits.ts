@@ -17,7 +17,8 @@ export interface Info {
 
 /** The traits whose `change:` a view handles (ProfView.onTrait). */
 export const VIEW_TRAITS = ["_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request",
-  "color_by", "_summary", "collapsed_groups", "shown_ranks", "_critical_path", "_icicle", "_kernel_selection", "split_layout"] as const;
+  "color_by", "_summary", "collapsed_groups", "shown_ranks", "_critical_path", "_icicle", "_kernel_selection", "split_layout",
+  "_advice"] as const;
 export type ViewTrait = typeof VIEW_TRAITS[number];
 
 interface ZoomRequest { start?: number; end?: number; token?: unknown }

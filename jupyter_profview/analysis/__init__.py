@@ -7,6 +7,7 @@
 * :mod:`.attribution` -- GPU time by the model's structure: annotations, modules, frames, ops.
 * :mod:`.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
 * :mod:`.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
+* :mod:`.advice` -- what is wrong: findings with the time at stake and their evidence (:func:`advise`).
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
 
 The trace's derived facts every analysis reads are public here too: :func:`steps` (the
@@ -20,6 +21,7 @@ column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per r
 from __future__ import annotations
 
 from ..derived import device_activities, steps
+from .advice import Advice, advise
 from .attribution import attribute
 from .compare import Comparison, compare
 from .critical_path import CriticalPath, critical_path
@@ -40,8 +42,8 @@ from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["steps", "device_activities", "attribute", "op_efficiency", "CriticalPath", "critical_path",
-           "critical_path_steps",
+__all__ = ["steps", "device_activities", "Advice", "advise", "attribute", "op_efficiency", "CriticalPath",
+           "critical_path", "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",

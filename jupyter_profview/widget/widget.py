@@ -16,10 +16,12 @@ import pandas as pd
 import traitlets
 from anywidget.experimental import command
 
+from ..analysis.advice import Advice, advise
 from ..analysis.attribution import BY, Attribution, attribute_members
 from ..analysis.critical_path import CriticalPath, critical_path
 from ..model import Trace
 from . import rpc
+from .advice import advice_value, evidence_focus
 from .codec import encode_frame
 from .critical_path import id_mapping, path_frame
 from .icicle import icicle_frame
@@ -96,6 +98,10 @@ class TraceWidget(anywidget.AnyWidget):
     icicle_measure = traitlets.Unicode("gpu").tag(sync=True)
     # browser -> kernel: a clicked icicle node {"node": int, "token": any}
     _icicle_pick = traitlets.Dict().tag(sync=True)
+    # kernel -> browser: the findings of advise (widget/advice.py), {} for none;
+    # browser -> kernel: a finding clicked, {"finding": k, "token"}
+    _advice = traitlets.Dict().tag(sync=True)
+    _advice_pick = traitlets.Dict().tag(sync=True)
     # kernel -> browser: the kernel changed the selection (w.select, an icicle node):
     # {"token", "count"}; the table lists it
     _kernel_selection = traitlets.Dict().tag(sync=True)
@@ -140,6 +146,8 @@ class TraceWidget(anywidget.AnyWidget):
         self.icicle_backward = "launch"
         #: recomputes the shown path for another instance (set by show_critical_path)
         self._path_source: Any = trace
+        self._advice_shown: Advice | None = None
+        self._advice_annotation: str | None = "ProfilerStep"
         state = initial_state(self._data)
         super().__init__(**{**state, **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
@@ -318,6 +326,58 @@ class TraceWidget(anywidget.AnyWidget):
         if att is None or not 0 <= row < len(att.tree):
             return
         self.select(self.trace.events.loc[att.events_under(row)], highlight=True)
+
+    @property
+    def advice(self) -> Advice | None:
+        """The findings shown in the panel (:meth:`show_advice`), or None."""
+        return self._advice_shown
+
+    def show_advice(self, advice: Advice | None = None, *, annotation: str | None = "ProfilerStep") -> Advice:
+        """Show the findings of `advise` in a panel above the table: one line per finding with
+        its severity, time at stake and share of the window; clicking a finding highlights its
+        evidence (everything else dimmed), zooms to the first evidence in the step that holds the
+        most of it, and lists the evidence in the table (`w.selection`).  `advice` defaults to
+        `advise(trace, annotation=annotation)` (of the TraceSet for an all-ranks widget)."""
+        if advice is None:
+            source = getattr(self, "traceset", None) or self.trace
+            advice = advise(source, annotation=annotation)
+        if not isinstance(advice, Advice):
+            raise TypeError(f"show_advice takes an Advice, got {type(advice).__name__}")
+        self._advice_shown = advice
+        self._advice_annotation = annotation
+        self._advice = advice_value(advice, next(_tokens))
+        return advice
+
+    def pick_finding(self, k: int) -> pd.DataFrame:
+        """What a click on finding `k` does (also callable from Python): highlight and select its
+        evidence and zoom to it.  Returns the evidence events."""
+        advice = self._advice_shown
+        if advice is None or not 0 <= k < len(advice.findings):
+            raise IndexError(f"no finding {k} is shown")
+        row = advice.findings.iloc[k]
+        rank = int(row["rank"]) if "rank" in advice.findings.columns else None
+        ids, shift = id_mapping(self._data, rank)
+        own = np.asarray(row["events"], np.int64)
+        source = getattr(self, "traceset", None)
+        trace = source[rank] if source is not None and rank is not None else self.trace
+        lo, hi = evidence_focus(trace, own, self._advice_annotation,
+                                (advice.window[0] - shift, advice.window[1] - shift) if rank is not None
+                                else advice.window)
+        mine = ids.reindex(own).dropna().to_numpy(np.int64)
+        with self.hold_sync():
+            rows = self.select(self.trace.events.loc[mine], highlight=True)
+            if hi > lo:
+                self.zoom_to(lo + shift, hi + shift)
+        return rows
+
+    @traitlets.observe("_advice_pick")
+    def _on_advice_pick(self, change: dict[str, Any]) -> None:
+        try:
+            k = int((change["new"] or {})["finding"])
+        except (KeyError, TypeError, ValueError):
+            return
+        if self._advice_shown is not None and 0 <= k < len(self._advice_shown.findings):
+            self.pick_finding(k)
 
     @traitlets.observe("critical_path_instance")
     def _on_path_instance(self, change: dict[str, Any]) -> None:

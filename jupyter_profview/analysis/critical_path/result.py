@@ -49,6 +49,13 @@ class CriticalPath:
         on = self.edges[self.edges["on_path"]]
         return on.sort_values("order")
 
+    def waits_after(self) -> dict[int, int]:
+        """Per event on the path: the ns of the path that are a gap after it (`kernel` edges:
+        its stream waiting for the next activity) rather than its own running time."""
+        path = self.path
+        gaps = path[(path["type"].astype(str) == "kernel") & (path["event"] >= 0)]
+        return {int(k): int(v) for k, v in gaps.groupby("event")["weight"].sum().items()}
+
     def explain(self, top: int = 3) -> str:
         """What bounds the step, in plain words: the path's length, its breakdown by share, the
         events that hold it longest, and where to act (durations by the package's number rule)."""
@@ -67,8 +74,9 @@ class CriticalPath:
         parts.append(f"It is {_BOUND_WORDS[lead]}: {shares}.")
         held = self.events[self.events["on_path"] > 0].sort_values("on_path", ascending=False).head(top)
         if len(held):
-            names = "; ".join(f"{_short(n)} ({format_duration(t)})" for n, t in
-                              zip(held["name"].astype(str), held["on_path"], strict=True))
+            waits = self.waits_after()
+            names = "; ".join(_held(n, int(t), int(waits.get(e, 0))) for e, n, t in
+                              zip(held["event"], held["name"].astype(str), held["on_path"], strict=True))
             parts.append(f"Longest on the path: {names}.")
         parts.append(_ADVICE[lead])
         return " ".join(parts)
@@ -79,6 +87,15 @@ class CriticalPath:
         bound = "" if self.length == 0 else f", mostly {top['type'].iloc[0]} ({top['share'].iloc[0]:.0f} %)"
         return (f"<CriticalPath {where}: {self.length / 1e6:.3f} ms over {len(self.events)} events, "
                 f"{int(self.edges['on_path'].sum())} of {len(self.edges)} edges{bound}>")
+
+
+def _held(name: str, on_path: int, gap: int) -> str:
+    """One event of "Longest on the path": its own time apart from the gap charged to it."""
+    if gap <= 0:
+        return f"{_short(name)} ({format_duration(on_path)})"
+    own = on_path - gap
+    return (f"{_short(name)} ({format_duration(own)} itself, then {format_duration(gap)} of its stream "
+            f"waiting for the next activity)")
 
 
 def _short(name: str, limit: int = 60) -> str:
