@@ -24,7 +24,7 @@ SINGLE = ("pageable_memcpy", "host_sync", "dataloader", "tiny_kernels", "step_ou
 
 
 def keys(trace: profview.Trace, ids: list[int]) -> set[tuple[str, int]]:
-    base = int(trace.metadata.get("base_time_ns", 0))
+    base = int(trace.info.base_time_ns or 0)
     ev = trace.events.loc[ids]
     return set(zip(ev["name"].astype(str), (ev["start"] + base).tolist(), strict=True))
 
@@ -33,7 +33,7 @@ def check(path: Path) -> None:
     trace = profview.load(path)
     walk = Walk(path)
     advice = advise(trace)
-    base = int(trace.metadata.get("base_time_ns", 0))
+    base = int(trace.info.base_time_ns or 0)
     assert (advice.window[0] + base, advice.window[1] + base) == walk.window
     span = walk.window[1] - walk.window[0]
     found = advice.findings

@@ -12,12 +12,14 @@ from jupyter_profview.analysis import critical_path
 
 def test_a_gap_is_named_apart_from_the_event_before_it(tmp_path: Path) -> None:
     def x(name: str, cat: str, ts: float, dur: float, pid: int = 1, tid: int = 1, **args: object) -> dict:
-        return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+        return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid,
+                "args": args}
 
     events = [
         x("aten::copy_", "cpu_op", 0, 12),
         x("cudaMemcpyAsync", "cuda_runtime", 1, 5, correlation=1),
-        x("Memcpy DtoH (Device -> Pinned)", "gpu_memcpy", 10, 1, pid=0, tid=7, device=0, stream=7, correlation=1),
+        x("Memcpy DtoH (Device -> Pinned)", "gpu_memcpy", 10, 1, pid=0, tid=7, device=0, stream=7,
+          correlation=1),
         x("aten::relu", "cpu_op", 6, 5),
         x("cudaLaunchKernel", "cuda_runtime", 7, 3, correlation=2),  # queued behind the memcpy
         x("relu_kernel", "kernel", 40_011, 20, pid=0, tid=7, device=0, stream=7, correlation=2),

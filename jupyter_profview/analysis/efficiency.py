@@ -215,7 +215,7 @@ def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
     parts = np.stack([pd.factorize(np.asarray(c, dtype=object))[0] for c in columns], axis=1)
     _, first, codes = np.unique(parts, axis=0, return_index=True, return_inverse=True)
     codes = codes.reshape(-1)
-    model = [_model(*(str(c[k]) for c in columns[:4]),
+    model = [_model(str(name_of[k]), str(dims_text[k]), str(types_text[k]), str(concrete_text[k]),
                     device or devices.get(str(first_gpu[k]), str(first_gpu[k]))) for k in first.tolist()]
     ok = np.array([m is not None for m in model], bool)
     keep = ok[codes]

@@ -22,13 +22,12 @@ def advice_value(advice: Advice, token: int) -> dict[str, Any]:
     """The `_advice` trait of `advice`."""
     f = advice.findings
     rows = []
-    for i in range(len(f)):
+    for row in f.to_dict("records"):
         rows.append({
-            "rule": str(f["rule"].iat[i]), "severity": str(f["severity"].iat[i]),
-            "time": int(f["time"].iat[i]), "share": float(f["share"].iat[i]), "count": int(f["count"].iat[i]),
-            "device": str(f["device"].iat[i]), "message": str(f["message"].iat[i]),
-            "fix": str(f["fix"].iat[i]),
-            "rank": int(f["rank"].iat[i]) if "rank" in f.columns else None,
+            "rule": str(row["rule"]), "severity": str(row["severity"]), "time": int(row["time"]),
+            "share": float(row["share"]), "count": int(row["count"]), "device": str(row["device"]),
+            "message": str(row["message"]), "fix": str(row["fix"]),
+            "rank": int(row["rank"]) if "rank" in row else None,
         })
     return {"findings": rows, "window": [int(advice.window[0]), int(advice.window[1])], "token": token}
 

@@ -90,10 +90,11 @@ class Advice:
             span = format_duration(self.window[1] - self.window[0])
             return f"No finding takes 1 % or more of the {span} window."
         lines = []
-        for row in self.findings.head(limit).itertuples(index=False):
-            where = f"rank {row.rank}: " if "rank" in self.findings.columns else ""
-            lines.append(f"- {where}[{row.severity}] {row.rule}, {format_duration(row.time)} "
-                         f"({share_text(row.share)} of the window): {row.message} Try: {row.fix}")
+        for row in self.findings.head(limit).to_dict("records"):
+            where = f"rank {row['rank']}: " if "rank" in row else ""
+            time, share = format_duration(float(row["time"])), share_text(float(row["share"]))
+            lines.append(f"- {where}[{row['severity']}] {row['rule']}, {time} ({share} of the window): "
+                         f"{row['message']} Try: {row['fix']}")
         more = len(self.findings) - limit
         if more > 0:
             lines.append(f"- ... and {more} more (Advice.findings).")
@@ -140,7 +141,7 @@ def _run_rules(trace: Trace, window: tuple[int, int], shared: dict[str, Any]
 
 def _advise_one(trace: Trace, annotation: str | None, rank: int | None = None) -> Advice:
     if trace.time_unit != "ns":
-        raise ProfviewError("advise needs a trace with a clock", source=trace.metadata.get("source"),
+        raise ProfviewError("advise needs a trace with a clock", source=trace.info.source or None,
                             expected=f"time_unit 'ns', not {trace.time_unit!r}")
     window, steps = _window(trace, annotation)
     span = window[1] - window[0]

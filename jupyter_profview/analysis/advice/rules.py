@@ -197,8 +197,8 @@ def fp32_matmul(f: Facts) -> list[Finding]:
     time = their linked device time (``op_efficiency``'s ``gpu_time``)."""
     from ..efficiency import op_efficiency
 
-    props = f.trace.metadata.get("device_properties")
-    if not isinstance(props, list) or not props:
+    props = list(f.trace.info.device_properties)
+    if not props:
         raise Skip("the trace has no deviceProperties: the GPUs' compute capability is unknown")
     if any(isinstance(p, dict) and ("gcnArchName" in p or "gfx" in str(p.get("name", "")).lower()
                                     or "AMD" in str(p.get("name", ""))) for p in props):

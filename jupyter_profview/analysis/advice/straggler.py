@@ -50,7 +50,7 @@ def straggler(ts: TraceSet) -> dict[str, Any] | None:
     start = calls["start"].to_numpy(np.int64)
     rank = calls["rank"].to_numpy(np.int64)
     lateness = pd.Series(start - early).groupby(rank).sum()
-    worst = int(lateness.idxmax())
+    worst = int(lateness.index.to_numpy(np.int64)[int(np.argmax(lateness.to_numpy()))])
     n_calls = int(calls.groupby(keys, sort=False).ngroups)
     last = calls.loc[group.idxmax()]
     last_count = int((last["rank"] == worst).sum())
@@ -77,7 +77,8 @@ def straggler(ts: TraceSet) -> dict[str, Any] | None:
                    f"{format_duration(time)} after the other ranks in total{what}.",
         "fix": "Balance the work across ranks (data sharding, sequence lengths), and look for "
                "rank-local work (logging, checkpointing, data loading) on the straggler.",
-        "lateness": {int(r): int(v) for r, v in lateness.items()},
+        "lateness": dict(zip(lateness.index.astype(np.int64).tolist(), lateness.astype(np.int64).tolist(),
+                             strict=True)),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from ...numbers import format_duration, share_text
@@ -54,7 +55,8 @@ class CriticalPath:
         its stream waiting for the next activity) rather than its own running time."""
         path = self.path
         gaps = path[(path["type"].astype(str) == "kernel") & (path["event"] >= 0)]
-        return {int(k): int(v) for k, v in gaps.groupby("event")["weight"].sum().items()}
+        total = gaps.groupby("event")["weight"].sum()
+        return dict(zip(total.index.astype(np.int64).tolist(), total.astype(np.int64).tolist(), strict=True))
 
     def explain(self, top: int = 3) -> str:
         """What bounds the step, in plain words: the path's length, its breakdown by share, the
