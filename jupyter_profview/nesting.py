@@ -253,14 +253,29 @@ def python_yields_until(track: np.ndarray, start: np.ndarray, end: np.ndarray, p
 
 def yielding_owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray,
                         yields: np.ndarray) -> np.ndarray:
-    """Time each event owns (module docstring) where Python frames yield: like
+    """Time each event owns (module docstring) where Python frames yield: the lengths of its
+    [owned_segments][jupyter_profview.nesting.owned_segments]."""
+    owner, seg_start, seg_end = owned_segments(track, start, end, python, yields)
+    return np.bincount(owner, weights=seg_end - seg_start, minlength=len(start)).astype(np.int64)
+
+
+def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray | None = None,
+                   yields: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The self time of events sorted by (track, start, -duration) as intervals: `(owner,
+    seg_start, seg_end)`, each instant of a track's busy time in exactly one, owned by the event
+    running then (module docstring).  Like
     [owned_time_python][jupyter_profview.nesting.owned_time_python], but an instant goes to the
-    latest-started open event that does not yield then (a Python frame yields before
-    `yields`, from [python_yields_until][jupyter_profview.nesting.python_yields_until])."""
+    latest-started open event that does not yield then (a Python frame yields before `yields`,
+    from [python_yields_until][jupyter_profview.nesting.python_yields_until]; nothing yields
+    without `python`)."""
     n = len(start)
+    if python is None or yields is None:
+        python, yields = np.zeros(n, bool), np.full(n, _NO_END, np.int64)
     starts, ends, tracks = start.tolist(), end.tolist(), track.tolist()
     is_py, until = python.tolist(), yields.tolist()
-    own = [0] * n
+    owners: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
     stack: list[int] = []
     t = 0
 
@@ -283,7 +298,12 @@ def yielding_owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray, p
                 continue
             j = stack[k]
             lim = min(lim, ends[j])
-            own[j] += lim - t
+            if owners and owners[-1] == j and hi[-1] == t:
+                hi[-1] = lim  # the same owner goes on
+            else:
+                owners.append(j)
+                lo.append(t)
+                hi.append(lim)
             t = lim
 
     for i in range(n):
@@ -294,7 +314,24 @@ def yielding_owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray, p
         t = starts[i]
         stack.append(i)
     settle(2**62)
-    return np.array(own, np.int64)
+    return np.array(owners, np.int64), np.array(lo, np.int64), np.array(hi, np.int64)
+
+
+def self_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The self time of events in any order as intervals `(owner, seg_start, seg_end)` (`owner`:
+    position in the input): the events nested by [nest][jupyter_profview.nesting.nest] and cut
+    by [owned_segments][jupyter_profview.nesting.owned_segments], Python frames (`python`)
+    yielding; the lengths per owner are the `self` column's rule."""
+    order = nest_order(track, start, end - start)
+    t, s, e = track[order], start[order], end[order]
+    py = None if python is None else python[order]
+    yields = None
+    if py is not None and py.any() and not py.all():
+        _, parent, _ = nest(t, s, e)
+        yields = python_yields_until(t, s, e, parent, py)
+    owner, seg_start, seg_end = owned_segments(t, s, e, py, yields)
+    return order[owner], seg_start, seg_end
 
 
 def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
