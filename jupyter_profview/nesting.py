@@ -76,12 +76,12 @@ def nest_python(
     track: np.ndarray, start: np.ndarray, end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nesting of events already sorted by (track, start, -duration): the
-    reference for the native ``pv_nest`` (``_native/nest.c``); see the module
+    reference for the native `pv_nest` (`_native/nest.c`); see the module
     docstring for the rule.
 
-    Returns ``depth`` (level in its lane), ``parent`` (position in the sorted
+    Returns `depth` (level in its lane), `parent` (position in the sorted
     arrays of the innermost open event that contains it, -1 for none) and
-    ``lane`` (0, or k > 0 for the k-th overlap sub-lane).  Each lane keeps a
+    `lane` (0, or k > 0 for the k-th overlap sub-lane).  Each lane keeps a
     stack of open events, each inside the one below it.
     """
     n = len(start)
@@ -146,7 +146,7 @@ def nest_python(
 
 
 def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`nest_python`, in native code when the extension is built."""
+    """[nest_python][jupyter_profview.nesting.nest_python], in native code when the extension is built."""
     from . import _native
 
     if _native.available():
@@ -155,7 +155,7 @@ def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndar
 
 
 def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """``np.lexsort((-dur, start, track))``, faster on real traces: a stable
+    """`np.lexsort((-dur, start, track))`, faster on real traces: a stable
     sort by start (timsort: start is nearly sorted in files), the rare equal
     starts ordered by -dur, then a stable (radix, on small codes) sort by track."""
     order = np.argsort(start, kind="stable")
@@ -172,7 +172,7 @@ def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndar
 
 
 def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.ndarray:
-    """Level in the nesting tree of events nested by :func:`nest` (``depth``
+    """Level in the nesting tree of events nested by [nest][jupyter_profview.nesting.nest] (`depth`
     there is the level within the lane): main-lane events are nested in
     main-lane events, so only overlap-lane events differ, each one level below
     its parent (parents come first in nesting order)."""
@@ -217,6 +217,17 @@ def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np
 
 def python_yields_until(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
                         python: np.ndarray) -> np.ndarray:
+    """[python_yields_until_python][jupyter_profview.nesting.python_yields_until_python], in
+    native code when the extension is built."""
+    from . import _native
+
+    if _native.available():
+        return _native.python_yields(track, start, end, parent, python)
+    return python_yields_until_python(track, start, end, parent, python)
+
+
+def python_yields_until_python(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                               python: np.ndarray) -> np.ndarray:
     """For events sorted by (track, start, -duration) with their `parent` positions: until when
     each Python frame yields its time to an op or range it partly overlaps (module docstring,
     "Python frames"); `_NO_END` where it never does.
@@ -261,6 +272,18 @@ def yielding_owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray, p
 
 def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray | None = None,
                    yields: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[owned_segments_python][jupyter_profview.nesting.owned_segments_python], in native code
+    when the extension is built."""
+    from . import _native
+
+    if _native.available():
+        return _native.owned_segments(track, start, end, python, yields)
+    return owned_segments_python(track, start, end, python, yields)
+
+
+def owned_segments_python(track: np.ndarray, start: np.ndarray, end: np.ndarray,
+                          python: np.ndarray | None = None,
+                          yields: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The self time of events sorted by (track, start, -duration) as intervals: `(owner,
     seg_start, seg_end)`, each instant of a track's busy time in exactly one, owned by the event
     running then (module docstring).  Like
@@ -335,7 +358,7 @@ def self_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray,
 
 
 def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """:func:`owned_time_python`, in native code when the extension is built."""
+    """[owned_time_python][jupyter_profview.nesting.owned_time_python], in native code when the extension is built."""
     from . import _native
 
     if _native.available():
@@ -345,7 +368,7 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 
 def owned_time_python(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Time each event owns (module docstring), for events sorted by
-    (track, start, -duration): the reference for the native ``pv_owned``.
+    (track, start, -duration): the reference for the native `pv_owned`.
 
     A sweep over the starts with a stack of the events started so far: the
     top (the one started last) owns the time up to the next start or its own
@@ -377,9 +400,9 @@ def owned_time_python(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> 
 
 
 def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: int) -> None:
-    """In place: events whose code is ``other`` take their parent's, top down
-    (so a chain of ``other`` descendants all take the nearest known ancestor's).
-    ``depth`` is not used: a parent may be on another lane (module docstring)."""
+    """In place: events whose code is `other` take their parent's, top down
+    (so a chain of `other` descendants all take the nearest known ancestor's).
+    `depth` is not used: a parent may be on another lane (module docstring)."""
     todo = np.flatnonzero((codes == other) & (parent >= 0))
     pending = np.zeros(len(codes), bool)
     pending[todo] = True

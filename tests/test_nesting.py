@@ -32,7 +32,12 @@ import jupyter_profview as profview
 from jupyter_profview import _native
 from jupyter_profview.builder import build_events
 from jupyter_profview.model import Quality
-from jupyter_profview.nesting import nest_python, owned_time_python
+from jupyter_profview.nesting import (
+    nest_python,
+    owned_segments_python,
+    owned_time_python,
+    python_yields_until_python,
+)
 from jupyter_profview.widget.lod import lane_rows
 
 DATA = Path(__file__).parent / "data"
@@ -478,3 +483,26 @@ def test_native_owned_time_matches_python(rows: list[tuple[int, int, int]]) -> N
     order = np.lexsort((-arr[:, 2], arr[:, 1], arr[:, 0]))
     track, start, end = arr[order, 0], arr[order, 1], arr[order, 1] + arr[order, 2]
     np.testing.assert_array_equal(_native.owned_time(track, start, end), owned_time_python(track, start, end))
+
+
+@pytest.mark.skipif(not _native.available(), reason="native library not built")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 40), st.integers(0, 40), st.booleans()),
+                max_size=80))
+def test_native_yields_and_segments_match_python(rows: list[tuple[int, int, int, bool]]) -> None:
+    """Python frames among other slices, dense partial overlaps: the native yields and owned
+    segments equal the Python references, and the segments' lengths are the self times."""
+    arr = np.asarray([r[:3] for r in rows], np.int64).reshape(-1, 3)
+    py = np.asarray([r[3] for r in rows], bool)
+    order = np.lexsort((-arr[:, 2], arr[:, 1], arr[:, 0]))
+    track, start, end, py = arr[order, 0], arr[order, 1], arr[order, 1] + arr[order, 2], py[order]
+    _, parent, _ = nest_python(track, start, end)
+    until = python_yields_until_python(track, start, end, parent, py)
+    np.testing.assert_array_equal(_native.python_yields(track, start, end, parent, py), until)
+    for flags, limits in ((py, until), (None, None)):
+        want = owned_segments_python(track, start, end, flags, limits)
+        got = _native.owned_segments(track, start, end, flags, limits)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    plain = np.bincount(want[0], weights=want[2] - want[1], minlength=len(start)).astype(np.int64)
+    np.testing.assert_array_equal(plain, owned_time_python(track, start, end))
