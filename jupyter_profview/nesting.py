@@ -358,7 +358,8 @@ def self_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray,
 
 
 def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """[owned_time_python][jupyter_profview.nesting.owned_time_python], in native code when the extension is built."""
+    """[owned_time_python][jupyter_profview.nesting.owned_time_python], in native code when the
+    extension is built."""
     from . import _native
 
     if _native.available():

@@ -8,7 +8,7 @@ Definition ([attribute][jupyter_profview.analysis.attribution.attribute]):
   not nodes); `module`: `python_function` slices named `nn.Module: X` (`with_modules` /
   `with_stack`); `stack`: every `python_function` frame; `op`: `cpu_op` slices.
 - **Tree**: each kind is nested by time among its own kind, per thread, by the events table's
-  rule ([nest][jupyter_profview.nesting.nest]): a node's parent is the innermost node of the
+  rule (`jupyter_profview.nesting.nest`): a node's parent is the innermost node of the
   same kind on the same thread that *contains* it (`events.parent` mixes kinds and is not
   used).  A node that starts inside another and outlasts it is not its child (an
   `hccl:all_to_all` that starts inside `start_sparse_data_dist` and ends after it is a child of
@@ -16,7 +16,7 @@ Definition ([attribute][jupyter_profview.analysis.attribution.attribute]):
   `" / "`) are one row: `count` instances.
 - **CPU time**: `cpu_total`: the summed durations of the row's instances; `cpu_self`: the time
   each instance is the one running among the nodes of its kind, by the events table's self-time
-  rule ([self_times][jupyter_profview.nesting.self_times]: its duration minus its children's
+  rule (`jupyter_profview.nesting.self_times`: its duration minus its children's
   where they do not partly overlap; never negative; the roots' instances add up to the kind's
   busy time).
 - **GPU time**: a device activity (a row of `trace.launches`) belongs to the innermost node of
@@ -153,7 +153,7 @@ def _empty() -> pd.DataFrame:
 
 def _nested(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Each interval's parent (index, -1 for none) by the events table's rule
-    ([nest][jupyter_profview.nesting.nest]: per thread key, the innermost open interval that
+    (`jupyter_profview.nesting.nest`: per thread key, the innermost open interval that
     contains it)."""
     order = nest_order(key, start, end - start)
     _, parent_s, _ = nest(key[order], start[order], end[order])
@@ -360,7 +360,7 @@ class _Tree:
 
     def _self_times(self) -> np.ndarray:
         """Each node's self time among the nodes of its kind, by the events table's rule
-        ([self_times][jupyter_profview.nesting.self_times])."""
+        (`jupyter_profview.nesting.self_times`)."""
         key = self.keys[self.pos]
         order = nest_order(key, self.start, self.end - self.start)
         k, s, e = key[order], self.start[order], self.end[order]

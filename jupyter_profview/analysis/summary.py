@@ -212,7 +212,7 @@ def self_intervals(events: pd.DataFrame) -> pd.DataFrame:
     A slice's span minus its direct children's spans, i.e. the gaps before,
     between and after its children; on a thread where slices partly overlap
     (`with_stack` traces), the time each slice owns by the `self` column's rule
-    ([self_segments][jupyter_profview.nesting.self_segments]: the one running,
+    (`jupyter_profview.nesting.self_segments`: the one running,
     Python frames yielding to ops and ranges).  On one thread these intervals are
     disjoint, their union is the union of the thread's slices, and each slice's
     add up to its `self`.
