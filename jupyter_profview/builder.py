@@ -27,7 +27,7 @@ from .model import (
     empty_memory,
     empty_nodes,
 )
-from .nesting import fill_down, nest, nest_order, self_times, tree_depth
+from .nesting import PYTHON_FRAME, fill_down, nest, nest_order, self_times, tree_depth
 
 
 def _categorical(values: Any) -> pd.Categorical:
@@ -71,7 +71,7 @@ def build_events(
     thread = _categorical(columns["thread"])
     nthreads = len(thread.categories) + 1
     pair_values, track_code = dense_codes(process.codes.astype(np.int64) * nthreads + thread.codes)
-    depth, parent, lane, self_time = _nest_events(track_code, start, dur)
+    depth, parent, lane, self_time = _nest_events(track_code, start, dur, _python_frames(columns["category"]))
     quality.overlaps += int((lane > 0).sum())
     track = _track_labels(process, thread, pair_values, track_code, lane)
     del track_code, lane
@@ -127,11 +127,21 @@ def _clipped_durations(values: Any, quality: Quality, in_place: bool = False) ->
     return dur
 
 
-def _nest_events(track_code: np.ndarray, start: np.ndarray,
-                 dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _python_frames(category: Any) -> np.ndarray | None:
+    """Mask of the Python frames (category [PYTHON_FRAME][jupyter_profview.nesting.PYTHON_FRAME]),
+    None where there are none."""
+    cat = _categorical(category)
+    if PYTHON_FRAME not in cat.categories:
+        return None
+    mask: np.ndarray = cat.codes == cat.categories.get_loc(PYTHON_FRAME)
+    return mask
+
+
+def _nest_events(track_code: np.ndarray, start: np.ndarray, dur: np.ndarray,
+                 python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``depth``, ``parent`` (input positions), overlap ``lane`` and ``self`` per
     input event, from [nest][jupyter_profview.nesting.nest] on the events in
-    nesting order."""
+    nesting order (``python``: the Python frames, for self time)."""
     n = len(start)
     order = nest_order(track_code, start, dur)
     sorted_start = start[order]
@@ -139,7 +149,8 @@ def _nest_events(track_code: np.ndarray, start: np.ndarray,
     sorted_end = sorted_start + dur[order]
     depth_s, parent_s, lane_s = nest(sorted_track, sorted_start, sorted_end)
     self_time = np.empty(n, np.int64)
-    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s)
+    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
+                                  None if python is None else python[order])
     del sorted_start, sorted_track, sorted_end
     depth = np.empty(n, np.int32)
     depth[order] = tree_depth(depth_s, parent_s, lane_s)

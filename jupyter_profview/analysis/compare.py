@@ -73,6 +73,7 @@ import pandas as pd
 from ..derived import step_mask, union_lengths
 from ..errors import ProfviewError
 from ..model import PHASES
+from ..nesting import PYTHON_FRAME
 from .columns import match
 from .summary import self_interval_arrays
 
@@ -388,7 +389,8 @@ def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int
     phase; a phase's time on a device is the length of the union of its intervals there,
     ``busy`` that of all of them."""
     slices = (events["kind"] == "slice").to_numpy(bool)
-    columns = ["start", "dur", "parent", "process", "phase", *(["id", "rank"] if ranked else [])]
+    columns = ["start", "dur", "parent", "process", "thread", "category", "phase",
+               *(["id", "rank"] if ranked else [])]
     ev = events[[c for c in columns if c in events.columns]][slices]  # columns first: less to copy
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
@@ -405,7 +407,10 @@ def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int
     phase_code, labels = _codes(ev["phase"])
     to_phase = np.array([PHASES.index(x) if x in PHASES else -1 for x in labels] + [-1], np.int64)
     phase = to_phase[phase_code]  # code -1 (missing) -> the appended -1
-    owner, s, e = self_interval_arrays(start, end, ids, parent)
+    thread, _ = _codes(ev["thread"])  # a thread: (rank,) process, thread
+    thread = process * (int(thread.max(initial=0)) + 2) + thread
+    python = (ev["category"].astype(str) == PYTHON_FRAME).to_numpy()
+    owner, s, e = self_interval_arrays(start, end, ids, parent, thread, python)
     keep = (e > s) & (process[owner] >= 0)  # phases() groups by process: none, no row
     owner, s, e = owner[keep], s[keep], e[keep]
     devices = int(process.max(initial=-1)) + 1
