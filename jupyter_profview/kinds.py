@@ -18,6 +18,8 @@ Collective calls
     CPU-side slices that run a collective: ``nccl:<op>``, ``rccl:<op>``, ``gloo:<op>``
     (PyTorch's ``user_annotation`` around the collective's work) and ``record_param_comms``
     (the op carrying the collective's parameters); device kernels of kind ``communication``.
+Tensor-core kernels
+    A kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic, see there).
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ COLLECTIVE_ANNOTATION = re.compile(r"^(?:nccl|rccl|gloo):", re.IGNORECASE)
 #: the op PyTorch records with a collective's parameters (sizes, dtype, process group)
 COLLECTIVE_PARAMS = "record_param_comms"
 
+#: A kernel that runs on tensor cores, guessed from its name: cuBLAS / CUTLASS / cuDNN name their
+#: tensor-core kernels after the MMA shape or instruction (`h884`, `h1688`, `s16816`, `i8816`, `hmma`,
+#: `xmma`, `gmma` / `wgmma` on Hopper, `tensorop`), the TF32 path (`_tf32`) or the bf16 GEMM.  A name
+#: heuristic, known to miss: Triton and other JIT-compiled kernels (`triton_tem_fused_mm_...`), flash
+#: attention (`flash_fwd_kernel`) and other hand-written kernels that use MMA without saying so;
+#: fp16 cuBLAS kernels named only by tile (`ampere_fp16_s16816...` matches, `ampere_h16816...` too, a
+#: plain `sm80_..._gemm_f16` does not); ROCm's MFMA kernels (`Cijk_..._MFMA`).  A bf16 GEMM that runs
+#: on plain FMA units is counted.
+TENSOR_CORE_KERNEL = re.compile(
+    r"h884|h1688|h16816|s1688|s16816|i8816|hmma|xmma|wgmma|tensorop|gmma|_tf32|bf16.*gemm|gemm.*bf16",
+    re.IGNORECASE)
+
 #: a device activity that is a DMA transfer (MTIA ``dma_request``), HTA's MEMORY_KERNEL_RE
 DMA_ACTIVITY = re.compile(r"^dma", re.IGNORECASE)
 
@@ -52,6 +66,11 @@ def step_pattern(annotation: str = STEP_ANNOTATION) -> re.Pattern[str]:
 def is_communication_kernel(name: str) -> bool:
     """Whether a device activity named ``name`` is communication (:data:`COMMUNICATION_KERNEL`)."""
     return COMMUNICATION_KERNEL.search(name) is not None
+
+
+def is_tensor_core_kernel(name: str) -> bool:
+    """Whether a kernel named `name` runs on tensor cores, by its name (`TENSOR_CORE_KERNEL`)."""
+    return TENSOR_CORE_KERNEL.search(name) is not None
 
 
 def is_collective_call(name: str) -> bool:
