@@ -87,27 +87,39 @@ def kernel_args(trace: Trace) -> pd.DataFrame:
             return cached
     la = trace.launches
     ids = la["kernel"].to_numpy(np.int64)[kernel_rows(la)]
+    args = args_of(trace, ids)
     out: dict[str, Any] = {"event": ids}
     for col in KERNEL_TEXTS:
-        out[col] = pd.Categorical(_arg_texts(trace, ids, col))
+        shown: dict[Any, str] = {}
+        out[col] = pd.Categorical([_shown(a.get(col), shown) for a in args])
     for col, key in KERNEL_NUMBERS.items():
-        out[col] = trace.arg_numbers(ids, key) if len(ids) else np.zeros(0)
+        out[col] = np.array([_number(a.get(key)) for a in args], np.float64)
     return pd.DataFrame(out, columns=list(KERNEL_ARGS_COLUMNS))
 
 
-def _arg_texts(trace: Trace, ids: np.ndarray, key: str) -> np.ndarray:
-    """`str(trace.args(id)[key])` per id (`""` where absent); Chrome traces search the args
-    blob once instead of parsing each event's args."""
-    fast = getattr(trace._args, "texts", None)
-    if fast is not None and len(ids):
-        return np.asarray(fast(ids, key), dtype=object)
-    out = np.empty(len(ids), dtype=object)
-    out[:] = [_text(trace.args(int(i)).get(key)) for i in ids.tolist()]
+def args_of(trace: Trace, ids: np.ndarray) -> list[dict[str, Any]]:
+    """`trace.args(id)` of each of `ids` (`{}` for -1); Chrome traces parse them in one go (`many`)."""
+    ids = np.asarray(ids, np.int64)
+    many = getattr(trace._args, "many", None)
+    if many is None:
+        return [trace.args(i) if i >= 0 else {} for i in ids.tolist()]
+    out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
+    valid = np.flatnonzero(ids >= 0)
+    for row, args in zip(valid.tolist(), many(ids[valid]) if len(valid) else [], strict=True):
+        out[row] = args
     return out
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+def _shown(value: Any, seen: dict[Any, str]) -> str:
+    """`str(value)` (`""` for None), each distinct list formatted once."""
+    if value is None:
+        return ""
+    key = tuple(value) if isinstance(value, list) and all(isinstance(v, int) for v in value) else None
+    if key is None:
+        return str(value)
+    if key not in seen:
+        seen[key] = str(value)
+    return seen[key]
 
 
 # -- collectives --------------------------------------------------------------------------------
@@ -148,37 +160,53 @@ def collective_args(trace: Trace) -> pd.DataFrame:
         return empty_collectives()
     la = trace.launches
     comm = la[la["type"].astype(str) == "communication"] if len(la) else la
-    devices = set(la["gpu"].astype(str)) if len(la) else set()
-    names = ev["name"].cat.categories if isinstance(ev["name"].dtype, pd.CategoricalDtype) \
-        else pd.Index(ev["name"].unique())
-    wanted = [n for n in names if is_collective_call(str(n))]
-    cpu = ev[ev["name"].isin(wanted) & (ev["kind"] != "instant")
-             & ~ev["process"].astype(str).isin(devices)]
     tree = _Tree(ev)
-    # CPU calls covered by a kernel: the slices above each kernel's launch
-    covered: set[int] = set()
-    for launch in comm["launch"].dropna().astype(np.int64).tolist():
-        covered.update(tree.ancestors(int(launch)))
-    cpu_names = cpu["name"].astype(str).to_numpy()
-    cpu_ids = cpu.index.to_numpy(np.int64)
-    has_annotation = {tree.parent(int(i)) for i in cpu_ids[cpu_names != COLLECTIVE_PARAMS].tolist()}
-    rows = []
+    devices = set(la["gpu"].astype(str)) if len(la) else set()
+    on_device = tree.matching(ev["process"], lambda p: p in devices)
+    cpu_pos = np.flatnonzero(tree.is_call & ~on_device & (ev["kind"].astype(str).to_numpy() != "instant"))
+    # the slices above each kernel's launch (their ids), innermost first
+    launch = comm["launch"].to_numpy(dtype=np.float64, na_value=np.nan) if len(comm) else np.zeros(0)
+    above = tree.ancestors(np.where(np.isnan(launch), -1, launch).astype(np.int64))
+    covered = np.zeros(len(ev), bool)
+    for level in above:
+        covered[tree.pos(level[level >= 0])] = True
+    annotation_ids = tree.first(above, tree.is_call & ~tree.is_params)
+    params_ids = tree.first(above, tree.is_params)
+    # CPU calls: not above a kernel; a record_param_comms only when no annotation is inside it
+    parent_ids = tree.parents[cpu_pos]
+    inner_of = np.zeros(len(ev), bool)
+    annotations = cpu_pos[~tree.is_params[cpu_pos]]
+    inner_of[tree.pos(tree.parents[annotations][tree.parents[annotations] >= 0])] = True
+    keep = ~covered[cpu_pos] & ~(tree.is_params[cpu_pos] & inner_of[cpu_pos])
+    cpu_pos, parent_ids = cpu_pos[keep], parent_ids[keep]
+    ids = tree.ids
+    kernel_ids = comm["kernel"].to_numpy(np.int64)
+    outer = np.where((parent_ids >= 0) & tree.is_params[tree.pos(np.maximum(parent_ids, 0))], parent_ids, -1)
+    wanted = np.concatenate([kernel_ids, annotation_ids, params_ids, ids[cpu_pos], outer])
+    args = args_of(trace, wanted)
+    nk, nc = len(kernel_ids), len(cpu_pos)
+    k_own, k_ann, k_par = args[:nk], args[nk:2 * nk], args[2 * nk:3 * nk]
+    c_own, c_par = args[3 * nk:3 * nk + nc], args[3 * nk + nc:]
     dist = trace.metadata.get("distributed_info") or {}
-    for k in range(len(comm)):
-        rows.append(_kernel_call(trace, tree, comm.iloc[k], dist))
-    starts, durs = cpu["start"].to_numpy(np.int64), cpu["dur"].to_numpy(np.int64)
-    for eid, name, start, dur in zip(cpu_ids.tolist(), cpu_names.tolist(), starts.tolist(), durs.tolist(),
-                                     strict=True):
-        if eid in covered or (name == COLLECTIVE_PARAMS and eid in has_annotation):
-            continue
-        own = trace.args(eid)
-        up = tree.parent(eid)
-        outer = trace.args(up) if up >= 0 and tree.name(up) == COLLECTIVE_PARAMS else {}
-        if name == COLLECTIVE_PARAMS:
-            name = str(own.get("Collective name") or name)
+    rows = []
+    kernel_names = comm["name"].astype(str).tolist()
+    for k, (start, dur) in enumerate(zip(comm["kernel_start"].tolist(), comm["kernel_dur"].tolist(),
+                                         strict=True)):
+        sources = [k_own[k], k_ann[k], k_par[k]]
+        given = next((a["Collective name"] for a in sources if a.get("Collective name")), None)
+        name = str(given or (tree.name_of(int(annotation_ids[k])) if annotation_ids[k] >= 0 else "")
+                   or kernel_names[k])
+        rows.append(_call(int(kernel_ids[k]), name, int(start), int(dur), "device", sources, dist,
+                          kernel_name=kernel_names[k]))
+    starts, durs = ev["start"].to_numpy(np.int64)[cpu_pos], ev["dur"].to_numpy(np.int64)[cpu_pos]
+    for k, pos in enumerate(cpu_pos.tolist()):
+        name = tree.names[tree.codes[pos]]
+        if tree.is_params[pos]:
+            name = str(c_own[k].get("Collective name") or name)
             if not op_kind(name):  # `wait`, `barrier`: no transfer
                 continue
-        rows.append(_call(eid, name, start, dur, "cpu", [own, outer], dist))
+        rows.append(_call(int(ids[pos]), name, int(starts[k]), int(durs[k]), "cpu", [c_own[k], c_par[k]],
+                          dist))
     if not rows:
         return empty_collectives()
     out = pd.DataFrame(rows, columns=list(COLLECTIVE_ARGS_COLUMNS))
@@ -193,51 +221,56 @@ def empty_collectives() -> pd.DataFrame:
 
 
 class _Tree:
-    """Parents and names of `trace.events` by event id (no per-row Python objects)."""
+    """Parents and names of `trace.events` as arrays, by position (`pos` maps event ids)."""
 
     def __init__(self, ev: pd.DataFrame) -> None:
-        self.index = ev.index
+        self.ids = ev.index.to_numpy(np.int64)
+        self.dense = bool(len(self.ids) == 0 or (self.ids[0] == 0 and self.ids[-1] == len(self.ids) - 1
+                                                  and ev.index.is_monotonic_increasing))
+        self.order = None if self.dense else np.argsort(self.ids, kind="stable")
         self.parents = ev["parent"].to_numpy(np.int64)
         names = pd.Categorical(ev["name"])
-        self.codes, self.names = names.codes, [str(c) for c in names.categories]
+        self.codes = names.codes
+        self.names = [str(c) for c in names.categories] + [""]
+        self.is_call = self.matching(ev["name"], is_collective_call)
+        self.is_params = self.matching(ev["name"], lambda n: n == COLLECTIVE_PARAMS)
 
-    def _pos(self, eid: int) -> int:
-        return int(self.index.get_indexer(pd.Index([eid]))[0]) if eid >= 0 else -1
+    def matching(self, column: pd.Series, predicate: Any) -> np.ndarray:
+        """Rows whose value satisfies `predicate`, tested once per category."""
+        cat = pd.Categorical(column)
+        hits = np.array([bool(predicate(str(c))) for c in cat.categories] + [False], bool)
+        return hits[cat.codes]
 
-    def parent(self, eid: int) -> int:
-        pos = self._pos(eid)
-        return int(self.parents[pos]) if pos >= 0 else -1
+    def pos(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of event ids (all >= 0 and present)."""
+        ids = np.asarray(ids, np.int64)
+        if self.dense or self.order is None:
+            return ids
+        return self.order[np.searchsorted(self.ids, ids, sorter=self.order)]
 
-    def name(self, eid: int) -> str:
-        pos = self._pos(eid)
-        return self.names[self.codes[pos]] if pos >= 0 and self.codes[pos] >= 0 else ""
+    def name_of(self, eid: int) -> str:
+        return self.names[self.codes[int(self.pos(np.array([eid]))[0])]]
 
-    def ancestors(self, eid: int, depth: int = 4) -> list[int]:
-        """The `depth` slices `eid` is nested in, innermost first."""
-        out: list[int] = []
-        node = self.parent(eid)
-        while node >= 0 and len(out) < depth:
-            out.append(node)
-            node = self.parent(node)
+    def ancestors(self, ids: np.ndarray, depth: int = 4) -> list[np.ndarray]:
+        """The ids `depth` levels above each of `ids` (-1 past the root or for -1), innermost first."""
+        out, node = [], np.asarray(ids, np.int64)
+        for _ in range(depth):
+            up = np.full(len(node), -1, np.int64)
+            has = node >= 0
+            up[has] = self.parents[self.pos(node[has])]
+            out.append(up)
+            node = up
         return out
 
-
-def _kernel_call(trace: Trace, tree: _Tree, row: Any, dist: dict[str, Any]) -> dict[str, Any]:
-    """A communication kernel's call: its args, then those of the collective slices its launch
-    sits in (the `nccl:*` annotation, the `record_param_comms` around it)."""
-    eid = int(row["kernel"])
-    sources = [trace.args(eid)]
-    annotation = ""
-    for node in [] if pd.isna(row["launch"]) else tree.ancestors(int(row["launch"])):
-        name = tree.name(node)
-        if is_collective_call(name):
-            sources.append(trace.args(node))
-            if name != COLLECTIVE_PARAMS and not annotation:
-                annotation = name
-    given = next((a["Collective name"] for a in sources if a.get("Collective name")), None)
-    name = str(given or annotation or row["name"])
-    return _call(eid, name, int(row["kernel_start"]), int(row["kernel_dur"]), "device", sources, dist,
-                 kernel_name=str(row["name"]))
+    def first(self, levels: list[np.ndarray], wanted: np.ndarray) -> np.ndarray:
+        """Per row, the innermost id of `levels` whose position is `wanted`, else -1."""
+        out = np.full(len(levels[0]) if levels else 0, -1, np.int64)
+        for level in levels:
+            has = (out < 0) & (level >= 0)
+            hit = np.zeros(len(level), bool)
+            hit[has] = wanted[self.pos(level[has])]
+            out[hit] = level[hit]
+        return out
 
 
 def _call(eid: int, name: str, start: int, dur: int, side: str, sources: list[dict[str, Any]],
