@@ -17,6 +17,7 @@ error.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -38,6 +39,9 @@ KERNEL_NUMBERS = {
     "shared_memory": "shared memory",
 }
 KERNEL_TEXTS = ("grid", "block")
+#: the kernel args in the order Kineto writes them (the fast path of `kernel_args`)
+KINETO_ORDER = ("registers per thread", "shared memory", "blocks per SM", "warps per SM", "grid", "block",
+                "est. achieved occupancy %")
 KERNEL_ARGS_COLUMNS = ("event", *KERNEL_TEXTS, *KERNEL_NUMBERS)
 COLLECTIVE_ARGS_COLUMNS = ("event", "name", "op", "process_group", "group_size", "bytes", "start",
                            "dur", "side")
@@ -54,6 +58,9 @@ DTYPE_BYTES = {
 #: the collective kinds the bus-bandwidth factors know, in the order names are tested
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "send", "recv")
 PG_KEYS = ("Process Group Name", "pg_name")
+#: the args a collective call's size and group are read from
+CALL_KEYS = (*PG_KEYS, "Group size", "Process Group Ranks", "dtype", "In msg nelems", "Out msg nelems",
+             "Input Dims", "Input type")
 #: collectives whose first recorded input is the gathered output, not one rank's share
 OUTPUT_FIRST = re.compile(r"_base|into_tensor", re.IGNORECASE)
 
@@ -87,14 +94,59 @@ def kernel_args(trace: Trace) -> pd.DataFrame:
             return cached
     la = trace.launches
     ids = la["kernel"].to_numpy(np.int64)[kernel_rows(la)]
-    args = args_of(trace, ids)
     out: dict[str, Any] = {"event": ids}
+    fast = getattr(trace._args, "in_order", None)
+    if fast is not None and len(ids):
+        # Kineto writes these keys in this order: one regex over the texts, no parse per kernel
+        found, parse = fast(ids, list(KINETO_ORDER))
+        texts = dict(zip(KINETO_ORDER, found, strict=True))
+    else:
+        texts, parse = {}, np.arange(len(ids))
+    args = args_of(trace, ids[parse])
     for col in KERNEL_TEXTS:
         shown: dict[Any, str] = {}
-        out[col] = pd.Categorical([_shown(a.get(col), shown) for a in args])
+        values = _texts_shown(texts[col]) if texts else np.full(len(ids), "", dtype=object)
+        values[parse] = [_shown(a.get(col), shown) for a in args]
+        out[col] = pd.Categorical(values)
     for col, key in KERNEL_NUMBERS.items():
-        out[col] = np.array([_number(a.get(key)) for a in args], np.float64)
+        values = _numbers(texts[key]) if texts else np.full(len(ids), np.nan)
+        values[parse] = [_number(a.get(key)) for a in args]
+        out[col] = values
     return pd.DataFrame(out, columns=list(KERNEL_ARGS_COLUMNS))
+
+
+def _numbers(texts: np.ndarray) -> np.ndarray:
+    """Number texts (bytes, None where absent) as float64, NaN where absent or not a number."""
+    out = np.full(len(texts), np.nan)
+    has = np.flatnonzero(texts != None)  # noqa: E711 (elementwise)
+    try:
+        out[has] = np.asarray(texts[has].tolist(), dtype="S").astype(np.float64)
+    except ValueError:  # an array where a number was expected
+        out[has] = [_number(_json(t)) for t in texts[has].tolist()]
+    return out
+
+
+def _texts_shown(texts: np.ndarray) -> np.ndarray:
+    """Array texts (bytes, None where absent) as `str` of the parsed list (`""` where absent),
+    each distinct text parsed once."""
+    out = np.full(len(texts), "", dtype=object)
+    has = np.flatnonzero(texts != None)  # noqa: E711 (elementwise)
+    if len(has):
+        codes, distinct = pd.factorize(np.asarray(texts[has].tolist(), dtype=object))
+        shown = np.array([_text(_json(t)) for t in distinct] + [""], dtype=object)
+        out[has] = shown[codes]
+    return out
+
+
+def _json(text: bytes) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def args_of(trace: Trace, ids: np.ndarray) -> list[dict[str, Any]]:
@@ -189,7 +241,7 @@ def collective_args(trace: Trace) -> pd.DataFrame:
     c_own, c_par = args[3 * nk:3 * nk + nc], args[3 * nk + nc:]
     dist = trace.metadata.get("distributed_info") or {}
     rows = []
-    kernel_names = comm["name"].astype(str).tolist()
+    kernel_names = [str(n) for n in pd.Categorical(comm["name"]).astype(object)] if len(comm) else []
     for k, (start, dur) in enumerate(zip(comm["kernel_start"].tolist(), comm["kernel_dur"].tolist(),
                                          strict=True)):
         sources = [k_own[k], k_ann[k], k_par[k]]
@@ -275,24 +327,25 @@ class _Tree:
 
 def _call(eid: int, name: str, start: int, dur: int, side: str, sources: list[dict[str, Any]],
           dist: dict[str, Any], kernel_name: str = "") -> dict[str, Any]:
-    def arg(*keys: str) -> Any:
-        for args in sources:
-            for key in keys:
-                if args.get(key) not in (None, ""):
-                    return args[key]
-        return None
-
+    args = {}
+    for key in CALL_KEYS:  # the first source that gives it
+        for source in sources:
+            value = source.get(key)
+            if value is not None and value != "":
+                args[key] = value
+                break
     op = op_kind(name) or op_kind(kernel_name)
-    pg = arg(*PG_KEYS)
-    group = _number(arg("Group size"))
+    pg = args.get("Process Group Name", args.get("pg_name"))
+    group = _number(args.get("Group size"))
     if math.isnan(group):
-        group = _group_size(arg("Process Group Ranks"), None if pg is None else str(pg), dist)
+        group = _group_size(args.get("Process Group Ranks"), None if pg is None else str(pg), dist)
     return {"event": eid, "name": name, "op": op, "process_group": "" if pg is None else str(pg),
             "group_size": group,
-            "bytes": _bytes(arg, op, group, output_first=bool(OUTPUT_FIRST.search(name))),
+            "bytes": _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name))),
             "start": start, "dur": dur, "side": side}
 
 
+@functools.lru_cache(maxsize=4096)
 def op_kind(name: str) -> str:
     """The collective kind of a call or kernel name (`OPS`), `""` when none is named."""
     flat = re.sub(r"[^a-z]", "", name.lower())
@@ -306,7 +359,7 @@ def _number(value: Any) -> float:
 
 
 def _group_size(ranks: Any, pg: str | None, dist: dict[str, Any]) -> float:
-    parsed = _literal(ranks)
+    parsed = _literal(ranks) if ranks is not None else None
     if isinstance(parsed, (list, tuple)) and parsed:
         return float(len(parsed))
     configs = dist.get("pg_config") or []
@@ -327,19 +380,19 @@ def _literal(value: Any) -> Any:
     return value
 
 
-def _bytes(arg: Any, op: str, group: float, output_first: bool = False) -> float:
-    size = DTYPE_BYTES.get(str(arg("dtype") or "").lower())
-    nelems = [_number(arg(k)) for k in ("In msg nelems", "Out msg nelems")]
+def _bytes(args: dict[str, Any], op: str, group: float, output_first: bool = False) -> float:
+    size = DTYPE_BYTES.get(str(args.get("dtype") or "").lower())
+    nelems = [_number(args.get(k)) for k in ("In msg nelems", "Out msg nelems")]
     nelems = [n for n in nelems if not math.isnan(n)]
     if size is not None and nelems:
         return max(nelems) * size
-    dims, types = arg("Input Dims"), arg("Input type")
+    dims, types = args.get("Input Dims"), args.get("Input type")
     if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
         return math.nan
     first, kind = dims[0], str(types[0]).lower()
     if not isinstance(first, list) or not all(isinstance(d, int) for d in first) or kind not in DTYPE_BYTES:
         return math.nan
-    total = float(np.prod(first, dtype=np.float64)) * DTYPE_BYTES[kind]
+    total = float(math.prod(first)) * DTYPE_BYTES[kind]
     # gloo's all_gather records its input (one rank's share); `_all_gather_base` and
     # `all_gather_into_tensor` record the output first
     return total * group if op == "allgather" and not output_first else total

@@ -180,3 +180,54 @@ class _ArgsLookup:
             for row in hit.tolist():
                 out[row] = self(int(ids[row]))
         return out
+
+    def in_order(self, ids: np.ndarray, keys: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+        """The value texts of ``keys`` in the args of each of ``ids``, found by one regex over
+        their texts where the keys follow each other in this order (as Kineto writes a kernel's
+        args: numbers and arrays of numbers), and the rows whose args have ``keys[0]`` but not in
+        that form (to be parsed: :meth:`many`).  ``None`` where a row has none of it."""
+        ids = np.asarray(ids, np.int64)
+        number = rb"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\[[-\d.,\s]*\])"
+        pattern = re.compile(rb"\s*,\s*".join(rb'"' + re.escape(k.encode()) + rb'"\s*:\s*' + number
+                                              for k in keys))
+        first = re.compile(rb'"(?:' + rb"|".join(re.escape(k.encode()) for k in keys) + rb')"\s*:')
+        out = [np.full(len(ids), None, dtype=object) for _ in keys]
+        off, length = self.offset[ids], self.length[ids]
+        own = np.flatnonzero(off >= 0)
+        order = own[np.argsort(off[own], kind="stable")]
+        starts, ends = off[order], off[order] + length[order]
+        keyed: list[int] = []
+        for base, piece in segments(self.blob, starts, ends):
+            lo = int(np.searchsorted(starts, base))
+            hi = int(np.searchsorted(starts, base + len(piece)))
+            if hi <= lo:
+                continue
+            local, local_end = starts[lo:hi] - base, ends[lo:hi] - base
+            span = (int(local[0]), int(local_end.max()))
+            matches = list(pattern.finditer(piece, *span))
+            rows = self._owner(order[lo:hi], local, local_end, [m.start() for m in matches],
+                               [m.end() for m in matches])
+            ok = np.flatnonzero(rows >= 0)
+            if len(ok):
+                columns = list(zip(*[matches[i].groups() for i in ok.tolist()], strict=True))
+                for col, values in zip(out, columns, strict=True):
+                    col[rows[ok]] = _objects(values)
+            matched = np.isin(order[lo:hi], rows[ok])
+            for i in np.flatnonzero(~matched).tolist():  # has a key, in another form: parse it
+                if first.search(piece, int(local[i]), int(local_end[i])):
+                    keyed.append(int(order[lo + i]))
+        return out, np.asarray(sorted(keyed), np.int64)
+
+    @staticmethod
+    def _owner(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, hit_start: list[int],
+               hit_end: list[int]) -> np.ndarray:
+        """The row (of ``rows``, whose texts are ``[starts, ends)``) holding each hit, -1 for none."""
+        at = np.searchsorted(starts, np.asarray(hit_start, np.int64), side="right") - 1
+        ok = (at >= 0) & (np.asarray(hit_end, np.int64) <= ends[np.maximum(at, 0)])
+        return np.where(ok, rows[np.maximum(at, 0)], -1)
+
+
+def _objects(values: tuple[Any, ...]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
