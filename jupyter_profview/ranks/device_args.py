@@ -178,7 +178,7 @@ def _shown(value: Any, seen: dict[Any, str]) -> str:
 def collective_args(trace: Trace) -> pd.DataFrame:
     """One row per collective call of `trace` (sorted by `start`), see the rules below.
 
-    A call is (`kinds`: [`is_collective_call`][jupyter_profview.kinds.is_collective_call],
+    A call is (`jupyter_profview.kinds.is_collective_call`,
     `trace.launches`' `communication` type):
 
     - a device kernel of type `communication` (NCCL / RCCL): the kernel is the transfer, its
