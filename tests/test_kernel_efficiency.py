@@ -171,3 +171,13 @@ def test_traceset_from_the_cache_equals_the_files(tmp_path: Path) -> None:
 def test_bad_by_raises_profview_error() -> None:
     with pytest.raises(ProfviewError, match="by must be"):
         analysis.kernel_efficiency(profview.load(HTA / ALL_FILES[0]), by="stream")
+
+
+@pytest.mark.parametrize("name", ["nccl_parser_config_nccl_data.json.gz",
+                                  "amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
+def test_args_parsed_in_one_go_equal_one_by_one(name: str) -> None:
+    """`_ArgsLookup.many` (one orjson parse over many events' args) gives `trace.args(id)` for
+    every event, in the order asked, with or without args."""
+    trace = profview.load(HTA / name)
+    ids = trace.events.index.to_numpy(np.int64)[::-1]
+    assert trace._args.many(ids) == [trace.args(int(i)) for i in ids]  # type: ignore[union-attr]
