@@ -48,6 +48,8 @@ BY = ("kernel", "name", "op")
 #: the columns of `kernel_efficiency(by="kernel")`
 KERNEL_COLUMNS = ("event", "name", "device", "stream", "dur", *KERNEL_TEXTS, *KERNEL_NUMBERS,
                   "sm_efficiency", "tensor_core")
+#: the columns of `trace.launches` read
+LAUNCH_COLUMNS = ["kernel", "name", "type", "device", "stream", "kernel_dur", "cpu_op_name"]
 #: the columns of `kernel_efficiency(by="name")` after the key (`name`, or `op`)
 SUMMARY_COLUMNS = ("count", "time", "sm_efficiency", "occupancy", "tensor_core_share")
 
@@ -93,7 +95,8 @@ def _per_rank(ts: TraceSet, by: str) -> pd.DataFrame:
     for rank in ts.ranks:
         files = {name: ts.entry(rank) / f"{name}.parquet" for name in ("launches", "kernel_args")}
         if all(path.is_file() for path in files.values()):
-            out = _efficiency(read_table(files["launches"]), read_table(files["kernel_args"]), by)
+            launches = read_table(files["launches"], LAUNCH_COLUMNS)
+            out = _efficiency(launches, read_table(files["kernel_args"]), by)
         else:  # an entry without the table (not written by this version): from the rank's Trace
             out = kernel_efficiency(ts[rank], by=by)
         out.insert(0, "rank", np.int64(rank))
@@ -112,7 +115,7 @@ def _efficiency(launches: pd.DataFrame, args: pd.DataFrame | None, by: str) -> p
     la = launches.iloc[rows]
     table = pd.DataFrame({
         "event": la["kernel"].to_numpy(np.int64),
-        "name": la["name"].astype(str).astype("category") if len(la) else pd.Categorical([]),
+        "name": _categorical(la["name"]),
         "device": la["device"].to_numpy(),
         "stream": la["stream"].to_numpy(),
         "dur": la["kernel_dur"].to_numpy(np.int64),
@@ -142,16 +145,26 @@ def _efficiency(launches: pd.DataFrame, args: pd.DataFrame | None, by: str) -> p
         return table.reset_index(drop=True)
     key = "name" if by == "name" else "op"
     if by == "op":
-        op = la["cpu_op_name"].astype(object).where(la["cpu_op_name"].notna(), "").astype(str)
+        op = _categorical(la["cpu_op_name"])
+        if op.isna().any():
+            op = op.cat.add_categories([""]).fillna("") if "" not in op.cat.categories else op.fillna("")
         table.insert(0, "op", op.to_numpy())
     return summarise(table, key)
+
+
+def _categorical(column: pd.Series) -> pd.Series:
+    """`column` as a categorical of str with only the categories it uses (one conversion per
+    category, not per row)."""
+    cat = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    cat = cat.cat.remove_unused_categories()
+    return cat.cat.rename_categories([str(c) for c in cat.cat.categories]).reset_index(drop=True)
 
 
 def summarise(table: pd.DataFrame, key: str) -> pd.DataFrame:
     """Per `key` of a per-kernel table: `count`, `time`, the duration-weighted `sm_efficiency`
     and `occupancy` over the kernels that have them, `tensor_core_share` (% of `time`)."""
     dur = table["dur"].to_numpy(np.float64)
-    frame = pd.DataFrame({key: table[key].astype(str).to_numpy(), "count": 1, "time": dur,
+    frame = pd.DataFrame({key: _categorical(table[key]).to_numpy(), "count": 1, "time": dur,
                           "tc": np.where(table["tensor_core"].to_numpy(bool), dur, 0.0)})
     for col in ("sm_efficiency", "occupancy"):
         value = table[col].to_numpy(np.float64)
@@ -159,7 +172,7 @@ def summarise(table: pd.DataFrame, key: str) -> pd.DataFrame:
         frame[f"{col}_w"] = np.where(has, dur * np.nan_to_num(value), 0.0)
         frame[f"{col}_d"] = np.where(has, dur, 0.0)
         frame[f"{col}_n"] = has.astype(np.int64)
-    g = frame.groupby(key, sort=False).sum()
+    g = frame.groupby(key, sort=False, observed=True).sum()
     out = pd.DataFrame({key: g.index.astype(str), "count": g["count"].to_numpy(np.int64),
                         "time": g["time"].to_numpy(np.float64).astype(np.int64)})
     for col in ("sm_efficiency", "occupancy"):

@@ -79,8 +79,7 @@ def cached_table(trace: Trace, name: str) -> pd.DataFrame | None:
 # -- kernels ------------------------------------------------------------------------------------
 def kernel_rows(launches: pd.DataFrame) -> np.ndarray:
     """Rows of `launches` that are kernels (type `kernel` or `communication`)."""
-    kind = launches["type"].astype(str).to_numpy()
-    return np.flatnonzero((kind == "kernel") | (kind == "communication"))
+    return np.flatnonzero(launches["type"].isin(["kernel", "communication"]).to_numpy(bool))
 
 
 def kernel_args(trace: Trace) -> pd.DataFrame:
