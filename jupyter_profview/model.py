@@ -221,6 +221,9 @@ class Trace:
     counters: pd.DataFrame | None = None
     _args: ArgsLookup | None = field(default=None, repr=False)
     launches: pd.DataFrame = field(default_factory=lambda: empty_launches(), repr=False)
+    #: the derived layer's cache (`jupyter_profview.derived.cache`): a Trace is treated as
+    #: immutable after load; a copy (`dataclasses.replace`) starts with an empty one
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def args(self, event_id: int) -> dict[str, Any]:
         """The full argument dict of one event (``{}`` where the format has none)."""

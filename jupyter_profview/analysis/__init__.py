@@ -11,12 +11,17 @@
 * :mod:`.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
 
+The trace's derived facts every analysis reads are public here too: :func:`steps` (the
+instances of ``ProfilerStep``) and :func:`device_activities` (every device activity with its kind
+and launch), from :mod:`jupyter_profview.derived`.
+
 Each analysis of one Trace also accepts a TraceSet and answers rank by rank, with a ``rank``
 column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
 """
 
 from __future__ import annotations
 
+from ..derived import device_activities, steps
 from .attribution import attribute
 from .collectives import CollectiveSummary, collective_bandwidth, collective_summary
 from .compare import Comparison, compare
@@ -39,7 +44,8 @@ from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["attribute", "op_efficiency", "CriticalPath", "critical_path", "critical_path_steps",
+__all__ = ["steps", "device_activities", "attribute", "op_efficiency", "CriticalPath", "critical_path",
+           "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..derived import union_length
 from ..model import Trace
-from ..ranks.derived import collective_calls, profiler_steps, step_rows
-from .summary import union_length
+from ..ranks.derived import collective_calls, profiler_steps, trace_steps
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -34,16 +34,15 @@ __all__ = ["collective_calls", "collective_skew", "step_times", "stragglers"]
 
 
 def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
-    """``ProfilerStep#N`` per rank: ``step`` (N as the trace numbers it: with a
+    """The CPU-side ``ProfilerStep#N`` per rank (:func:`jupyter_profview.analysis.steps`):
+    ``step`` (N as the trace numbers it: with a
     schedule the first recorded step is ``wait + warmup``, not 0), ``rank``,
     ``start``, ``end``, ``dur`` (ns; a TraceSet: on its common clock, a Trace: its
     own clock, ``rank`` from its ``distributedInfo``), sorted by step then rank."""
     if is_traceset(ts):
         return profiler_steps(ts)
-    ev = ts.events
-    ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
     rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
-    return step_rows(rank, ev["name"], ev["start"], ev["dur"])
+    return trace_steps(ts, rank)
 
 
 def _per_step_waits(steps: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..derived import union_length
 from ..errors import ProfviewError
 from ..model import PHASES, Trace
 from .traceset import is_traceset, per_rank
@@ -199,23 +200,6 @@ def self_intervals(events: pd.DataFrame) -> pd.DataFrame:
         "start": s[keep], "end": e[keep],
         "process": ev["process"].to_numpy()[owner], "phase": ev["phase"].to_numpy()[owner],
     })
-
-
-def union_length(start: np.ndarray, end: np.ndarray) -> int:
-    """Length of the union of half-open intervals ``[start, end)``."""
-    if len(start) == 0:
-        return 0
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    # A new merged run begins where an interval starts after everything before it ended.
-    new_run = np.ones(len(s), bool)
-    new_run[1:] = s[1:] > reach[:-1]
-    run_id = np.cumsum(new_run) - 1
-    run_start = s[new_run]
-    run_end = np.zeros(len(run_start), np.int64)
-    np.maximum.at(run_end, run_id, e)
-    return int((run_end - run_start).sum())
 
 
 def phases(trace: Trace | TraceSet, *, events: pd.DataFrame | None = None) -> pd.DataFrame:

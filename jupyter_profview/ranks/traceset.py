@@ -16,6 +16,7 @@ import pandas as pd
 from ..errors import ProfviewError
 from ..model import Quality, Trace
 from .cache import cache_root, read_table, read_trace, temporary_root, time_columns
+from .derived import profiler_steps
 from .discover import RankFile, discover, ranges
 from .parallel import error_of, plan_workers, run, tasks_for
 
@@ -213,14 +214,14 @@ class TraceSet:
             raise ValueError("aligned() takes one of step= or collective=")
         local: dict[int, int] = {}
         if step is not None:
+            steps = profiler_steps(self)  # the CPU-side steps (derived.steps), on this set's clock
+            steps = steps[steps["step"] == step]
             for r in self.ranks:
-                ev = read_table(self.table_files("events")[r], ["name", "start", "kind"])
-                hit = ev[(ev["name"].astype(str) == f"ProfilerStep#{step}")
-                         & (ev["kind"].astype(str) == "slice")]
+                hit = steps[steps["rank"] == r]
                 if len(hit) == 0:
                     raise ProfviewError(f"rank {r} has no ProfilerStep#{step}", source=str(self.files[r]),
                                         expected="a step every rank recorded (see step_times)")
-                local[r] = int(hit["start"].min())
+                local[r] = int(hit["start"].min()) - self.offsets[r]
         else:
             name, seq = (collective, 0) if isinstance(collective, str) else collective  # type: ignore[misc]
             calls = self.collectives

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .. import derived
 from ..model import Quality, Trace
 from ..ranks.traceset import concat
 
@@ -177,9 +178,8 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
         ts = ts.aligned(step=step)
     trace = combined_trace(ts, chosen)
     if step is not None:
-        ev = trace.events
-        hit = ev[(ev["name"].astype(str) == f"ProfilerStep#{step}") & (ev["kind"].astype(str) == "slice")]
-        rebase(trace, int(hit["start"].min()))
+        hit = derived.cpu_steps(trace)
+        rebase(trace, int(hit.loc[hit["number"] == step, "start"].min()))
         trace.metadata["align"] = {"step": step, "at": 0}
     if not collapsed:  # collapsed is the default of every view (widget.initial_state)
         options.setdefault("collapsed_groups", [])
@@ -204,3 +204,4 @@ def rebase(trace: Trace, zero: int) -> None:
     meta = trace.metadata
     meta["base_time_ns"] = int(meta.get("base_time_ns", 0)) + zero
     meta["offsets"] = {r: int(o) - zero for r, o in (meta.get("offsets") or {}).items()}
+    derived.forget(trace)  # its times moved: the derived facts are computed again
