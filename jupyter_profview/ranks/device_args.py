@@ -12,7 +12,7 @@ cache entry (`ts[r]`) gets them from there.
   call with its name, process group, group size and size in bytes.
 
 Both answer NaN where the file has no such arg (ROCm, MTIA, older Kineto, CPU traces), never an
-error.
+error, and are computed once per Trace (kept with its derived facts, `jupyter_profview.derived.cache`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..derived.cache import cached
 from ..kinds import COLLECTIVE_PARAMS, is_collective_call
 from ..model import Trace
 
@@ -87,10 +88,14 @@ def kernel_args(trace: Trace) -> pd.DataFrame:
     file's text, e.g. `[8, 1, 1]`, `""` where absent), `blocks_per_sm`, `warps_per_sm`,
     `occupancy` (`est. achieved occupancy %`), `registers` (per thread), `shared_memory` (bytes):
     float64, NaN where absent."""
+    return cached(trace, "kernel_args", lambda: _kernel_args(trace))
+
+
+def _kernel_args(trace: Trace) -> pd.DataFrame:
     if trace.metadata.get("cache_entry") is not None:
-        cached = cached_table(trace, "kernel_args")
-        if cached is not None:
-            return cached
+        table = cached_table(trace, "kernel_args")
+        if table is not None:
+            return table
     la = trace.launches
     ids = la["kernel"].to_numpy(np.int64)[kernel_rows(la)]
     out: dict[str, Any] = {"event": ids}
@@ -202,10 +207,14 @@ def collective_args(trace: Trace) -> pd.DataFrame:
     output first).  Args are read from the call itself, then from the `record_param_comms` it sits
     in (a kernel: the one that launched it).  NaN where none is given.
     """
+    return cached(trace, "collective_args", lambda: _collective_args(trace))
+
+
+def _collective_args(trace: Trace) -> pd.DataFrame:
     if trace.metadata.get("cache_entry") is not None:
-        cached = cached_table(trace, "collective_args")
-        if cached is not None:
-            return cached
+        table = cached_table(trace, "collective_args")
+        if table is not None:
+            return table
     ev = trace.events
     if len(ev) == 0:
         return empty_collectives()
