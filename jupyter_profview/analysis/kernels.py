@@ -162,23 +162,28 @@ def _categorical(column: pd.Series) -> pd.Series:
 
 def summarise(table: pd.DataFrame, key: str) -> pd.DataFrame:
     """Per `key` of a per-kernel table: `count`, `time`, the duration-weighted `sm_efficiency`
-    and `occupancy` over the kernels that have them, `tensor_core_share` (% of `time`)."""
+    and `occupancy` over the kernels that have them, `tensor_core_share` (% of `time`); sums per
+    category code (`np.bincount`), no string per row."""
+    keys = _categorical(table[key])
+    codes = keys.cat.codes.to_numpy(np.int64)
+    n = len(keys.cat.categories)
     dur = table["dur"].to_numpy(np.float64)
-    frame = pd.DataFrame({key: _categorical(table[key]).to_numpy(), "count": 1, "time": dur,
-                          "tc": np.where(table["tensor_core"].to_numpy(bool), dur, 0.0)})
+
+    def total(weights: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(codes, weights=weights, minlength=n)
+
+    count = total().astype(np.int64)
+    used = np.flatnonzero(count > 0)
+    time = total(dur)
+    out = pd.DataFrame({key: [str(c) for c in keys.cat.categories[used]], "count": count[used],
+                        "time": time[used].astype(np.int64)})
     for col in ("sm_efficiency", "occupancy"):
         value = table[col].to_numpy(np.float64)
         has = ~np.isnan(value)
-        frame[f"{col}_w"] = np.where(has, dur * np.nan_to_num(value), 0.0)
-        frame[f"{col}_d"] = np.where(has, dur, 0.0)
-        frame[f"{col}_n"] = has.astype(np.int64)
-    g = frame.groupby(key, sort=False, observed=True).sum()
-    out = pd.DataFrame({key: g.index.astype(str), "count": g["count"].to_numpy(np.int64),
-                        "time": g["time"].to_numpy(np.float64).astype(np.int64)})
-    for col in ("sm_efficiency", "occupancy"):
-        weight, total, n = (g[f"{col}_w"].to_numpy(), g[f"{col}_d"].to_numpy(), g[f"{col}_n"].to_numpy())
+        weight, known = total(np.where(has, dur * np.nan_to_num(value), 0.0)), total(np.where(has, dur, 0.0))
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[col] = np.where(n == 0, np.nan, weight / total)
+            out[col] = np.where(total(has.astype(np.float64))[used] == 0, np.nan, weight[used] / known[used])
+    tc = total(np.where(table["tensor_core"].to_numpy(bool), dur, 0.0))[used]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["tensor_core_share"] = np.where(out["time"] > 0, 100.0 * g["tc"].to_numpy() / out["time"], np.nan)
+        out["tensor_core_share"] = np.where(time[used] > 0, 100.0 * tc / time[used], np.nan)
     return out.sort_values(["time", key], ascending=[False, True], kind="stable").reset_index(drop=True)
