@@ -154,18 +154,7 @@ class _ArgsLookup:
         import orjson
 
         ids = np.asarray(ids, np.int64)
-        off, length = self.offset[ids], self.length[ids]
-        own = np.flatnonzero(off >= 0)
-        order = own[np.argsort(off[own], kind="stable")]
-        texts: list[bytes | memoryview] = []
-        if len(order):
-            starts, ends = off[order], off[order] + length[order]
-            k = 0
-            for base, piece in segments(self.blob, starts, ends):
-                view = memoryview(piece)
-                while k < len(order) and ends[k] - base <= len(view) and starts[k] >= base:
-                    texts.append(view[starts[k] - base:ends[k] - base])
-                    k += 1
+        order, texts = self._texts(ids)
         out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
         try:
             parsed = orjson.loads(b"[" + b",".join(texts) + b"]") if texts else []
@@ -184,39 +173,59 @@ class _ArgsLookup:
     def in_order(self, ids: np.ndarray, keys: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
         """The value texts of ``keys`` in the args of each of ``ids``, found by one regex over
         their texts where the keys follow each other in this order (as Kineto writes a kernel's
-        args: numbers and arrays of numbers), and the rows whose args have ``keys[0]`` but not in
-        that form (to be parsed: :meth:`many`).  ``None`` where a row has none of it."""
+        args: numbers and arrays of numbers), and the rows whose args have one of ``keys`` but not
+        in that form (to be parsed: :meth:`many`).  ``None`` where a row has none of it."""
         ids = np.asarray(ids, np.int64)
         number = rb"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\[[-\d.,\s]*\])"
         pattern = re.compile(rb"\s*,\s*".join(rb'"' + re.escape(k.encode()) + rb'"\s*:\s*' + number
                                               for k in keys))
         first = re.compile(rb'"(?:' + rb"|".join(re.escape(k.encode()) for k in keys) + rb')"\s*:')
         out = [np.full(len(ids), None, dtype=object) for _ in keys]
+        rows, texts = self._texts(ids)
+        if not texts:
+            return out, np.zeros(0, np.int64)
+        # the texts joined (a NUL between two: no key spans it), searched once
+        joined = b"\x00".join(texts)
+        sizes = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+        starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
+        ends = starts + sizes
+        # each match starts at the first key: found with bytes.find (sre's literal scan is slow)
+        lead, matches = b'"' + keys[0].encode() + b'"', []
+        at = joined.find(lead)
+        while at >= 0:
+            m = pattern.match(joined, at)
+            if m is not None:
+                matches.append(m)
+            at = joined.find(lead, at + 1)
+        owner = self._owner(np.arange(len(texts)), starts, ends, [m.start() for m in matches],
+                            [m.end() for m in matches])
+        ok = np.flatnonzero(owner >= 0)
+        if len(ok):
+            columns = list(zip(*[matches[i].groups() for i in ok.tolist()], strict=True))
+            for col, values in zip(out, columns, strict=True):
+                col[rows[owner[ok]]] = _objects(values)
+        matched = np.zeros(len(texts), bool)
+        matched[owner[ok]] = True
+        keyed = [int(rows[i]) for i in np.flatnonzero(~matched).tolist()  # a key, in another form
+                 if first.search(joined, int(starts[i]), int(ends[i]))]
+        return out, np.asarray(sorted(keyed), np.int64)
+
+    def _texts(self, ids: np.ndarray) -> tuple[np.ndarray, list[bytes | memoryview]]:
+        """The rows of ``ids`` that have args and their args texts, in file order."""
         off, length = self.offset[ids], self.length[ids]
         own = np.flatnonzero(off >= 0)
         order = own[np.argsort(off[own], kind="stable")]
-        starts, ends = off[order], off[order] + length[order]
-        keyed: list[int] = []
-        for base, piece in segments(self.blob, starts, ends):
-            lo = int(np.searchsorted(starts, base))
-            hi = int(np.searchsorted(starts, base + len(piece)))
-            if hi <= lo:
-                continue
-            local, local_end = starts[lo:hi] - base, ends[lo:hi] - base
-            span = (int(local[0]), int(local_end.max()))
-            matches = list(pattern.finditer(piece, *span))
-            rows = self._owner(order[lo:hi], local, local_end, [m.start() for m in matches],
-                               [m.end() for m in matches])
-            ok = np.flatnonzero(rows >= 0)
-            if len(ok):
-                columns = list(zip(*[matches[i].groups() for i in ok.tolist()], strict=True))
-                for col, values in zip(out, columns, strict=True):
-                    col[rows[ok]] = _objects(values)
-            matched = np.isin(order[lo:hi], rows[ok])
-            for i in np.flatnonzero(~matched).tolist():  # has a key, in another form: parse it
-                if first.search(piece, int(local[i]), int(local_end[i])):
-                    keyed.append(int(order[lo + i]))
-        return out, np.asarray(sorted(keyed), np.int64)
+        texts: list[bytes | memoryview] = []
+        if len(order):
+            starts, ends = off[order], off[order] + length[order]
+            k, n = 0, len(order)
+            s_list, e_list = starts.tolist(), ends.tolist()
+            for base, piece in segments(self.blob, starts, ends):
+                view, top = memoryview(piece), base + len(piece)
+                while k < n and e_list[k] <= top and s_list[k] >= base:
+                    texts.append(view[s_list[k] - base:e_list[k] - base])
+                    k += 1
+        return order, texts
 
     @staticmethod
     def _owner(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, hit_start: list[int],
