@@ -102,7 +102,7 @@ def _kernel_args(trace: Trace) -> pd.DataFrame:
     fast = getattr(trace._args, "in_order", None)
     if fast is not None and len(ids):
         # Kineto writes these keys in this order: one regex over the texts, no parse per kernel
-        found, parse = fast(ids, list(KINETO_ORDER))
+        found, parse = fast(ids, list(KINETO_ORDER), arrays=KERNEL_TEXTS)
         texts = dict(zip(KINETO_ORDER, found, strict=True))
     else:
         texts, parse = {}, np.arange(len(ids))

@@ -170,14 +170,18 @@ class _ArgsLookup:
                 out[row] = self(int(ids[row]))
         return out
 
-    def in_order(self, ids: np.ndarray, keys: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    def in_order(self, ids: np.ndarray, keys: list[str], arrays: tuple[str, ...] = ()
+                 ) -> tuple[list[np.ndarray], np.ndarray]:
         """The value texts of ``keys`` in the args of each of ``ids``, found by one regex over
         their texts where the keys follow each other in this order (as Kineto writes a kernel's
-        args: numbers and arrays of numbers), and the rows whose args have one of ``keys`` but not
-        in that form (to be parsed: :meth:`many`).  ``None`` where a row has none of it."""
+        args: numbers, and arrays of numbers for the keys in ``arrays``), and the rows whose args
+        have one of ``keys`` but not in that form (to be parsed: :meth:`many`).  ``None`` where a
+        row has none of it."""
         ids = np.asarray(ids, np.int64)
-        number = rb"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\[[-\d.,\s]*\])"
-        pattern = re.compile(rb"\s*,\s*".join(rb'"' + re.escape(k.encode()) + rb'"\s*:\s*' + number
+        def value(key: str) -> bytes:  # simple classes, no alternation: sre matches them fast
+            return rb'(\[[^\]"]*\])' if key in arrays else rb"([-+0-9.eE]+)"
+
+        pattern = re.compile(rb"\s*,\s*".join(rb'"' + re.escape(k.encode()) + rb'"\s*:\s*' + value(k)
                                               for k in keys))
         first = re.compile(rb'"(?:' + rb"|".join(re.escape(k.encode()) for k in keys) + rb')"\s*:')
         out = [np.full(len(ids), None, dtype=object) for _ in keys]
