@@ -19,6 +19,8 @@ bug waiting for this one to change.
   `communication`.
 - **Enqueueing calls**: the runtime calls that put work on a stream, as HTA counts them in queue
   lengths (`ENQUEUE_CALLS`).
+- **Tensor-core kernels**: a kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic,
+  see there).
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ COLLECTIVE_OP = re.compile(r"^c10d::")
 
 #: the op PyTorch records with a collective's parameters (sizes, dtype, process group)
 COLLECTIVE_PARAMS = "record_param_comms"
+
+#: A kernel that runs on tensor cores, guessed from its name: cuBLAS / CUTLASS / cuDNN name their
+#: tensor-core kernels after the MMA shape or instruction (`h884`, `h1688`, `s16816`, `i8816`, `hmma`,
+#: `xmma`, `gmma` / `wgmma` on Hopper, `tensorop`), the TF32 path (`_tf32`) or the bf16 GEMM.  A name
+#: heuristic, known to miss: Triton and other JIT-compiled kernels (`triton_tem_fused_mm_...`), flash
+#: attention (`flash_fwd_kernel`) and other hand-written kernels that use MMA without saying so;
+#: fp16 cuBLAS kernels named only by tile (`ampere_fp16_s16816...` matches, `ampere_h16816...` too, a
+#: plain `sm80_..._gemm_f16` does not); ROCm's MFMA kernels (`Cijk_..._MFMA`).  A bf16 GEMM that runs
+#: on plain FMA units is counted.
+TENSOR_CORE_KERNEL = re.compile(
+    r"h884|h1688|h16816|s1688|s16816|i8816|hmma|xmma|wgmma|tensorop|gmma|_tf32|bf16.*gemm|gemm.*bf16",
+    re.IGNORECASE)
 
 #: a device activity that is a DMA transfer (MTIA `dma_request`), as HTA's `MEMORY_KERNEL_RE`
 #: (`^dma`, case-sensitive)
@@ -77,6 +91,11 @@ def step_pattern(annotation: str = STEP_ANNOTATION) -> re.Pattern[str]:
 def is_communication_kernel(name: str) -> bool:
     """Whether a device activity named `name` is communication (`COMMUNICATION_KERNEL`)."""
     return COMMUNICATION_KERNEL.search(name) is not None
+
+
+def is_tensor_core_kernel(name: str) -> bool:
+    """Whether a kernel named `name` runs on tensor cores, by its name (`TENSOR_CORE_KERNEL`)."""
+    return TENSOR_CORE_KERNEL.search(name) is not None
 
 
 def is_collective_call(name: str) -> bool:

@@ -10,6 +10,8 @@ export interface Info {
   /** The first event's start when negative (ranks aligned on a step), else 0. */
   start?: number;
   event_count?: number; color_by?: string; legend?: unknown; has_memory?: boolean;
+  /** The kernel / collective numbers this trace can be coloured by (widget/metric_colors.py). */
+  color_options?: string[];
   has_allocations?: boolean; has_flows?: boolean; static?: boolean; message?: string;
   /** Several ranks (a TraceSet): each rank's clock offset; the step they are aligned on. */
   ranks?: unknown; align?: { step?: number; at?: number } | null;

@@ -6,6 +6,8 @@
 * :mod:`.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
 * :mod:`.attribution` -- GPU time by the model's structure: annotations, modules, frames, ops.
 * :mod:`.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
+* :mod:`.kernels` -- each kernel's SM efficiency, occupancy and tensor-core use (Kineto's kernel args).
+* :mod:`.collectives` -- each collective's bytes, algorithm and bus bandwidth; matched across ranks.
 * :mod:`.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
 * :mod:`.advice` -- what is wrong: findings with the time at stake and their evidence (:func:`advise`).
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
@@ -23,6 +25,7 @@ from __future__ import annotations
 from ..derived import device_activities, steps
 from .advice import Advice, advise
 from .attribution import attribute
+from .collectives import CollectiveSummary, collective_bandwidth, collective_summary
 from .compare import Comparison, compare
 from .critical_path import CriticalPath, critical_path
 from .critical_path import steps as critical_path_steps
@@ -38,6 +41,7 @@ from .gpu import (
     temporal_breakdown,
     utilisation,
 )
+from .kernels import kernel_efficiency
 from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
@@ -48,4 +52,5 @@ __all__ = ["steps", "device_activities", "Advice", "advise", "attribute", "op_ef
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",
            "summary", "top", "union_length", "collective_calls", "collective_skew", "step_times",
-           "stragglers"]
+           "stragglers", "kernel_efficiency", "collective_bandwidth", "collective_summary",
+           "CollectiveSummary"]

@@ -126,13 +126,18 @@ def collective_skew(ts: TraceSet) -> pd.DataFrame:
     arrived last: the one everyone waited for), ``max_dur``, ``min_dur``.
     Sorted by ``first_start``.
     """
-    calls = ts.collectives
-    cols = ["pg", "name", "seq", "ranks", "first_start", "last_start", "start_spread", "end_spread",
+    return match_instances(ts.collectives, ["pg", "name", "seq"])
+
+
+def match_instances(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per instance of `calls` (rows with `rank`, `start`, `end`) matched across ranks
+    by `keys`: the columns of [`collective_skew`][jupyter_profview.analysis.ranks.collective_skew]
+    after the keys, sorted by `first_start`."""
+    cols = [*keys, "ranks", "first_start", "last_start", "start_spread", "end_spread",
             "first_rank", "last_rank", "max_dur", "min_dur"]
     if len(calls) == 0:
         return pd.DataFrame(columns=cols)
     calls = calls.assign(dur=calls["end"] - calls["start"])
-    keys = ["pg", "name", "seq"]
     g = calls.groupby(keys, sort=False)
     first = calls.loc[g["start"].idxmin(), [*keys, "rank"]].rename(columns={"rank": "first_rank"})
     last = calls.loc[g["start"].idxmax(), [*keys, "rank"]].rename(columns={"rank": "last_rank"})

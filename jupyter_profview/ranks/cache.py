@@ -8,7 +8,8 @@ holds one Parquet file per table (written by :func:`~jupyter_profview.export.wri
 LZ4, dictionary pages for categorical columns, statistics for time columns:
 ``events``, ``memory``, ``allocations``, ``nodes``, ``flows``, ``counters``
 where the trace has them, ``launches`` where the model has it, and
-``collectives``, see :func:`~jupyter_profview.ranks.derived.collective_calls`)
+``collectives``, see :func:`~jupyter_profview.ranks.derived.collective_calls`; ``kernel_args``
+and ``collective_args``, see :mod:`jupyter_profview.ranks.device_args`)
 and ``rank.json`` (format, metadata, quality, row counts), written last: an
 entry is complete when ``rank.json`` exists.  An entry is built in a
 temporary directory and renamed into place, so concurrent loaders never see
@@ -45,8 +46,8 @@ TIME_COLUMNS = ("start", "end", "time", "alloc_time", "free_time")
 #: key: increase it with any change to what an entry holds or how it is read, so that a source
 #: tree between two releases (same package version) does not read entries of the old layout.
 #: 1: the layout before this constant; 2: rank metadata with ``thread_names``; 3: tree
-#: ``depth`` and owned ``self`` (no negative self time).
-CACHE_FORMAT = 3
+#: ``depth`` and owned ``self`` (no negative self time); 4: ``kernel_args`` and ``collective_args``.
+CACHE_FORMAT = 4
 #: Parquet codec of the cache: the entry is written on every first load, so
 #: write time counts more than size.  Per rank of 1M events (431 MB of JSON):
 #: "lz4" ~0.3 CPU-s, 0.10x the JSON; "none" ~0.2 CPU-s, 0.22x (zstd with

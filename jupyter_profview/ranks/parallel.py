@@ -59,6 +59,7 @@ def load_rank(task: Task) -> dict[str, Any]:
     """Parse one file, write its cache entry; ``{"rank", "manifest"}`` or ``{"rank", "error"}``."""
     from ..loader import load
     from .derived import collective_calls
+    from .device_args import collective_args, kernel_args
 
     entry = Path(task.entry)
     manifest = read_manifest(entry)
@@ -69,6 +70,8 @@ def load_rank(task: Task) -> dict[str, Any]:
         trace = load(task.path)
         tables = trace_tables(trace)
         tables["collectives"] = collective_calls(trace)
+        tables["kernel_args"] = kernel_args(trace)  # read from args: a cached rank has none
+        tables["collective_args"] = collective_args(trace)
         parsed = time.process_time() - cpu
         extra = {"source": task.path, "rank": task.rank,
                  "base_time_ns": trace.info.base_time_ns or 0}

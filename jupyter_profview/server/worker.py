@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ProfviewError
 from ..widget import rpc
+from ..widget.metric_colors import COLOR_CHOICES
 from ..widget.widget import initial_state
 from . import wire
 
@@ -142,8 +143,8 @@ def set_traits(sid: str, changes: dict[str, Any]) -> bytes:
                 s["selected"] = np.zeros(0, np.int64)
                 return wire.encode({"error": f"_selection: {exc}"})
         elif name == "color_by":
-            if value not in ("category", "phase"):
-                return wire.encode({"error": f"color_by must be 'category' or 'phase', not {value!r}"})
+            if value not in COLOR_CHOICES:
+                return wire.encode({"error": f"color_by must be one of {COLOR_CHOICES}, not {value!r}"})
             if value != data.legend.color_by:
                 data.recolor(value)
                 out["_info"] = data.info()

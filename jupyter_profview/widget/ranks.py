@@ -182,8 +182,14 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
         trace.info = trace.info.replace(align={"step": step, "at": 0})
     if not collapsed:  # collapsed is the default of every view (widget.initial_state)
         options.setdefault("collapsed_groups", [])
+    from .metric_colors import METRICS
+
+    metric = options.pop("color_by") if options.get("color_by") in METRICS else None
     widget = TraceWidget(trace, **options)
     widget.traceset = ts  # what a rank's critical path is recomputed on (the step picker)
+    widget._data.metrics.source = ts  # kernel and collective numbers come from the ranks' args
+    if metric is not None:
+        widget.color_by = metric
     return widget
 
 

@@ -192,6 +192,8 @@ def event(data: WidgetData, msg: Any) -> Reply:
         "phase": str(row["phase"]), "track": int(data.timeline.event_track[p]),
         "start": float(row["start"]), "dur": float(row["dur"]), "self": float(row["self"]),
         "depth": int(row["depth"]), "args": json_safe(data.trace.args(event_id)), "flows": out,
+        # a kernel's SM efficiency / occupancy / tensor core, a collective's bytes and bandwidths
+        **({"metrics": m} if (m := data.metrics.of(int(p))) else {}),
     }
     return reply, []
 

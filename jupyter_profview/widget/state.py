@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .codec import empty_frame, encode_frame
-from .lod import Legend, TimelineIndex, build_legend
+from .lod import Legend, TimelineIndex
 from .memory_lod import MemoryIndex
+from .metric_colors import EventMetrics, legend_for
 from .requests import RequestError, number
 
 MAX_SELECTED_IDS = 10_000
@@ -27,7 +28,9 @@ class WidgetData:
         events = trace.events
         self.events = events
         self.n = len(events)
-        self.legend: Legend = build_legend(events, color_by, getattr(trace, "launches", None))
+        #: kernel and collective numbers (colour by `sm_efficiency`, `busbw`...; tooltips)
+        self.metrics = EventMetrics(trace)
+        self.legend: Legend = legend_for(events, color_by, getattr(trace, "launches", None), self.metrics)
         self.timeline = TimelineIndex(trace, self.legend)
         self.memory = MemoryIndex(trace)
         self.ids = events.index.to_numpy()
@@ -75,7 +78,7 @@ class WidgetData:
         return self._table_orders[cache_key]
 
     def recolor(self, color_by: str) -> None:
-        self.legend = build_legend(self.events, color_by, getattr(self.trace, "launches", None))
+        self.legend = legend_for(self.events, color_by, getattr(self.trace, "launches", None), self.metrics)
         self.timeline.set_legend(self.legend)
 
     # -- ids <-> positions ---------------------------------------------------
@@ -104,6 +107,7 @@ class WidgetData:
             "base_time_ns": float(trace.info.base_time_ns or 0),
             "event_count": self.n,
             "color_by": self.legend.color_by,
+            "color_options": self.metrics.options() if self.n else [],
             "legend": self.legend.entries,
             "has_memory": bool(len(trace.memory)),
             "has_allocations": bool(len(trace.allocations)),

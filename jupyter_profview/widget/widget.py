@@ -25,6 +25,7 @@ from .advice import advice_value, evidence_focus
 from .codec import encode_frame
 from .critical_path import id_mapping, path_frame
 from .icicle import icicle_frame
+from .metric_colors import COLOR_CHOICES
 from .summary import summary_frame
 
 STATIC = Path(__file__).parent.parent / "static"
@@ -108,7 +109,8 @@ class TraceWidget(anywidget.AnyWidget):
     # both ways: the step (0-based instance of the path's annotation) whose critical path is
     # shown, -1 for none; the step picker sets it and the kernel recomputes the path
     critical_path_instance = traitlets.Int(-1).tag(sync=True)
-    # both ways: "category" | "phase" (the front end offers a switch)
+    # both ways: "category" | "phase" | a kernel or collective number (metric_colors.METRICS; the
+    # front end offers a switch)
     color_by = traitlets.Unicode("category").tag(sync=True)
     # both ways: keys of the groups drawn collapsed (a process, or a "rank N" section), and the
     # ranks shown (empty: all) of a TraceSet's widget
@@ -454,8 +456,8 @@ class TraceWidget(anywidget.AnyWidget):
 
     @traitlets.validate("color_by")
     def _check_color_by(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in ("category", "phase"):
-            raise traitlets.TraitError(f"color_by must be 'category' or 'phase', not {proposal['value']!r}")
+        if proposal["value"] not in COLOR_CHOICES:
+            raise traitlets.TraitError(f"color_by must be one of {COLOR_CHOICES}, not {proposal['value']!r}")
         return str(proposal["value"])
 
     @traitlets.observe("color_by")
