@@ -244,13 +244,17 @@ class Trace:
         return self._args(int(event_id))
 
     def args_of(self, event_ids: Any) -> list[dict[str, Any]]:
-        """``[trace.args(id) for id in event_ids]``, read in bulk where the format keeps the
-        args in its file (Chrome JSON: a few large reads instead of one per event)."""
+        """``[trace.args(id) for id in event_ids]`` (``{}`` for -1), parsed in bulk where the
+        format keeps its args as text (Chrome JSON: one parse over all of them, not one per event)."""
         ids = np.asarray(event_ids, np.int64)
-        fast = getattr(self._args, "many", None)
-        if fast is not None:
-            return list(fast(ids))
-        return [self.args(eid) for eid in ids.tolist()]
+        many = getattr(self._args, "many", None)
+        if many is None:
+            return [self.args(i) if i >= 0 else {} for i in ids.tolist()]
+        out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
+        valid = np.flatnonzero(ids >= 0)
+        for row, args in zip(valid.tolist(), many(ids[valid]) if len(valid) else [], strict=True):
+            out[row] = args
+        return out
 
     def arg_numbers(self, event_ids: Any, key: str) -> np.ndarray:
         """``trace.args(id).get(key)`` of each of ``event_ids`` as float64, NaN where absent or not

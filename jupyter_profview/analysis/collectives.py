@@ -97,7 +97,7 @@ def collective_bandwidth(trace: Trace | TraceSet) -> pd.DataFrame:
             out.loc[missing, "group_size"] = float(len(trace))
             out = _bandwidths(out)
         return out.reset_index(drop=True)
-    rank = int((trace.metadata.get("distributed_info") or {}).get("rank", 0) or 0)
+    rank = int(trace.info.distributed_info.get("rank", 0) or 0)
     return _with_bandwidth(collective_args(trace), rank)
 
 

@@ -154,16 +154,9 @@ def _text(value: Any) -> str:
 
 
 def args_of(trace: Trace, ids: np.ndarray) -> list[dict[str, Any]]:
-    """`trace.args(id)` of each of `ids` (`{}` for -1); Chrome traces parse them in one go (`many`)."""
-    ids = np.asarray(ids, np.int64)
-    many = getattr(trace._args, "many", None)
-    if many is None:
-        return [trace.args(i) if i >= 0 else {} for i in ids.tolist()]
-    out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
-    valid = np.flatnonzero(ids >= 0)
-    for row, args in zip(valid.tolist(), many(ids[valid]) if len(valid) else [], strict=True):
-        out[row] = args
-    return out
+    """`trace.args(id)` of each of `ids` (`{}` for -1):
+    [Trace.args_of][jupyter_profview.model.Trace.args_of]."""
+    return trace.args_of(ids)
 
 
 def _shown(value: Any, seen: dict[Any, str]) -> str:
@@ -247,7 +240,7 @@ def _collective_args(trace: Trace) -> pd.DataFrame:
     nk, nc = len(kernel_ids), len(cpu_pos)
     k_own, k_ann, k_par = args[:nk], args[nk:2 * nk], args[2 * nk:3 * nk]
     c_own, c_par = args[3 * nk:3 * nk + nc], args[3 * nk + nc:]
-    dist = trace.metadata.get("distributed_info") or {}
+    dist = trace.info.distributed_info
     rows = []
     kernel_names = [str(n) for n in pd.Categorical(comm["name"]).astype(object)] if len(comm) else []
     for k, (start, dur) in enumerate(zip(comm["kernel_start"].tolist(), comm["kernel_dur"].tolist(),

@@ -55,38 +55,6 @@ class _ArgsLookup:
             args.update(args_at(self.blob, int(self.end_offset[k]), int(self.end_length[k])))
         return args
 
-    def many(self, ids: np.ndarray) -> list[dict[str, Any]]:
-        """``[self(id) for id in ids]``, reading the args texts in a few large pieces (one read
-        per piece of a file, not one per event) and parsing each once."""
-        import orjson
-
-        ids = np.asarray(ids, np.int64)
-        out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
-        off = self.offset[ids]
-        has = np.flatnonzero(off >= 0)
-        order = has[np.argsort(off[has], kind="stable")]
-        starts = off[order]
-        ends = starts + self.length[ids[order]]
-        k = 0
-        # new dicts only (no cycles): the cyclic collector would rescan the whole heap many times
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            for base, piece in segments(self.blob, starts, ends):
-                view = memoryview(piece)
-                while k < len(order) and ends[k] - base <= len(piece) and starts[k] >= base:
-                    value = orjson.loads(view[starts[k] - base:ends[k] - base])
-                    out[order[k]] = value if isinstance(value, dict) else {"args": value}
-                    k += 1
-        finally:
-            if collecting:
-                gc.enable()
-        if len(self.end_ids):  # a matching end record's args are merged in, as in __call__
-            merged = np.flatnonzero(np.isin(ids, self.end_ids))
-            for i in merged.tolist():
-                out[i] = self(int(ids[i]))
-        return out
-
     def _find(self, ids: np.ndarray, key: str, value: bytes) -> tuple[np.ndarray, list[bytes], np.ndarray]:
         """The blob searched once for ``"key":`` followed by a ``value`` (a regex with one group):
         the rows of ``ids`` answered from the blob with their value texts, and the rows to read by
@@ -189,10 +157,16 @@ class _ArgsLookup:
         ids = np.asarray(ids, np.int64)
         order, texts = self._texts(ids)
         out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
+        # new dicts only (no cycles): the cyclic collector would rescan the whole heap many times
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             parsed = orjson.loads(b"[" + b",".join(texts) + b"]") if texts else []
         except orjson.JSONDecodeError:  # one bad text: parse each alone, as __call__ would
             parsed = [orjson.loads(t) for t in texts]
+        finally:
+            if collecting:
+                gc.enable()
         for row, value in zip(order.tolist(), parsed, strict=True):
             out[row] = value if isinstance(value, dict) else {"args": value}
         if len(self.end_ids):  # a matching end record's args merged in
