@@ -85,9 +85,11 @@ destination of end->end, the enclosing op of end->start; a gap to the activity b
   Here a gap on the path is always time in which the stream ran nothing, and a kernel queued
   behind a running one never gets a launch edge.  (`tests/data/critical_path/overlap_us.json.gz`
   has both cases, with HTA's answers.)
-- Nesting on a CPU thread is among the graph's own events (ops and runtime calls): annotations
-  and Python frames are not nodes in either, and an op that outlasts its parent is closed at its
-  own end (HTA's stack closes whatever is on top).  An end->start edge between two sibling ops
+- Nesting on a CPU thread is the events table's rule ([nest][jupyter_profview.nesting.nest]),
+  applied among the graph's own events (ops and runtime calls; annotations and Python frames are
+  not nodes in either): an op's parent is the innermost op that contains it, so an op that starts
+  inside another and outlasts it is its sibling, reached by a 0-weight edge from the other's end
+  (HTA's stack makes it a child and closes whatever is on top).  An end->start edge between two sibling ops
   is attributed to the op enclosing both (HTA names the direct parent in its full stack, which
   may be an annotation); both are CPU time.
 - Where several paths are equally long, either tool may pick another one of them.

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ...derived import queue_levels
 from ...model import Trace
+from ...nesting import nest, nest_order
 from ..columns import among, on_device, thread_keys
 from .syncs import stream_keys, sync_events
 
@@ -77,17 +78,21 @@ class Graph:
         self.attr.append(attr)
 
     def _cpu_edges(self) -> None:
-        """Per CPU thread: nest the graph's ops by time and walk them depth first."""
+        """Per CPU thread: nest the graph's ops by the events table's rule
+        ([nest][jupyter_profview.nesting.nest], among the graph's own events) and walk the tree
+        depth first."""
         ev = self.trace.events
         n = self.n_cpu
         if n == 0:
             return
         key = thread_keys(ev)[self.cpu_pos]
         t0, t1 = self.t0[:n], self.t1[:n]
-        # HTA's order: by start, the longer first, then by id
-        order = np.lexsort((self.ids[:n], -(t1 - t0), t0, key))
+        order = nest_order(key, t0, t1 - t0)
+        _, parent_pos, _ = nest(key[order], t0[order], t1[order])
+        parent = np.full(n, -1, np.int64)
+        has = parent_pos >= 0
+        parent[order[has]] = order[parent_pos[has]]
         blocking = among(ev["name"].iloc[self.cpu_pos], BLOCKING_CALLS).tolist()
-        ends = t1.tolist()
         edge = self._edge
         stack: list[int] = []
         last = -1       # the last node walked in the current top-level op
@@ -103,12 +108,12 @@ class Graph:
             else:
                 last, last_top = -1, 2 * k + 1
 
-        for k, kk, st in zip(order.tolist(), key[order].tolist(), t0[order].tolist(), strict=True):
+        for k, kk, p in zip(order.tolist(), key[order].tolist(), parent[order].tolist(), strict=True):
             if kk != cur_key:
                 while stack:
                     close()
                 cur_key, last, last_top = kk, -1, -1
-            while stack and ends[stack[-1]] <= st:
+            while stack and stack[-1] != p:  # close what is not its parent (its parent is open)
                 close()
             if not stack:
                 if last_top >= 0:
