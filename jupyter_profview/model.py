@@ -250,6 +250,8 @@ class Trace:
         many = getattr(self._args, "many", None)
         if many is None:
             return [self.args(i) if i >= 0 else {} for i in ids.tolist()]
+        if len(ids) == 0 or int(ids.min()) >= 0:
+            return list(many(ids))
         out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
         valid = np.flatnonzero(ids >= 0)
         for row, args in zip(valid.tolist(), many(ids[valid]) if len(valid) else [], strict=True):
