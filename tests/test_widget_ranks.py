@@ -63,8 +63,9 @@ def summary(w: Any) -> dict[str, Any]:
 def test_ranks_start_collapsed_with_their_clock_offsets(ts: TraceSet, docs: dict[int, Any]) -> None:
     w = profview.show(ts)
     assert w.collapsed_groups == [f"rank {r}" for r in sorted(docs)]
-    for t in w._tracks:  # every track knows its rank and section
-        assert t["section"] == f"rank {t['rank']}" and t["process"].startswith(f"rank {t['rank']} · ")
+    for t in w._tracks:  # every track knows its rank and section; its process is the rank's own
+        assert t["section"] == f"rank {t['rank']}" and t["key"] == f"rank {t['rank']}/{t['process']}"
+        assert t["process"] in set(ts[t["rank"]].events["process"].astype(str))
     # each rank's own origin (baseTimeNanoseconds + its first timestamp) against the earliest rank's
     base = {r: int(d["baseTimeNanoseconds"]) + min(ns(e["ts"]) for e in d["traceEvents"]
                                                     if e.get("ph") == "X") for r, d in docs.items()}
