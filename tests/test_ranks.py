@@ -632,6 +632,20 @@ def test_per_rank_runs_any_single_trace_analysis(tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(mine, alone, check_categorical=False, check_dtype=False)
 
 
+def test_combined_keeps_each_ranks_threads_apart(ts: TraceSet, docs: dict[int, Any]) -> None:
+    """`TraceSet.combined()` keeps each rank's own process and thread values; the analyses that
+    nest per thread (attribution, efficiency, the critical path) still see one thread per rank's
+    (pid, tid), counted in the files."""
+    from jupyter_profview.analysis.columns import thread_keys
+
+    both = ts.combined()
+    want = sum(len({(e["pid"], e["tid"]) for e in events_of(d)}) for d in docs.values())
+    assert len(np.unique(thread_keys(both.events))) == want
+    assert sorted(both.metadata["ranks"]) == sorted(docs) and both.metadata["align"] is None
+    with pytest.raises(ProfviewError, match="align"):
+        ts.combined(align="middle")
+
+
 def test_show_carries_launches_and_flows_to_the_right_events(tmp_path: Path) -> None:
     pytest.importorskip("anywidget")
     with pytest.warns(UserWarning, match="126 of 128"):

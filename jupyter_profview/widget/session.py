@@ -28,7 +28,7 @@ COLOR_BY = ("category", "phase")
 class ViewSession:
     """The state, the changes and the commands of one view of `trace` (see the module doc).
 
-    - `data`: the trace and its indexes ([`WidgetData`][jupyter_profview.widget.state.WidgetData]);
+    - `data`: the trace and its indexes (`WidgetData`, `widget/state.py`);
     - `selected`: positions in `trace.events` of the browser's selection (`_selection`);
     - `selection_error`: why the last `_selection` was refused, or None.
     """
@@ -68,8 +68,8 @@ class ViewSession:
     def apply(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Apply traits the browser set; returns the traits changed in answer (a new `color_by`
         sends a new `_info` and `_overview`).  A trait the session does not keep, or that the
-        browser may not set, or a bad value raises
-        [`RequestError`][jupyter_profview.widget.requests.RequestError]."""
+        browser may not set, or a bad value raises `RequestError` (the server answers
+        `{"error": ...}`, the widget refuses the trait)."""
         out: dict[str, Any] = {}
         for name, value in changes.items():
             spec = BY_NAME.get(name)
