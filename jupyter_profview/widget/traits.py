@@ -100,6 +100,8 @@ TRAITS: tuple[Trait, ...] = (
           saved=False),
 )
 
+"""The synced traits of a view: the one list (see the module doc)."""
+
 BY_NAME = {t.name: t for t in TRAITS}
 
 _TS_TYPES = {"object": "Record<string, unknown>", "bytes": "DataView", "str": "string", "int": "number",

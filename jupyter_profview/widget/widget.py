@@ -68,9 +68,13 @@ class TraceWidget(_ViewWidget):
     * ``w.visible``: ``(start, end)`` of the visible window, in ``trace.time_unit``
       relative to the trace start (observable);
     * ``w.highlight(x)``, ``w.zoom_to(start, end)``, ``w.save_html(path)``;
-    * ``w.collapsed_groups``: keys of the groups drawn collapsed (a ``process``, or a
-      ``rank N`` section), ``w.shown_ranks``: the ranks shown, ``[]`` for all
-      (both set by the user in the browser too).
+    * ``w.collapsed_groups``: keys of the groups drawn collapsed (a ``process``, ``rank N/<process>``
+      inside a rank's section, or a ``rank N`` section), ``w.shown_ranks``: the ranks shown,
+      ``[]`` for all (both set by the user in the browser too);
+    * ``w.session``: the [`ViewSession`][jupyter_profview.widget.session.ViewSession] the widget
+      wraps (the server's worker wraps the same class for a JupyterLab tab).
+
+    Its synced traits are those of [`TRAITS`][jupyter_profview.widget.traits.TRAITS].
     """
 
     # anywidget reads these files at class creation; fall back to a stub so that importing the
