@@ -63,6 +63,8 @@ def test_the_session_applies_exactly_the_traits_the_spec_gives_it() -> None:
     kept = {t.name for t in traits.TRAITS if t.session and t.browser_sets}
     assert set(SETTERS) == kept
     s = ViewSession(flat_trace(50))
+    # a view starts with every trait the session keeps (what the server's `state` endpoint sends)
+    assert {t.name for t in traits.TRAITS if t.session} <= set(s.state()) <= set(traits.BY_NAME)
     for t in traits.TRAITS:
         if t.name not in kept:
             with pytest.raises(RequestError, match="cannot be set"):
