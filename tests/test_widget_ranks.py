@@ -78,6 +78,17 @@ def test_ranks_start_collapsed_with_their_clock_offsets(ts: TraceSet, docs: dict
     assert expanded.collapsed_groups == []
 
 
+def test_each_rank_section_lists_its_lanes_as_the_rank_alone_does(ts: TraceSet) -> None:
+    """A rank's section has the lanes, names and order of that rank shown on its own (its own
+    track order, not an order mixed with the other ranks' labels)."""
+    w = profview.show(ts)
+    for rank in ts.ranks:
+        alone = profview.show(ts[rank])._tracks
+        mine = [t for t in w._tracks if t["rank"] == rank]
+        assert [(t["group"], t["name"], t["depths"]) for t in mine] == \
+            [(t["group"], t["name"], t["depths"]) for t in alone], rank
+
+
 def test_collapse_and_rank_filter_are_two_way_traits(ts: TraceSet) -> None:
     w = profview.show(ts)
     w.collapsed_groups = ["rank 1"]  # as the browser sets it after a click on rank 0's header

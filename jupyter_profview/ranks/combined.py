@@ -11,8 +11,8 @@ values are kept as they are (its `process`, `track`, memory `device`); what the 
 - `flows`, `launches`, `memory`: with `rank`, event ids renumbered, times on the common clock;
   `allocations` and `nodes` are left out;
 - `metadata`: `ranks` (the chosen ranks), `offsets` (rank -> its clock offset, ns),
-  `base_time_ns`, `track_order` (each rank's, in rank order), `rank_process_labels`
-  (rank -> that rank's `process_labels`), `align` (the step lined up on, or None).
+  `base_time_ns`, `rank_track_order` and `rank_process_labels` (rank -> that rank's own
+  `track_order` and `process_labels`), `align` (the step lined up on, or None).
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def combine(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
     chosen = list(ts.ranks if ranks is None else ranks)
     if not chosen:
         raise ProfviewError("no rank to combine", source=repr(ts), expected="at least one rank")
-    events, memory, flows, launches, order = [], [], [], [], []
+    events, memory, flows, launches = [], [], [], []
     labels: dict[int, dict[str, str]] = {}
+    order: dict[int, list[str]] = {}
     quality = Quality()
     next_id = 0
     for rank in chosen:
@@ -77,7 +78,7 @@ def combine(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
         _shift(frame, ["start"], offset)
         frame.index = new_id.to_numpy(np.int64)
         events.append(_with_rank(frame, rank))
-        order += [str(t) for t in trace.metadata.get("track_order") or [] if str(t) not in order]
+        order[rank] = [str(t) for t in trace.metadata.get("track_order") or []]
 
         mem = trace.memory.copy()
         _shift(mem, ["time"], offset)
@@ -117,7 +118,7 @@ def combine(ts: TraceSet, ranks: Iterable[int] | None = None) -> Trace:
     trace = Trace(format=first.format, time_unit=first.time_unit, events=all_events, memory=all_memory,
                   allocations=first.allocations.iloc[:0], nodes=first.nodes.iloc[:0], flows=all_flows,
                   quality=quality, launches=all_launches,
-                  metadata={"base_time_ns": ts.origin_ns, "track_order": order, "ranks": chosen,
+                  metadata={"base_time_ns": ts.origin_ns, "rank_track_order": order, "ranks": chosen,
                             "offsets": {r: ts.offsets[r] for r in chosen}, "rank_process_labels": labels,
                             "source": f"{len(chosen)} ranks", "align": None})
     rebase(trace, shift)

@@ -115,8 +115,9 @@ def track_table(trace: Trace) -> pd.DataFrame:
     ``rank`` too when the events have a ``rank`` column (several ranks in one Trace: a lane
     is a ``(rank, track)``, named with its rank's ``process_labels``).
 
-    The order is the rank, then ``trace.metadata["track_order"]`` (track labels) where given,
-    then process, thread (natural sort) and overlap sub-lane.
+    The order is the rank, then ``trace.metadata["track_order"]`` (track labels; with ranks each
+    rank's own, ``metadata["rank_track_order"]``) where given, then process, thread (natural
+    sort) and overlap sub-lane.
     """
     ev = trace.events
     if len(ev) == 0:
@@ -143,10 +144,16 @@ def track_table(trace: Trace) -> pd.DataFrame:
             "depths": int(max_depth[code]) + 1, "group": group_name(process, labels),
             "name": lane_name(process, thread, lane_no), **({} if rank is None else {"rank": rank}),
         })
-    order = [str(t) for t in meta.get("track_order") or []]
-    place = {label: i for i, label in enumerate(order)}
-    rows.sort(key=lambda r: (r.get("rank", 0), place.get(r["label"], len(place)), natural_key(r["process"]),
-                             natural_key(r["thread"]), r["lane"], r["label"]))
+    orders: dict[Any, Any] = meta.get("rank_track_order") or {}
+    places = {rank: {str(label): i for i, label in enumerate(order)} for rank, order in orders.items()}
+    places[None] = {str(label): i for i, label in enumerate(meta.get("track_order") or [])}
+
+    def order_key(r: dict[str, Any]) -> tuple[Any, ...]:
+        place = places.get(r.get("rank"), {})
+        return (r.get("rank", 0), place.get(r["label"], len(place)), natural_key(r["process"]),
+                natural_key(r["thread"]), r["lane"], r["label"])
+
+    rows.sort(key=order_key)
     return pd.DataFrame(rows)
 
 
