@@ -72,8 +72,8 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
          icicle: str = "", advice: Any = False, **options: Any) -> TraceWidget | CompareView:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
     ``profview.load`` gives for a multi-host XSpace run directory: its
-    ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
-    groups, each collapsed to one busy lane until clicked; ``align="step"``
+    ranks, or those in ``ranks`` (``ts.combined()``), as ``rank N`` sections of
+    their process groups, each collapsed to one busy lane until clicked; ``align="step"``
     lines the ranks up on their first common ProfilerStep) in the widget.
     ``critical_path``: a :class:`~jupyter_profview.analysis.CriticalPath` of this trace (or of
     one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``); ``icicle``: a

@@ -133,7 +133,10 @@ class TraceInfo:
     - `ranks`, `offsets`, `align`: for several ranks shown as one trace, the ranks, each rank's
       clock offset from the common origin (ns), and the step they are lined up on
       (`{"step": n, "at": t}`) or None;
-    - `run_files`: the run's file names, where one file of a run directory was loaded.
+    - `run_files`: the run's file names, where one file of a run directory was loaded;
+    - `rank_process_labels`, `rank_track_order`: for several ranks shown as one trace
+      ([`TraceSet.combined`][jupyter_profview.ranks.traceset.TraceSet.combined]), each rank's own
+      `process_labels` and `track_order`.
     """
 
     source: str = ""
@@ -146,10 +149,12 @@ class TraceInfo:
     offsets: dict[int, int] = field(default_factory=dict)
     align: dict[str, Any] | None = None
     run_files: tuple[str, ...] = ()
+    rank_process_labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    rank_track_order: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     KEYS: ClassVar[tuple[str, ...]] = (
         "source", "base_time_ns", "device_properties", "distributed_info", "process_labels",
-        "track_order", "ranks", "offsets", "align", "run_files",
+        "track_order", "ranks", "offsets", "align", "run_files", "rank_process_labels", "rank_track_order",
     )
 
     @classmethod
@@ -182,6 +187,8 @@ class TraceInfo:
             "process_labels": self.process_labels, "track_order": list(self.track_order),
             "ranks": list(self.ranks), "offsets": {str(k): v for k, v in self.offsets.items()},
             "align": self.align, "run_files": list(self.run_files),
+            "rank_process_labels": {str(r): v for r, v in self.rank_process_labels.items()},
+            "rank_track_order": {str(r): list(v) for r, v in self.rank_track_order.items()},
         }
 
     def replace(self, **changes: Any) -> TraceInfo:
@@ -212,6 +219,9 @@ _INFO_TYPES: dict[str, Callable[[Any], Any]] = {
     "offsets": lambda v: {int(k): int(x) for k, x in _dict(v).items()},
     "align": _dict,
     "run_files": lambda v: tuple(str(f) for f in _list(v)),
+    "rank_process_labels": lambda v: {int(r): {str(k): str(x) for k, x in _dict(m).items()}
+                                      for r, m in _dict(v).items()},
+    "rank_track_order": lambda v: {int(r): tuple(str(t) for t in _list(o)) for r, o in _dict(v).items()},
 }
 
 

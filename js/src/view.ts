@@ -61,7 +61,7 @@ export class ProfView implements DetailHost {
   layout: Layout = computeLayout([], new Set());
   readonly groups: GroupControls;
   summary = new Map<string, SummaryLane>();
-  notes = new Map<string, string>();
+  notes = new Map<number, string>();
   legend: LegendEntry[] = [];
   theme: Theme;
   bounds: Bounds = boundsFor(1, "ns");

@@ -40,7 +40,12 @@ def on_device(trace: Trace) -> np.ndarray:
 
 
 def thread_keys(events: pd.DataFrame) -> np.ndarray:
-    """One int64 per row of `events`: its (process, thread)."""
+    """One int64 per row of `events`: its (process, thread), and its `rank` where the events have
+    one (`TraceSet.combined()`: the same process and thread ids on two ranks are two threads)."""
     proc = pd.Categorical(events["process"]).codes.astype(np.int64)
     thr = pd.Categorical(events["thread"]).codes.astype(np.int64)
-    return (proc << 32) | (thr & 0xFFFFFFFF)
+    keys = (proc << 32) | (thr & 0xFFFFFFFF)
+    if "rank" not in events.columns:
+        return keys
+    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([events["rank"].to_numpy(np.int64), keys]))
+    return codes.astype(np.int64)

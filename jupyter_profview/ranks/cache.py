@@ -214,3 +214,22 @@ def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
         flows=tables["flows"], quality=Quality.from_dict(manifest.get("quality") or {}), metadata=metadata,
         counters=tables.get("counters"), launches=tables.get("launches", empty_launches()), info=info,
     )
+
+
+def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate tables, keeping columns categorical where they are in every frame."""
+    from pandas.api.types import union_categoricals
+
+    frames = [f for f in frames if len(f)] or frames[:1]  # empty tables may have other dtypes
+    cats = [c for c in frames[0].columns
+            if all(c in f.columns and isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames)]
+    out = pd.concat([f.drop(columns=cats) for f in frames], ignore_index=True)
+    for c in cats:
+        try:
+            out[c] = union_categoricals([f[c] for f in frames])
+        except TypeError:  # categories of different dtypes (an all-missing column read back
+            # from Parquet has object categories): as text
+            out[c] = union_categoricals([f[c].cat.set_categories(
+                pd.Index([str(k) for k in f[c].cat.categories], dtype=str), rename=True) for f in frames])
+    return out[[c for c in frames[0].columns if c in out.columns]
+               + [c for c in out.columns if c not in frames[0].columns]]

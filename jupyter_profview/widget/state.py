@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from .codec import empty_frame, encode_frame
-from .lod import Legend, TimelineIndex
+from .lod import Legend, TimelineIndex, group_key, section_key
 from .memory_lod import MemoryIndex
 from .metric_colors import EventMetrics, legend_for
+from .pager import name_key, table_order
 from .requests import RequestError, number
 
 MAX_SELECTED_IDS = 10_000
@@ -62,9 +63,7 @@ class WidgetData:
         """Per-position sort key of a ``_table`` column (names by their sorted rank)."""
         if sort not in self._sort_keys:
             if sort == "name":
-                names = pd.Categorical(self.events["name"])
-                rank = np.argsort(np.argsort(np.asarray(names.categories.astype(str)), kind="stable"))
-                self._sort_keys[sort] = np.append(rank, -1)[names.codes]
+                self._sort_keys[sort] = name_key(self.events["name"])
             else:
                 self._sort_keys[sort] = {"start": self.start, "dur": self.dur, "self": self.self_time}[sort]
         return self._sort_keys[sort]
@@ -74,7 +73,7 @@ class WidgetData:
         cache_key = (sort, descending)
         if cache_key not in self._table_orders:
             key = self.sort_key(sort)
-            self._table_orders[cache_key] = np.lexsort((self.ids, -key if descending else key))
+            self._table_orders[cache_key] = table_order(key, self.ids, descending)
         return self._table_orders[cache_key]
 
     def recolor(self, color_by: str) -> None:
@@ -127,14 +126,16 @@ class WidgetData:
                 "align": info.align}
 
     def tracks(self) -> list[dict[str, Any]]:
-        rows = self.timeline.tracks.to_dict("records")
-        out = [{"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
-                "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
-                "depths": int(r["depths"])} for i, r in enumerate(rows)]
-        for t, r in zip(out, rows, strict=True):
-            if "rank" in r and not pd.isna(r["rank"]):  # several ranks: a `rank N` section
-                t["rank"] = int(r["rank"])
-                t["section"] = f"rank {t['rank']}"
+        """One entry per lane (``_tracks``): ``process``, ``thread``, ``label`` (the track), the
+        on-screen ``group`` and ``name``, ``depths``, and ``key``, what collapses its group; with
+        several ranks also ``rank`` and ``section`` (its rank's section key)."""
+        out = []
+        for i, r in enumerate(self.timeline.tracks.to_dict("records")):
+            rank = int(r["rank"]) if "rank" in r and not pd.isna(r["rank"]) else None
+            out.append({"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
+                        "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
+                        "depths": int(r["depths"]), "key": group_key(str(r["process"]), rank),
+                        **({} if rank is None else {"rank": rank, "section": section_key(rank)})})
         return out
 
     def overview(self) -> bytes:

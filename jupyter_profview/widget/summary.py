@@ -32,10 +32,10 @@ from .lod import OVERVIEW_WIDTH, TimelineIndex
 
 
 def group_keys(tracks: list[dict[str, Any]]) -> dict[str, list[int]]:
-    """Track indices per collapsible group key: each ``process`` and each ``section``."""
+    """Track indices per collapsible group key: each process group's ``key`` and each ``section``."""
     keys: dict[str, list[int]] = {}
     for i, t in enumerate(tracks):
-        keys.setdefault(str(t["process"]), []).append(i)
+        keys.setdefault(str(t.get("key", t["process"])), []).append(i)
         if t.get("section"):
             keys.setdefault(str(t["section"]), []).append(i)
     return keys
