@@ -82,6 +82,17 @@ ENQUEUE_CALLS = frozenset({
 })
 
 
+#: an instance of a numbered annotation, `<annotation>#<N>` (PyTorch's `ProfilerStep#12`)
+NUMBERED_INSTANCE = re.compile(r"^(.*\S)#(\d+)$")
+
+
+def annotation_of(name: str) -> str:
+    """The annotation a numbered instance belongs to (`ProfilerStep#12` -> `ProfilerStep`); any
+    other name as it is."""
+    match = NUMBERED_INSTANCE.match(name)
+    return match.group(1) if match else name
+
+
 def step_pattern(annotation: str = STEP_ANNOTATION) -> re.Pattern[str]:
     """The names of the instances of `annotation`: `annotation` itself or `annotation#N`
     (group 1: `N`, `None` for the bare name)."""

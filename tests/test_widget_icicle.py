@@ -18,7 +18,7 @@ NCCL = Path(__file__).parent / "data" / "hta" / "nccl_parser_config_nccl_data.js
 def test_icicle_frame_switches_pick_and_range() -> None:
     trace = profview.load(NCCL)
     w = profview.show(trace, icicle="annotation")
-    tree = attribute(trace, "annotation")
+    tree = attribute(trace, "annotation", merge_steps=True)  # the widget's default: one step node
     f = decode_frame(w._icicle)
     assert f.meta["by"] == "annotation" and f.meta["measure"] == "gpu"
     assert np.array_equal(f["width"], tree["gpu_total"].to_numpy(np.float64))
@@ -33,16 +33,16 @@ def test_icicle_frame_switches_pick_and_range() -> None:
     assert np.array_equal(f["width"], tree["cpu_total"].to_numpy(np.float64))
     assert np.array_equal(f["x0"], layout(tree, "cpu"))
     w.icicle_by = "op"
-    assert len(decode_frame(w._icicle)) == len(attribute(trace, "op"))
+    assert len(decode_frame(w._icicle)) == len(attribute(trace, "op", merge_steps=True))
     w.icicle_by = "annotation"
     w.icicle_measure = "gpu"
-    step = int(tree.index[tree["name"] == "ProfilerStep#5"][0])
+    step = int(tree.index[tree["name"] == "ProfilerStep"][0])
     w._icicle_pick = {"node": step, "token": 1}
     assert sorted(w.selection.index) == sorted(w._attribution.events_under(step).tolist())
     assert int(w.selection.index.isin(trace.launches["kernel"]).sum()) == int(tree.loc[step, "kernels"])
     half = trace.duration / 2
     w._selection = {"range": [0, half], "tracks": None}
-    windowed = attribute(trace, "annotation", window=(0, half))
+    windowed = attribute(trace, "annotation", window=(0, half), merge_steps=True)
     assert decode_frame(w._icicle).meta["window"] == [0, half] and len(w.icicle) == len(windowed)
     w._selection = {}
     assert decode_frame(w._icicle).meta["window"] is None and len(w.icicle) == len(tree)

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfviewError
+from ..kinds import annotation_of
 from ..model import Trace
 from ..nesting import nest, nest_order, self_times
 from .columns import among, match, on_device, thread_keys
@@ -87,23 +88,27 @@ def node_mask(trace: Trace, by: str) -> np.ndarray:
 
 
 def attribute(trace: Trace | TraceSet, by: str = "annotation", *, rank: int | None = None,
-              backward: str = "launch", window: tuple[float, float] | None = None) -> pd.DataFrame:
+              backward: str = "launch", window: tuple[float, float] | None = None,
+              merge_steps: bool = False) -> pd.DataFrame:
     """The call tree of node kind `by` with the GPU time launched under each node, one row per
     path (columns `COLUMNS`; `node` is the row's id, `parent` its parent's, -1 at a root).
     `window=(start, end)`: only node instances and launches that start inside it.  See the
     module doc for the definition; a trace without nodes of the kind gives the one
-    `(unattributed)` row (or no row), never an error."""
+    `(unattributed)` row (or no row), never an error.  `merge_steps=True`: the instances of a
+    numbered annotation (`ProfilerStep#1009`, `ProfilerStep#1010`, ...) are one node named after
+    the annotation (`ProfilerStep`, its `count` the number of instances), so the rows below it
+    are the whole run's ([`kinds.annotation_of`][jupyter_profview.kinds.annotation_of])."""
     if is_traceset(trace):
         ranks = list(trace) if rank is None else [rank]
         frames = []
         for r in ranks:
-            one = attribute(trace[r], by, backward=backward, window=window)
+            one = attribute(trace[r], by, backward=backward, window=window, merge_steps=merge_steps)
             one.insert(0, "rank", np.int64(r))
             frames.append(one)
         return pd.concat(frames, ignore_index=True) if frames else _empty().assign(rank=np.int64(0))
     if not isinstance(trace, Trace):
         raise TypeError(f"attribute needs a Trace or TraceSet, got {type(trace).__name__}")
-    return _Tree(trace, by, backward, window).frame()
+    return _Tree(trace, by, backward, window, merge_steps).frame()
 
 
 @dataclass(frozen=True)
@@ -135,10 +140,10 @@ class Attribution:
 
 
 def attribute_members(trace: Trace, by: str = "annotation", *, backward: str = "launch",
-                      window: tuple[float, float] | None = None) -> Attribution:
+                      window: tuple[float, float] | None = None, merge_steps: bool = False) -> Attribution:
     """:func:`attribute` of one Trace with the events behind every row (the widget's icicle
     highlights them)."""
-    tree = _Tree(trace, by, backward, window)
+    tree = _Tree(trace, by, backward, window, merge_steps)
     frame = tree.frame()
     row_of, act, kr = tree.members
     ids = trace.events.index.to_numpy(np.int64)
@@ -186,7 +191,8 @@ def _locate(key_n: np.ndarray, start_n: np.ndarray, end_n: np.ndarray, key_q: np
 
 
 class _Tree:
-    def __init__(self, trace: Trace, by: str, backward: str, window: tuple[float, float] | None) -> None:
+    def __init__(self, trace: Trace, by: str, backward: str, window: tuple[float, float] | None,
+                 merge_steps: bool = False) -> None:
         if by not in BY:
             raise ProfviewError(f"attribute(by={by!r}): not a node kind", expected=f"one of {', '.join(BY)}")
         if backward not in ("launch", "forward"):
@@ -202,6 +208,8 @@ class _Tree:
         self.pos = np.flatnonzero(mask)
         self.start, self.end = start[self.pos], start[self.pos] + dur[self.pos]
         names = ev["name"].iloc[self.pos].astype(str).tolist()
+        if merge_steps:
+            names = [annotation_of(n) for n in names]
         la = trace.launches
         linked = la["launch"].notna().to_numpy(bool)
         lpos = np.full(len(la), -1, np.int64)

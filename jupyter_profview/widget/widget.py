@@ -110,6 +110,8 @@ class TraceWidget(_ViewWidget):
         self._attribution: Attribution | None = None
         self._icicle_window: tuple[float, float] | None = None
         self.icicle_backward = "launch"
+        #: the icicle merges the instances of a numbered annotation (ProfilerStep#N) into one node
+        self.icicle_merge_steps = True
         #: recomputes the shown path for another instance (set by show_critical_path)
         self._path_source: Any = trace
         self._advice_shown: Advice | None = None
@@ -232,8 +234,11 @@ class TraceWidget(_ViewWidget):
         """The tree the icicle shows (:func:`jupyter_profview.analysis.attribute`), or None."""
         return None if self._attribution is None else self._attribution.tree
 
-    def show_icicle(self, by: str = "annotation", *, measure: str = "gpu", backward: str = "launch") -> None:
-        """Show the icicle of ``attribute(trace, by, backward=backward)`` above the table, its boxes
+    def show_icicle(self, by: str = "annotation", *, measure: str = "gpu", backward: str = "launch",
+                    merge_steps: bool = True) -> None:
+        """Show the icicle of ``attribute(trace, by, backward=backward, merge_steps=merge_steps)``
+        above the table (by default every ``ProfilerStep#N`` is one ``ProfilerStep`` node: which
+        part of the step costs most, over the whole run), its boxes
         sized by GPU (``measure="gpu"``) or CPU time; clicking a node highlights and selects every
         slice and kernel under it; a shift-drag range on the timeline redraws it for that range.
         ``by=""`` hides it."""
@@ -242,6 +247,7 @@ class TraceWidget(_ViewWidget):
         if measure not in ("gpu", "cpu"):
             raise ValueError(f"icicle measure must be 'gpu' or 'cpu', not {measure!r}")
         self.icicle_backward = backward
+        self.icicle_merge_steps = merge_steps
         with self.hold_sync():
             self.icicle_measure = measure
             if self.icicle_by == by:
@@ -259,7 +265,8 @@ class TraceWidget(_ViewWidget):
             return
         if recompute or self._attribution is None:
             self._attribution = attribute_members(self.trace, by, backward=self.icicle_backward,
-                                                  window=self._icicle_window)
+                                                  window=self._icicle_window,
+                                                  merge_steps=self.icicle_merge_steps)
         self._icicle = icicle_frame(self._attribution, by=by, measure=self.icicle_measure,
                                     window=self._icicle_window, token=next(_tokens))
 
