@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..errors import ProfviewError
 from ..model import Trace
-from ..ranks.derived import collective_calls, profiler_steps, step_rows
+from ..ranks.derived import collective_calls as trace_collective_calls
+from ..ranks.derived import profiler_steps, step_rows
 from .summary import union_length
 from .traceset import is_traceset
 
@@ -44,6 +46,23 @@ def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
     ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
     rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
     return step_rows(rank, ev["name"], ev["start"], ev["dur"])
+
+
+def collective_calls(trace: Trace | TraceSet) -> pd.DataFrame:
+    """The collective instances of one trace: ``id`` (event id), ``name``, ``pg`` (process group,
+    ``""`` where unknown), ``seq`` (k-th occurrence of (pg, name), from 0), ``start``/``end`` (ns,
+    the trace's own clock), ``thread`` (see
+    [collective_calls][jupyter_profview.ranks.derived.collective_calls]).  A TraceSet: every rank's,
+    with ``rank``, on the common clock (``ts.collectives``)."""
+    if is_traceset(trace):
+        return trace.collectives
+    return trace_collective_calls(trace)
+
+
+def _needs_ranks(ts: object, analysis: str) -> None:
+    if not is_traceset(ts):
+        raise ProfviewError(f"{analysis} compares the ranks of a distributed run, not one "
+                            f"{type(ts).__name__}", expected="a TraceSet (profview.load_many)")
 
 
 def _per_step_waits(steps: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
@@ -87,6 +106,7 @@ def stragglers(ts: TraceSet, *, per_rank: bool = False) -> pd.DataFrame:
     the table per (step, rank) instead: ``step``, ``rank``, ``start``,
     ``end``, ``dur``, ``wait``, ``compute``.
     """
+    _needs_ranks(ts, "stragglers")
     steps = step_times(ts)
     calls = ts.collectives
     table = _per_step_waits(steps, calls)
@@ -127,6 +147,7 @@ def collective_skew(ts: TraceSet) -> pd.DataFrame:
     arrived last: the one everyone waited for), ``max_dur``, ``min_dur``.
     Sorted by ``first_start``.
     """
+    _needs_ranks(ts, "collective_skew")
     calls = ts.collectives
     cols = ["pg", "name", "seq", "ranks", "first_start", "last_start", "start_spread", "end_spread",
             "first_rank", "last_rank", "max_dur", "min_dur"]
