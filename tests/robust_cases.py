@@ -236,6 +236,11 @@ def memo(trace: Any, key: str, make: Callable[[], Any]) -> Any:
     return _MEMO[id(trace), key]
 
 
+@cache
+def _example(name: str) -> Any:
+    return profview.load(profview.example(name))
+
+
 def _comparison(trace: Any) -> Any:
     return memo(trace, "compare", lambda: analysis.compare(trace, trace))
 
@@ -386,17 +391,18 @@ def cases() -> list[Case]:
         add("stragglers", f"per_rank={per_rank}", lambda t, p=per_rank: a.stragglers(t, per_rank=p), "both")
 
     # compare (each trace with itself) and the Comparison's members
-    # the default (align="step", by="name") is the memoised one of the members below
+    # the default (align="step", by="name") is the memoised one of the members below; the other
+    # values on single traces (a TraceSet's events are read back from its cache on every compare)
     for align in ("start", -1e18, "no_such_alignment"):
-        add("compare", f"align={align}", lambda t, al=align: a.compare(t, t, align=al).step_times())
+        add("compare", f"align={align}", lambda t, al=align: a.compare(t, t, align=al).step_times(), "trace")
     for by in ("category", "no_such_column"):
-        add("compare", f"by={by}", lambda t, by=by: a.compare(t, t, by=by).summary())
+        add("compare", f"by={by}", lambda t, by=by: a.compare(t, t, by=by).summary(), "trace")
     for kw in ({"rtol": 0.0, "atol": 0.0}, {"rtol": -1.0, "atol": float("inf")}):
         add("compare", ",".join(f"{k}={v}" for k, v in kw.items()),
-            lambda t, kw=kw: a.compare(t, t, **kw).summary())
+            lambda t, kw=kw: a.compare(t, t, **kw).summary(), "trace")
     add("Comparison", "members", _comparison_members)
     for other in ("compare_base", "tf_step_stats"):  # another run of one program, another framework
-        add("compare", f"b={other}", lambda t, o=other: a.compare(t, profview.example(o)).summary())
+        add("compare", f"b={other}", lambda t, o=other: a.compare(t, _example(o)).summary())
     for n in (0, 12, -1):
         add("Comparison.chart", f"n={n}", lambda t, n=n: _comparison(t).chart(n))
 
