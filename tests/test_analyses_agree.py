@@ -227,3 +227,20 @@ def test_attribution_holds_every_device_activity_once(name: str, by: str) -> Non
     kernels = members.kernels["event"]
     assert kernels.is_unique and len(kernels) == len(raw)
     assert int(trace.events.loc[kernels.to_numpy(), "dur"].sum()) == sum(ns(e["dur"]) for e in raw)
+
+
+def test_a_tracesets_steps_are_each_ranks(tmp_path: Path) -> None:
+    """`step_times` of a TraceSet (the ranks layer's own reading of the steps) holds, for each rank,
+    that rank's `critical_path_steps`, moved to the common clock."""
+    files = [HTA / f"trace_filter_sampled_rank-{r}.json.gz" for r in (0, 1)]
+    with pytest.warns(UserWarning):  # 126 of the job's 128 ranks have no file
+        ts = profview.load_many(files, cache=tmp_path, progress=False, workers=1)
+    table = step_times(ts)
+    for rank in ts.ranks:
+        mine = table[table["rank"] == rank]
+        got = sorted(
+            zip((f"ProfilerStep#{s}" for s in mine["step"]), mine["start"], mine["dur"], strict=True)
+        )
+        expected = [(n, s + ts.offsets[rank], d) for n, s, d in steps_by("critical_path_steps", ts[rank])]
+        assert [(str(n), int(s), int(d)) for n, s, d in got] == expected
+        assert Counter((n, d) for n, _, d in expected) == json_steps(files[rank].name)
