@@ -269,6 +269,18 @@ def _kernel_chart(trace: Any, by: str) -> Any:
     return charts_gpu.kernel_breakdown_chart(trace, by)
 
 
+def _aligned_kwargs(ts: Any, kw: Any) -> dict[str, Any]:
+    """`kw`, or the first step / collective of the set (0 / "none" where it has none)."""
+    if isinstance(kw, dict):
+        return kw
+    if kw is None:
+        steps = analysis.step_times(ts)["step"]
+        return {"step": int(steps.min()) if len(steps) else 0}
+    calls = ts.collectives
+    name = str(calls["name"].iloc[0]) if len(calls) else "none"
+    return {"collective": name if kw == "first" else (name, HUGE)}
+
+
 def _critical_explain(trace: Any, top: int, annotation: str | None) -> str:
     path = memo(trace, f"critical_path:{annotation}",
                 lambda: analysis.critical_path(trace, annotation=annotation))
@@ -389,6 +401,13 @@ def cases() -> list[Case]:
     add("collective_skew", "", lambda t: a.collective_skew(t), "both")
     for per_rank in (False, True):
         add("stragglers", f"per_rank={per_rank}", lambda t, p=per_rank: a.stragglers(t, per_rank=p), "both")
+
+    # lining the ranks up (TraceSet.aligned)
+    for label, kw in (("step=first", None), ("step=-1", {"step": -1}), ("collective=first", "first"),
+                      ("collective=no_such", {"collective": "no_such"}),
+                      ("collective=(first,huge)", "huge"), ("neither", {}),
+                      ("both", {"step": 0, "collective": "x"})):
+        add("TraceSet.aligned", label, lambda t, kw=kw: t.aligned(**_aligned_kwargs(t, kw)).offsets, "set")
 
     # compare (each trace with itself) and the Comparison's members
     # the default (align="step", by="name") is the memoised one of the members below; the other

@@ -218,7 +218,8 @@ class TraceSet:
         *end* together (its ranks leave it at about the same time).  The aligned point is
         at its earliest time on the current clock."""
         if (step is None) == (collective is None):
-            raise ValueError("aligned() takes one of step= or collective=")
+            raise ProfviewError("aligned() takes one of step= or collective=",
+                                expected="ts.aligned(step=N) or ts.aligned(collective=name)")
         local: dict[int, int] = {}
         if step is not None:
             for r in self.ranks:
