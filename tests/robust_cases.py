@@ -143,6 +143,7 @@ class TraceFile:
     path: Path
 
 
+@cache
 def trace_files() -> list[TraceFile]:
     """Every loadable trace file and directory of tests/data, the bundled examples and the shared
     traces, each content once (tests/data/hta copies /work/shared/traces/hta)."""
