@@ -32,14 +32,13 @@ _LAZY = {
     "load_many": "ranks", "Comparison": "analysis", "compare": "analysis", "phases": "analysis",
     "summary": "analysis", "top": "analysis",
 }
-_ALIASES: dict[str, str] = {}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), _ALIASES.get(name, name))
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -50,7 +49,7 @@ EXAMPLES = Path(__file__).parent / "examples"
 
 __all__ = ["EXAMPLES", "Comparison", "NativeUnavailableWarning", "ProfviewError", "Quality", "Trace",
            "compare", "example", "formats", "load", "phases", "show", "summary", "top", "TraceSet",
-           "load_many", "sql"]
+           "load_many", "sql", "advise"]
 
 
 def formats() -> dict[str, str]:
@@ -70,16 +69,17 @@ def example(name: str = "tf_step_stats") -> Path:
 
 
 def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: Any = None,
-         icicle: str = "", **options: Any) -> TraceWidget | CompareView:
+         icicle: str = "", advice: Any = False, **options: Any) -> TraceWidget | CompareView:
     """Show a trace (path, bytes, file object, loaded Trace, or a TraceSet -- also what
     ``profview.load`` gives for a multi-host XSpace run directory: its
-    ranks, or those in ``ranks``, as ``rank N`` sections of ``rank N · ...``
-    groups, each collapsed to one busy lane until clicked; ``align="step"``
+    ranks, or those in ``ranks`` (``ts.combined()``), as ``rank N`` sections of
+    their process groups, each collapsed to one busy lane until clicked; ``align="step"``
     lines the ranks up on their first common ProfilerStep) in the widget.
     ``critical_path``: a :class:`~jupyter_profview.analysis.CriticalPath` of this trace (or of
     one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``); ``icicle``: a
     node kind (``"annotation"``, ``"module"``, ``"stack"``, ``"op"``) whose GPU-time icicle to show
-    (``TraceWidget.show_icicle``)."""
+    (``TraceWidget.show_icicle``); ``advice``: ``True`` (or an ``Advice`` of this trace) shows the
+    findings of ``profview.advise`` in a panel above the table (``TraceWidget.show_advice``)."""
     from .analysis.compare import Comparison
     from .loader import host_files, load
     from .model import Trace
@@ -105,7 +105,23 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
         widget.show_critical_path(critical_path, source=source)
     if icicle:
         widget.show_icicle(icicle)
+    if advice is not False and advice is not None:
+        widget.show_advice(None if advice is True else advice)
     return widget  # type: ignore[no-any-return]
+
+
+def advise(source: Any, *, annotation: str | None = "ProfilerStep", rank: int | None = None) -> Any:
+    """What is wrong with a trace (a path, a loaded Trace or a TraceSet), biggest first: the
+    findings of `jupyter_profview.analysis.advise`, with the time at stake and the evidence.
+    `profview.show(trace, advice=True)` shows them beside the timeline."""
+    from .analysis import advise as run
+    from .loader import load
+    from .model import Trace
+    from .ranks import TraceSet
+
+    if not isinstance(source, (Trace, TraceSet)):
+        source = load(source)
+    return run(source, annotation=annotation, rank=rank)
 
 
 def sql(trace: Trace | TraceSet, query: str) -> Any:

@@ -1,8 +1,8 @@
 """Shared assembly of the ``events`` table: rebasing, lanes, nesting, self
 time, phases and the final ordering.  Every format loader ends here, so the
-invariants documented in :mod:`jupyter_profview.model` hold for all of them.
+invariants documented in [jupyter_profview.model][] hold for all of them.
 
-Nesting, overlap lanes and self time: :mod:`jupyter_profview.nesting`.
+Nesting, overlap lanes and self time: [jupyter_profview.nesting][].
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from .model import (
     PHASES,
     Quality,
     Trace,
+    TraceInfo,
     empty_allocations,
     empty_flows,
+    empty_launches,
     empty_memory,
     empty_nodes,
 )
-from .nesting import fill_down, nest, nest_order, self_times, tree_depth
+from .nesting import PYTHON_FRAME, fill_down, nest, nest_order, self_times, tree_depth
 
 
 def _categorical(values: Any) -> pd.Categorical:
@@ -69,7 +71,7 @@ def build_events(
     thread = _categorical(columns["thread"])
     nthreads = len(thread.categories) + 1
     pair_values, track_code = dense_codes(process.codes.astype(np.int64) * nthreads + thread.codes)
-    depth, parent, lane, self_time = _nest_events(track_code, start, dur)
+    depth, parent, lane, self_time = _nest_events(track_code, start, dur, _python_frames(columns["category"]))
     quality.overlaps += int((lane > 0).sum())
     track = _track_labels(process, thread, pair_values, track_code, lane)
     del track_code, lane
@@ -125,11 +127,21 @@ def _clipped_durations(values: Any, quality: Quality, in_place: bool = False) ->
     return dur
 
 
-def _nest_events(track_code: np.ndarray, start: np.ndarray,
-                 dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _python_frames(category: Any) -> np.ndarray | None:
+    """Mask of the Python frames (category [PYTHON_FRAME][jupyter_profview.nesting.PYTHON_FRAME]),
+    None where there are none."""
+    cat = _categorical(category)
+    if PYTHON_FRAME not in cat.categories:
+        return None
+    mask: np.ndarray = cat.codes == cat.categories.get_loc(PYTHON_FRAME)
+    return mask
+
+
+def _nest_events(track_code: np.ndarray, start: np.ndarray, dur: np.ndarray,
+                 python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``depth``, ``parent`` (input positions), overlap ``lane`` and ``self`` per
-    input event, from :func:`~jupyter_profview.nesting.nest` on the events in
-    nesting order."""
+    input event, from [nest][jupyter_profview.nesting.nest] on the events in
+    nesting order (``python``: the Python frames, for self time)."""
     n = len(start)
     order = nest_order(track_code, start, dur)
     sorted_start = start[order]
@@ -137,7 +149,8 @@ def _nest_events(track_code: np.ndarray, start: np.ndarray,
     sorted_end = sorted_start + dur[order]
     depth_s, parent_s, lane_s = nest(sorted_track, sorted_start, sorted_end)
     self_time = np.empty(n, np.int64)
-    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s)
+    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
+                                  None if python is None else python[order])
     del sorted_start, sorted_track, sorted_end
     depth = np.empty(n, np.int32)
     depth[order] = tree_depth(depth_s, parent_s, lane_s)
@@ -165,7 +178,7 @@ def _phase_codes(columns: dict[str, Any], name: pd.Categorical, depth: np.ndarra
 
 
 def _kinds(kind: Any, n: int) -> Any:
-    """The ``kind`` column (a Categorical of :data:`KINDS`)."""
+    """The ``kind`` column (a Categorical of ``KINDS``)."""
     if isinstance(kind, pd.Categorical) and list(kind.categories) == list(KINDS):
         return kind
     if kind is None:  # every event a slice: codes only (no list of n strings to hash)
@@ -260,14 +273,20 @@ def make_trace(
     nodes: pd.DataFrame | None = None,
     flows: pd.DataFrame | None = None,
     counters: pd.DataFrame | None = None,
+    launches: pd.DataFrame | None = None,
     metadata: dict[str, Any] | None = None,
     args: Any = None,
 ) -> Trace:
-    """The Trace from built ``events`` (see :func:`build_events`) and the
-    other tables with *absolute* times; ``base`` is subtracted from those."""
-    metadata = dict(metadata or {})
-    if time_unit == "ns" and "base_time_ns" not in metadata:
-        metadata["base_time_ns"] = base
+    """The Trace from built ``events`` (see [build_events][jupyter_profview.builder.build_events])
+    and the other tables: ``memory``, ``allocations`` and ``counters`` with *absolute* times
+    (``base`` is subtracted from those), ``flows``, ``nodes`` and ``launches`` (made from the
+    built events) as they are.  A table not given is empty (``counters``: None).  The
+    [TraceInfo][jupyter_profview.model.TraceInfo] keys of ``metadata`` go to ``trace.info``
+    (``base_time_ns`` defaults to ``base`` for a trace with a clock), the rest stays in
+    ``trace.metadata``."""
+    info, metadata = TraceInfo.split(metadata)
+    if time_unit == "ns" and info.base_time_ns is None:
+        info = info.replace(base_time_ns=base)
     memory = _rebase(memory, ["time"], base)
     allocations = _rebase(allocations, ["alloc_time", "free_time"], base)
     counters = _rebase(counters, ["time"], base)
@@ -283,4 +302,6 @@ def make_trace(
         metadata=metadata,
         counters=counters,
         _args=args,
+        launches=launches if launches is not None else empty_launches(),
+        info=info,
     )

@@ -70,8 +70,8 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
     other: dict[str, Any] = {
         "generator": "jupyter_profview", "source_format": trace.format, "time_unit": trace.time_unit,
     }
-    if "base_time_ns" in trace.metadata:
-        other["base_time_ns"] = int(trace.metadata["base_time_ns"])
+    if trace.info.base_time_ns is not None:
+        other["base_time_ns"] = trace.info.base_time_ns
     if step:
         other["time_unit_note"] = STEP_NOTE
     if dropped:
@@ -229,7 +229,8 @@ def trace_meta(trace: Trace) -> dict[str, Any]:
     """What every Parquet file of a trace carries under the key ``jupyter_profview``."""
     return {
         "format": trace.format, "time_unit": trace.time_unit,
-        "metadata": json_safe(trace.metadata), "quality": trace.quality.as_dict(),
+        "metadata": json_safe(trace.metadata), "info": json_safe(trace.info.as_dict()),
+        "quality": trace.quality.as_dict(),
     }
 
 

@@ -1,23 +1,26 @@
 """What an event *is*, decided from its name and category: the one definition of each.
 
 Every layer that must tell a step, a collective or a kind of device activity apart reads it
-here -- the formats when they type ``trace.launches``, the derived layer
-(:mod:`jupyter_profview.derived`) when it builds steps, activities and intervals, the analyses
+here -- the formats when they type `trace.launches`, the derived layer
+([`derived`][jupyter_profview.derived]) when it builds steps, activities and queues, the analyses
 and the front ends through the derived layer.  A second regex for "communication" elsewhere is a
 bug waiting for this one to change.
 
-Steps
-    A step is an instance of an annotation: a slice named ``<annotation>`` or
-    ``<annotation>#<N>`` (PyTorch's ``ProfilerStep#12``); ``N`` is its number.
-Device activity kinds
-    ``computation`` (a kernel), ``communication`` (a kernel whose name starts with ``nccl`` or
-    ``rccl``, any case, or contains ``gloo:`` -- HTA's ``COMMUNICATION`` kernel type), ``memory``
-    (memcpy, memset), ``dma`` (MTIA's DMA transfers: a device activity whose name starts with
-    ``dma``), ``sync`` (``cuda_sync`` device events: a stream or context waiting for an event).
-Collective calls
-    CPU-side slices that run a collective: ``nccl:<op>``, ``rccl:<op>``, ``gloo:<op>``
-    (PyTorch's ``user_annotation`` around the collective's work) and ``record_param_comms``
-    (the op carrying the collective's parameters); device kernels of kind ``communication``.
+- **Steps**: a step is an instance of an annotation: a slice named `<annotation>` or
+  `<annotation>#<N>` (PyTorch's `ProfilerStep#12`); `N` is its number.
+- **Device activity kinds**: `computation` (a kernel), `communication` (a kernel whose name starts
+  with `nccl` or `rccl`, any case, or contains `gloo:` -- HTA's `COMMUNICATION` kernel type, and
+  RCCL's),
+  `memory` (memcpy, memset), `dma` (MTIA's DMA transfers: a device activity whose name starts
+  with `dma`), `sync` (`cuda_sync` device events: a stream or context waiting for an event).
+- **Collective calls**: CPU-side slices that run a collective: `nccl:<op>`, `rccl:<op>`,
+  `gloo:<op>` (PyTorch's `user_annotation` around the collective's work) and
+  `record_param_comms` (the op carrying the collective's parameters); device kernels of kind
+  `communication`.
+- **Enqueueing calls**: the runtime calls that put work on a stream, as HTA counts them in queue
+  lengths (`ENQUEUE_CALLS`).
+- **Tensor-core kernels**: a kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic,
+  see there).
 """
 
 from __future__ import annotations
@@ -30,30 +33,71 @@ STEP_ANNOTATION = "ProfilerStep"
 #: device-side activity kinds, in display order
 ACTIVITY_KINDS = ("computation", "communication", "memory", "dma", "sync")
 
-#: a device kernel that moves data between ranks (NCCL / RCCL / gloo), as HTA's COMMUNICATION type
+#: a device kernel that moves data between ranks (NCCL / RCCL / gloo).  Wider than HTA 0.5.0's
+#: `^nccl.*Kernel` (case-sensitive): RCCL kernels (ROCm) and gloo are communication too; every
+#: NCCL kernel name (`ncclKernel_*`, `ncclDevKernel_*`) matches both
 COMMUNICATION_KERNEL = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
 
-#: a CPU-side slice around a collective's work (``nccl:all_reduce``, ``gloo:broadcast``)
+#: a CPU-side slice around a collective's work (`nccl:all_reduce`, `gloo:broadcast`)
 COLLECTIVE_ANNOTATION = re.compile(r"^(?:nccl|rccl|gloo):", re.IGNORECASE)
+
+#: PyTorch's c10d dispatcher ops of the collectives (`c10d::allreduce_`): on the calling thread,
+#: they queue the collective's work (the `nccl:` / `gloo:` annotation is where it runs)
+COLLECTIVE_OP = re.compile(r"^c10d::")
 
 #: the op PyTorch records with a collective's parameters (sizes, dtype, process group)
 COLLECTIVE_PARAMS = "record_param_comms"
 
-#: a device activity that is a DMA transfer (MTIA ``dma_request``), HTA's MEMORY_KERNEL_RE
-DMA_ACTIVITY = re.compile(r"^dma", re.IGNORECASE)
+#: A kernel that runs on tensor cores, guessed from its name: cuBLAS / CUTLASS / cuDNN name their
+#: tensor-core kernels after the MMA shape or instruction (`h884`, `h1688`, `s16816`, `i8816`, `hmma`,
+#: `xmma`, `gmma` / `wgmma` on Hopper, `tensorop`), the TF32 path (`_tf32`) or the bf16 GEMM.  A name
+#: heuristic, known to miss: Triton and other JIT-compiled kernels (`triton_tem_fused_mm_...`), flash
+#: attention (`flash_fwd_kernel`) and other hand-written kernels that use MMA without saying so;
+#: fp16 cuBLAS kernels named only by tile (`ampere_fp16_s16816...` matches, `ampere_h16816...` too, a
+#: plain `sm80_..._gemm_f16` does not); ROCm's MFMA kernels (`Cijk_..._MFMA`).  A bf16 GEMM that runs
+#: on plain FMA units is counted.
+TENSOR_CORE_KERNEL = re.compile(
+    r"h884|h1688|h16816|s1688|s16816|i8816|hmma|xmma|wgmma|tensorop|gmma|_tf32|bf16.*gemm|gemm.*bf16",
+    re.IGNORECASE)
+
+#: a device activity that is a DMA transfer (MTIA `dma_request`), as HTA's `MEMORY_KERNEL_RE`
+#: (`^dma`, case-sensitive)
+DMA_ACTIVITY = re.compile(r"^dma")
+
+
+#: the device activity kind of each `launches["type"]` (the formats type an activity by the rules
+#: above; `dma` is memory traffic too, and HTA's kernel breakdown counts it as memory)
+KIND_OF_TYPE = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
+                "memset": "memory", "dma": "dma"}
+
+#: Kineto's category of the device-side synchronisation events (`Event Sync`, `Stream Wait Event`)
+SYNC_CATEGORY = "cuda_sync"
+
+#: runtime calls that enqueue work on a stream: HTA 0.5.0's list
+#: (`TraceSymbolTable.get_runtime_launch_events_query`); only they count in queue lengths
+ENQUEUE_CALLS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
+    "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream",
+})
 
 
 def step_pattern(annotation: str = STEP_ANNOTATION) -> re.Pattern[str]:
-    """The names of the instances of ``annotation``: ``annotation`` itself or
-    ``annotation#N`` (group 1: ``N``, ``None`` for the bare name)."""
+    """The names of the instances of `annotation`: `annotation` itself or `annotation#N`
+    (group 1: `N`, `None` for the bare name)."""
     return re.compile(rf"^{re.escape(annotation)}(?:#(\d+))?$")
 
 
 def is_communication_kernel(name: str) -> bool:
-    """Whether a device activity named ``name`` is communication (:data:`COMMUNICATION_KERNEL`)."""
+    """Whether a device activity named `name` is communication (`COMMUNICATION_KERNEL`)."""
     return COMMUNICATION_KERNEL.search(name) is not None
 
 
+def is_tensor_core_kernel(name: str) -> bool:
+    """Whether a kernel named `name` runs on tensor cores, by its name (`TENSOR_CORE_KERNEL`)."""
+    return TENSOR_CORE_KERNEL.search(name) is not None
+
+
 def is_collective_call(name: str) -> bool:
-    """Whether a CPU-side slice named ``name`` is a collective call (module docstring)."""
+    """Whether a CPU-side slice named `name` is a collective call (module docstring)."""
     return name == COLLECTIVE_PARAMS or COLLECTIVE_ANNOTATION.match(name) is not None

@@ -95,7 +95,8 @@ def load(source: Any, format: str | None = None, *, name: str | None = None, mem
         raise RuntimeError(
             f"{fmt.name} loader left {trace.quality.unaccounted} records unaccounted: {trace.quality!r}"
         )
-    trace.metadata.setdefault("source", src.name)
+    if not trace.info.source:
+        trace.info = trace.info.replace(source=src.name)
     if trace.format != fmt.name:
         raise ProfviewError(f"loader returned format {trace.format!r}", source=src.name)
     if memory is not None:
@@ -107,14 +108,14 @@ def with_memory(trace: Trace, memory: Any) -> Trace:
     """``trace`` with the memory curves (and allocations) of ``memory`` added on
     its time axis: a path / bytes of a PyTorch memory timeline or CUDA memory
     snapshot, or an already loaded Trace.  Both must have an absolute clock
-    (``metadata["base_time_ns"]``, epoch ns): rows are shifted by the
+    (``info.base_time_ns``, epoch ns): rows are shifted by the
     difference of the two origins.  The trace's own memory rows are kept."""
     extra = memory if isinstance(memory, Trace) else load(memory)
     if trace.time_unit != "ns" or extra.time_unit != "ns":
         raise ProfviewError("cannot put a memory file on a trace without a clock",
-                            source=str(extra.metadata.get("source", "")),
+                            source=extra.info.source,
                             expected="both with time_unit 'ns'")
-    shift = int(extra.metadata.get("base_time_ns", 0)) - int(trace.metadata.get("base_time_ns", 0))
+    shift = (extra.info.base_time_ns or 0) - (trace.info.base_time_ns or 0)
     mem = extra.memory.copy()
     mem["time"] = mem["time"] + shift
     alloc = extra.allocations.copy()
@@ -128,5 +129,5 @@ def with_memory(trace: Trace, memory: Any) -> Trace:
         allocations = pd.concat([trace.allocations, alloc], ignore_index=True)
         allocations["device"] = allocations["device"].astype(str).astype("category")
     metadata = {**trace.metadata, "memory_sources": [*trace.metadata.get("memory_sources", []),
-                                                     str(extra.metadata.get("source", extra.format))]}
+                                                     extra.info.source or extra.format]}
     return dataclasses.replace(trace, memory=memory_table, allocations=allocations, metadata=metadata)

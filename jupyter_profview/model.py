@@ -3,133 +3,45 @@
 Times are int64.  ``trace.time_unit`` is ``"ns"`` for traces with a clock, or
 ``"step"`` for clock-less graph formats, where time columns hold execution-step
 indices.  All time columns are relative to the trace's first event (its
-absolute clock, where known, is ``metadata["base_time_ns"]``).
+absolute clock, where known, is ``info.base_time_ns``).
 
-Schema (column, dtype, unit, meaning)
--------------------------------------
-
-``events`` -- one row per timed slice or instant; the index (``id``) is the
-event id used everywhere else (flows, widget selections).  Rows are sorted by
-``start``.
-
-==========  ===========  =========  ==============================================
-column      dtype        unit       meaning
-==========  ===========  =========  ==============================================
-name        category                event / op name
-category    category                op type or Chrome ``cat``
-phase       category                forward, backward, optimizer, communication,
-                                    other (inferred where the format allows)
-process     category                process / device label
-thread      category                thread / stream label
-track       category                display lane key (``process / thread``); of two
-                                    events that partly overlap on one thread the
-                                    shorter goes to a sub-lane ``... [overlap N]``
-kind        category                ``slice``, ``instant`` or ``async``
-start       int64        time_unit  start, relative to the trace's first event
-dur         int64        time_unit  duration (0 for instants)
-depth       int32                   nesting level: 0 iff ``parent`` is -1, else the
-                                    parent's ``depth`` + 1
-parent      int64                   id of the innermost event on its thread that
-                                    encloses it (may be on another track), or -1;
-                                    the child lies inside ``[start, start + dur]``
-self        int64        time_unit  time the event is the one running (>= 0):
-                                    ``dur`` minus the ``dur`` of direct children,
-                                    as torch's ``key_averages()`` "Self CPU",
-                                    wherever children do not partly overlap
-==========  ===========  =========  ==============================================
+The tables' columns (name, dtype, unit, meaning, which formats add which
+optional columns) are declared once, in [jupyter_profview.schema][]; the
+reference's schema page is made from those declarations, the empty tables are
+built from them and [`Trace.validate`][jupyter_profview.model.Trace.validate]
+checks a loaded trace against them.  ``events`` rows are sorted by ``start``;
+``launches`` rows by ``kernel``.
 
 Nesting follows PyTorch's rule, and partial overlaps (a ``record_function``
 starting inside its ``__enter__`` frames) are resolved as stated in
-:mod:`jupyter_profview.nesting`: the longer event keeps the main lane, the
+[jupyter_profview.nesting][]: the longer event keeps the main lane, the
 event started later owns the time both run; ``self`` sums, per thread, to the thread's busy time.
 
-Formats append their own columns (e.g. ``flops``, ``bytes``, ``input_shapes``,
-``external_id``); each format module documents them.
+Formats append their own columns (e.g. ``flops``, ``bytes``, ``external_id``);
+the schema lists them with the formats that write them.
 
-``memory`` -- memory in use over time: ``time`` (int64, time_unit),
-``device`` (category: device or allocator), ``bytes`` (int64, bytes in use
-after that instant), ``kind`` (category: ``measured`` from the file's
-allocation records / counters, ``simulated`` from tensor lifetimes).
-
-``allocations`` -- ``device`` (category), ``address`` (Int64, nullable),
-``bytes`` (int64), ``alloc_time`` / ``free_time`` (Int64, time_unit, <NA> if
-not seen), ``owner`` (string: op or tensor that owns it).
-
-``nodes`` -- graph formats: ``id`` (string), ``name``, ``op_type``,
-``inputs``/``outputs`` (lists of node or tensor ids), ``input_shapes`` /
-``output_shapes`` (lists of tuples), ``bytes`` (Int64, output bytes),
-``device``, ``order`` (Int64 execution order, <NA> if not executed).
-
-``flows`` -- arrows between events: ``flow_id``, ``name``, ``category``,
-``source`` / ``target`` (int64 event ids, -1 where no event encloses the
-endpoint), ``start`` / ``end`` (int64, time_unit).
-
-``launches`` -- one row per device activity (GPU kernel, memcpy, memset, and
-the ROCm / MTIA equivalents), joined by correlation id to the runtime / driver
-call that launched it (Chrome/Kineto traces; empty with these columns for
-others).  Rows are sorted by ``kernel``.
-
-============  ========  =========  ==============================================
-column        dtype     unit       meaning
-============  ========  =========  ==============================================
-kernel        int64                event id of the device activity
-launch        Int64                event id of the launching runtime / driver
-                                   call, <NA> when it is not in the trace
-correlation   Int64                the correlation id joining them (<NA>: none)
-name          category             the activity's name
-type          category             ``kernel``, ``memcpy``, ``memset`` or
-                                   ``communication`` (NCCL / RCCL / gloo)
-gpu           category             the device's process label (``GPU 0 · A100``)
-device        Int64                device index from the file (<NA>: unknown)
-stream        Int64                stream (<NA>: unknown)
-kernel_start  int64     time_unit  start of the activity
-kernel_dur    int64     time_unit  its duration
-launch_start  Int64     time_unit  start of the launch call
-launch_dur    Int64     time_unit  its duration
-delay         Int64     time_unit  launch delay: kernel_start - (launch_start +
-                                   launch_dur), clipped at 0 (a kernel can start
-                                   before its launch call returns)
-launch_name   category             name of the launch call (``cudaLaunchKernel``)
-cpu_op        Int64                id of the nearest enclosing ``cpu_op`` of the
-                                   launch (the framework op that issued it)
-cpu_op_name   category             its name
-============  ========  =========  ==============================================
-
-``quality`` -- :class:`Quality`: every record read is either placed in a table
+``quality`` -- [Quality][jupyter_profview.model.Quality]: every record read is either placed in a table
 or counted in ``skipped`` with a reason.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-PHASES = ("forward", "backward", "optimizer", "communication", "other")
-KINDS = ("slice", "instant", "async")
-MEMORY_KINDS = ("measured", "simulated")
-OVERLAP_TAG = " [overlap {}]"
+from .schema import ALLOCATIONS, EVENTS, FLOWS, LAUNCHES, MEMORY, NODES
+from .schema import KERNEL_TYPES as KERNEL_TYPES  # re-exported: the formats and analyses import them here
+from .schema import KINDS as KINDS
+from .schema import MEMORY_KINDS as MEMORY_KINDS
+from .schema import PHASES as PHASES
 
-EVENT_COLUMNS = (
-    "name", "category", "phase", "process", "thread", "track", "kind",
-    "start", "dur", "depth", "parent", "self",
-)
-MEMORY_COLUMNS = ("time", "device", "bytes", "kind")
-ALLOCATION_COLUMNS = ("device", "address", "bytes", "alloc_time", "free_time", "owner")
-NODE_COLUMNS = (
-    "id", "name", "op_type", "inputs", "outputs", "input_shapes", "output_shapes",
-    "bytes", "device", "order",
-)
-FLOW_COLUMNS = ("flow_id", "name", "category", "source", "target", "start", "end")
-KERNEL_TYPES = ("kernel", "memcpy", "memset", "communication", "dma")  # appended: codes stay
-LAUNCH_COLUMNS = (
-    "kernel", "launch", "correlation", "name", "type", "gpu", "device", "stream", "kernel_start",
-    "kernel_dur", "launch_start", "launch_dur", "delay", "launch_name", "cpu_op", "cpu_op_name",
-)
+OVERLAP_TAG = " [overlap {}]"
+EVENT_COLUMNS = EVENTS.names
 
 
 @dataclass
@@ -182,7 +94,8 @@ class Quality:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Quality:
-        """The inverse of :meth:`as_dict` (``unaccounted`` is derived, not read)."""
+        """The inverse of [as_dict][jupyter_profview.model.Quality.as_dict] (``unaccounted`` is
+        derived, not read)."""
         q = cls(records_read=int(data.get("records_read", 0)),
                 placed=Counter(data.get("placed", {})), skipped=Counter(data.get("skipped", {})))
         for key in cls._counts():
@@ -205,9 +118,117 @@ class Quality:
 ArgsLookup = Callable[[int], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class TraceInfo:
+    """What the layers above the formats know about a trace, typed (`trace.info`).  The
+    format's own extras (`decoder`, `planes`, `gpu`, ...) stay in `trace.metadata`.
+
+    - `source`: the file (or run) the trace was loaded from, "" where unknown;
+    - `base_time_ns`: the absolute clock of time 0 (epoch ns where the file says so), None for
+      traces without a clock;
+    - `device_properties`: the devices as the file describes them (Kineto `deviceProperties`);
+    - `distributed_info`: the file's `distributedInfo` (`rank`, `world_size`, `backend`, ...);
+    - `process_labels`: process label -> the file's own label for it (Kineto `process_labels`);
+    - `track_order`: the base track labels in the file's process / thread order;
+    - `ranks`, `offsets`, `align`: for several ranks shown as one trace, the ranks, each rank's
+      clock offset from the common origin (ns), and the step they are lined up on
+      (`{"step": n, "at": t}`) or None;
+    - `run_files`: the run's file names, where one file of a run directory was loaded;
+    - `rank_process_labels`, `rank_track_order`: for several ranks shown as one trace
+      ([`TraceSet.combined`][jupyter_profview.ranks.traceset.TraceSet.combined]), each rank's own
+      `process_labels` and `track_order`.
+    """
+
+    source: str = ""
+    base_time_ns: int | None = None
+    device_properties: tuple[dict[str, Any], ...] = ()
+    distributed_info: dict[str, Any] = field(default_factory=dict)
+    process_labels: dict[str, str] = field(default_factory=dict)
+    track_order: tuple[str, ...] = ()
+    ranks: tuple[int, ...] = ()
+    offsets: dict[int, int] = field(default_factory=dict)
+    align: dict[str, Any] | None = None
+    run_files: tuple[str, ...] = ()
+    rank_process_labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    rank_track_order: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "source", "base_time_ns", "device_properties", "distributed_info", "process_labels",
+        "track_order", "ranks", "offsets", "align", "run_files", "rank_process_labels", "rank_track_order",
+    )
+
+    @classmethod
+    def split(cls, metadata: dict[str, Any] | None) -> tuple[TraceInfo, dict[str, Any]]:
+        """The typed keys of a loader's `metadata` as a TraceInfo, and the rest (the format's
+        extras).  A value that is not of its key's type (a file's `distributedInfo` that is not
+        an object, say) stays in the rest, as the file had it."""
+        rest = dict(metadata or {})
+        typed: dict[str, Any] = {}
+        for key in cls.KEYS:
+            if key in rest and rest[key] is not None:
+                try:
+                    typed[key] = _INFO_TYPES[key](rest[key])
+                except (TypeError, ValueError, AttributeError):
+                    continue
+                del rest[key]
+        return cls(**typed), rest
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceInfo:
+        """The inverse of [as_dict][jupyter_profview.model.TraceInfo.as_dict] (keys absent, None
+        or not of their type: the defaults)."""
+        return cls.split(data)[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready values (what the rank cache writes)."""
+        return {
+            "source": self.source, "base_time_ns": self.base_time_ns,
+            "device_properties": list(self.device_properties), "distributed_info": self.distributed_info,
+            "process_labels": self.process_labels, "track_order": list(self.track_order),
+            "ranks": list(self.ranks), "offsets": {str(k): v for k, v in self.offsets.items()},
+            "align": self.align, "run_files": list(self.run_files),
+            "rank_process_labels": {str(r): v for r, v in self.rank_process_labels.items()},
+            "rank_track_order": {str(r): list(v) for r, v in self.rank_track_order.items()},
+        }
+
+    def replace(self, **changes: Any) -> TraceInfo:
+        """A copy with `changes` (the fields are frozen)."""
+        return replace(self, **changes)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError("not an object")
+    return dict(value)
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise TypeError("not a list")
+    return list(value)
+
+
+_INFO_TYPES: dict[str, Callable[[Any], Any]] = {
+    "source": str,
+    "base_time_ns": int,
+    "device_properties": lambda v: tuple(_list(v)),
+    "distributed_info": _dict,
+    "process_labels": lambda v: {str(k): str(x) for k, x in _dict(v).items()},
+    "track_order": lambda v: tuple(str(t) for t in _list(v)),
+    "ranks": lambda v: tuple(int(r) for r in _list(v)),
+    "offsets": lambda v: {int(k): int(x) for k, x in _dict(v).items()},
+    "align": _dict,
+    "run_files": lambda v: tuple(str(f) for f in _list(v)),
+    "rank_process_labels": lambda v: {int(r): {str(k): str(x) for k, x in _dict(m).items()}
+                                      for r, m in _dict(v).items()},
+    "rank_track_order": lambda v: {int(r): tuple(str(t) for t in _list(o)) for r, o in _dict(v).items()},
+}
+
+
 @dataclass
 class Trace:
-    """A loaded profiler trace: a handful of pandas DataFrames and metadata."""
+    """A loaded profiler trace: a handful of pandas DataFrames, what is known about it
+    ([`info`][jupyter_profview.model.TraceInfo], typed) and the format's extras (`metadata`)."""
 
     format: str
     time_unit: str
@@ -221,12 +242,31 @@ class Trace:
     counters: pd.DataFrame | None = None
     _args: ArgsLookup | None = field(default=None, repr=False)
     launches: pd.DataFrame = field(default_factory=lambda: empty_launches(), repr=False)
+    info: TraceInfo = field(default_factory=TraceInfo, repr=False)
+    #: the derived layer's cache (`jupyter_profview.derived.cache`): a Trace is treated as
+    #: immutable after load; a copy (`dataclasses.replace`) starts with an empty one
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def args(self, event_id: int) -> dict[str, Any]:
         """The full argument dict of one event (``{}`` where the format has none)."""
         if self._args is None:
             return {}
         return self._args(int(event_id))
+
+    def args_of(self, event_ids: Any) -> list[dict[str, Any]]:
+        """``[trace.args(id) for id in event_ids]`` (``{}`` for -1), parsed in bulk where the
+        format keeps its args as text (Chrome JSON: one parse over all of them, not one per event)."""
+        ids = np.asarray(event_ids, np.int64)
+        many = getattr(self._args, "many", None)
+        if many is None:
+            return [self.args(i) if i >= 0 else {} for i in ids.tolist()]
+        if len(ids) == 0 or int(ids.min()) >= 0:
+            return list(many(ids))
+        out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
+        valid = np.flatnonzero(ids >= 0)
+        for row, args in zip(valid.tolist(), many(ids[valid]) if len(valid) else [], strict=True):
+            out[row] = args
+        return out
 
     def arg_numbers(self, event_ids: Any, key: str) -> np.ndarray:
         """``trace.args(id).get(key)`` of each of ``event_ids`` as float64, NaN where absent or not
@@ -249,12 +289,20 @@ class Trace:
             return 0
         return int((self.events["start"] + self.events["dur"]).max())
 
+    def validate(self) -> None:
+        """Check every table against [the schema][jupyter_profview.schema]: raises
+        [ProfviewError][jupyter_profview.errors.ProfviewError] naming the table, the column
+        and what is wrong (see [jupyter_profview.validation][])."""
+        from .validation import validate
+
+        validate(self)
+
     def sql(self, query: str) -> pd.DataFrame:
         """A DuckDB query over this trace's tables, as views of the same names: ``events``
         (its ``id`` index as a column), ``memory``, ``allocations``, ``flows``, ``nodes``,
         ``launches`` and ``counters`` where present (times as in the tables: this trace's
         clock).  Needs duckdb, imported when a query runs
-        (:func:`jupyter_profview.query.trace_sql`)."""
+        ([trace_sql][jupyter_profview.query.trace_sql])."""
         from .query import trace_sql
 
         return trace_sql(self, query)
@@ -272,52 +320,24 @@ class Trace:
 # Empty tables with the documented columns and dtypes
 # ---------------------------------------------------------------------------
 
-def _cat(values: Any = (), categories: Sequence[str] | None = None) -> pd.Categorical:
-    return pd.Categorical(values, categories=None if categories is None else list(categories))
-
-
 def empty_memory() -> pd.DataFrame:
-    return pd.DataFrame({
-        "time": np.empty(0, np.int64), "device": _cat(), "bytes": np.empty(0, np.int64),
-        "kind": _cat(categories=MEMORY_KINDS),
-    })
+    return MEMORY.empty()
 
 
 def empty_allocations() -> pd.DataFrame:
-    return pd.DataFrame({
-        "device": _cat(), "address": pd.array([], dtype="Int64"),
-        "bytes": np.empty(0, np.int64), "alloc_time": pd.array([], dtype="Int64"),
-        "free_time": pd.array([], dtype="Int64"), "owner": pd.array([], dtype="string"),
-    })
+    return ALLOCATIONS.empty()
 
 
 def empty_nodes() -> pd.DataFrame:
-    return pd.DataFrame({
-        "id": pd.array([], dtype="string"), "name": pd.array([], dtype="string"),
-        "op_type": _cat(), "inputs": pd.Series([], dtype=object),
-        "outputs": pd.Series([], dtype=object), "input_shapes": pd.Series([], dtype=object),
-        "output_shapes": pd.Series([], dtype=object), "bytes": pd.array([], dtype="Int64"),
-        "device": _cat(), "order": pd.array([], dtype="Int64"),
-    })
+    return NODES.empty()
 
 
 def empty_flows() -> pd.DataFrame:
-    return pd.DataFrame({
-        "flow_id": pd.array([], dtype="string"), "name": _cat(), "category": _cat(),
-        "source": np.empty(0, np.int64), "target": np.empty(0, np.int64),
-        "start": np.empty(0, np.int64), "end": np.empty(0, np.int64),
-    })
+    return FLOWS.empty()
 
 
 def empty_launches() -> pd.DataFrame:
-    ints = {k: pd.array([], dtype="Int64") for k in ("launch", "correlation", "device", "stream",
-                                                      "launch_start", "launch_dur", "delay", "cpu_op")}
-    frame = pd.DataFrame({
-        "kernel": np.empty(0, np.int64), **ints, "name": _cat(), "type": _cat(categories=KERNEL_TYPES),
-        "gpu": _cat(), "kernel_start": np.empty(0, np.int64), "kernel_dur": np.empty(0, np.int64),
-        "launch_name": _cat(), "cpu_op_name": _cat(),
-    })
-    return frame[list(LAUNCH_COLUMNS)]
+    return LAUNCHES.empty()
 
 
 def memory_frame(time: Any, device: Any, nbytes: Any, kind: str) -> pd.DataFrame:

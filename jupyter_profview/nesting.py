@@ -1,43 +1,64 @@
 """Nesting of timed events into lanes, parents and self time.
 
-Nesting and partial overlaps
-----------------------------
-Per thread, in (start, -duration) order, an event's ``parent`` is the
-innermost open event that contains it (an event ending exactly where another
-starts is closed).  This is PyTorch's rule for ``key_averages()``
-(``EventList._populate_cpu_children``: one stack per thread; an event that
-outlasts the top closes it), so each event has torch's parent, Python frames
-(``with_stack=True``) included.
+Which reading each column follows:
 
-Two events can overlap partly: a ``record_function`` (``## forward ##``)
-starts inside its ``__enter__`` / ``_record_function_enter_new`` frames and
-ends inside ``__exit__``.  One lane cannot draw both, so the **longer one
-keeps the lane** (on equal durations, the earlier one): the annotation keeps
-its children and the short helper moves, with everything drawn inside it, to
-the first free sub-lane ``"... [overlap k]"`` (``quality.overlaps``).
-``parent`` may be on another lane; the widget draws each lane from its own
-top row (``nest``'s depth), the table shows the tree depth (below).
+- `parent`: PyTorch's, for every event (Python frames included): torch's `key_averages()`
+  tree (`EventList._populate_cpu_children`).
+- `depth`: the level in that tree (0 exactly when there is no `parent`).
+- `self`: the time the event is the one running.  Torch's "Self CPU" for every op and
+  `record_function` range (Python frames yield to them, as torch counts it), never negative,
+  and a thread's self times add up to its busy time; the two differ from torch only where
+  torch double-counts (below).
 
-Self time
----------
-Each instant of a thread's busy time is the self time of exactly one event,
-the one *running* then: of the events open at that instant, the one that
-started last (on equal starts, the shorter) -- the innermost call still
-open, as on a call stack.  So ``self >= 0``, ``self <= dur``, and a thread's
-``self`` adds up to its busy time (the union of its events).
+## Nesting and partial overlaps
 
-An event that partly overlaps no other event and whose children do not
-partly overlap each other owns ``dur`` minus its children's ``dur``:
-torch's "Self CPU".  That is nearly every event of every trace.  Where two
-children of an event partly overlap, torch subtracts their shared time twice
-from the parent, which can make the parent's self time negative (a
-``with_stack`` frame around a ``record_function`` and its ``__enter__`` /
-``__exit__`` helpers); here the shared time is subtracted once and belongs
-to the event started later: the annotation owns the tail of ``__enter__``,
-the ``__exit__`` frames own the tail of the annotation.
+Per thread, in (start, -duration) order, an event's `parent` is the innermost open event that
+contains it (an event ending exactly where another starts is closed).  This is PyTorch's rule
+for `key_averages()` (`EventList._populate_cpu_children`: one stack per thread; an event that
+outlasts the top closes it).  With `with_stack=True` torch (2.13) keeps the Python frames
+(`python_function`) in that list, so they are parents and children in its tree like the ops,
+and so they are here.
 
-``depth`` is the event's level in the nesting tree: 0 exactly when it has no
-``parent``, else its parent's ``depth`` + 1, on whichever lane it is drawn.
+Two events can overlap partly: a `record_function` (`## forward ##`) starts inside its
+`__enter__` / `_record_function_enter_new` frames and ends inside `__exit__`.  One lane cannot
+draw both, so the **longer one keeps the lane** (on equal durations, the earlier one): the
+annotation keeps its children and the short helper moves, with everything drawn inside it, to
+the first free sub-lane `"... [overlap k]"` (`quality.overlaps`).  `parent` may be on another
+lane; the widget draws each lane from its own top row (`nest`'s depth), the table shows the
+tree depth.
+
+## Self time
+
+Each instant of a thread's busy time is the self time of exactly one event, the one *running*
+then: of the open events, the one that started last (on equal starts, the shorter) -- the
+innermost call still open, as on a call stack -- **except that a Python frame yields to ops and
+ranges** (below).  So `self >= 0`, `self <= dur`, and a thread's `self` adds up to its busy
+time (the union of its events).
+
+An event that partly overlaps no other event and whose children do not partly overlap each
+other owns `dur` minus its children's `dur`: torch's "Self CPU".  That is nearly every event of
+every trace.
+
+**Python frames** (category [PYTHON_FRAME][jupyter_profview.nesting.PYTHON_FRAME]).  The
+`__exit__` frames of a `record_function` start inside the range and end after it; torch does
+not make them (nor the frames they call) children of the range, so the range keeps that time in
+its "Self CPU".  Here too: a Python frame *yields* while an op or range is open that started
+before it, is not one of its ancestors, and started after its innermost op or range ancestor
+(so a frame called by an op still takes its time from that op, as in torch); the instant goes
+to the latest-started open event that does not yield.  So `summary(t, by="name")` equals
+`key_averages()` Self CPU for every op and range of a `with_stack` trace
+(`tests/test_nesting.py`, two recordings of torch 2.13).
+
+Where torch and this differ, torch counts some time twice:
+
+- two children of an event partly overlap (a `with_stack` frame, or a range such as
+  `ProfilerStep#N` or a `record_function` around another one, holding a range and its
+  `__enter__` / `__exit__` frames): torch subtracts the shared time from the parent twice,
+  which can make it negative; here it is subtracted once;
+- a Python frame and a range partly overlap: torch counts the shared time in both; here the
+  range owns it (the frame's self is lower than torch's; it is never negative);
+- two ops or ranges partly overlap (rare: clock ties): torch counts the shared time in both;
+  here the one started later owns it.
 """
 
 from __future__ import annotations
@@ -46,17 +67,21 @@ import numpy as np
 
 _NO_END = -(2**63)  # last end of an empty lane
 
+PYTHON_FRAME = "python_function"
+"""The category of the Python frames of a PyTorch trace (`with_stack=True`), which yield their
+self time to the ops and ranges they partly overlap (module docstring)."""
+
 
 def nest_python(
     track: np.ndarray, start: np.ndarray, end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nesting of events already sorted by (track, start, -duration): the
-    reference for the native ``pv_nest`` (``_native/nest.c``); see the module
+    reference for the native `pv_nest` (`_native/nest.c`); see the module
     docstring for the rule.
 
-    Returns ``depth`` (level in its lane), ``parent`` (position in the sorted
+    Returns `depth` (level in its lane), `parent` (position in the sorted
     arrays of the innermost open event that contains it, -1 for none) and
-    ``lane`` (0, or k > 0 for the k-th overlap sub-lane).  Each lane keeps a
+    `lane` (0, or k > 0 for the k-th overlap sub-lane).  Each lane keeps a
     stack of open events, each inside the one below it.
     """
     n = len(start)
@@ -121,7 +146,7 @@ def nest_python(
 
 
 def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`nest_python`, in native code when the extension is built."""
+    """[nest_python][jupyter_profview.nesting.nest_python], in native code when the extension is built."""
     from . import _native
 
     if _native.available():
@@ -130,7 +155,7 @@ def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndar
 
 
 def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """``np.lexsort((-dur, start, track))``, faster on real traces: a stable
+    """`np.lexsort((-dur, start, track))`, faster on real traces: a stable
     sort by start (timsort: start is nearly sorted in files), the rare equal
     starts ordered by -dur, then a stable (radix, on small codes) sort by track."""
     order = np.argsort(start, kind="stable")
@@ -147,7 +172,7 @@ def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndar
 
 
 def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.ndarray:
-    """Level in the nesting tree of events nested by :func:`nest` (``depth``
+    """Level in the nesting tree of events nested by [nest][jupyter_profview.nesting.nest] (`depth`
     there is the level within the lane): main-lane events are nested in
     main-lane events, so only overlap-lane events differ, each one level below
     its parent (parents come first in nesting order)."""
@@ -161,12 +186,13 @@ def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.nd
 
 
 def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
-               lane: np.ndarray) -> np.ndarray:
-    """Self time of events sorted and nested by :func:`nest` (module
-    docstring): ``dur`` minus the children's ``dur`` on tracks without partial
-    overlaps (no overlap lane), the time each event owns
-    (:func:`owned_time`) on the others.  The result is >= 0 and sums, per
-    track, to the track's busy time."""
+               lane: np.ndarray, python: np.ndarray | None = None) -> np.ndarray:
+    """Self time of events sorted and nested by [nest][jupyter_profview.nesting.nest] (module
+    docstring): `dur` minus the children's `dur` on tracks without partial overlaps (no overlap
+    lane), the time each event owns on the others ([owned_time][jupyter_profview.nesting.owned_time],
+    or [yielding_owned_time][jupyter_profview.nesting.yielding_owned_time] where Python frames
+    (`python`, a mask) partly overlap ops or ranges).  The result is >= 0 and sums, per track, to
+    the track's busy time."""
     weight = end - start
     child = parent >= 0
     children = np.bincount(parent[child], weights=weight[child], minlength=len(weight))
@@ -174,12 +200,166 @@ def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np
     tangled = np.isin(track, np.unique(track[lane > 0]))
     if tangled.any():
         pick = np.flatnonzero(tangled)
-        out[pick] = owned_time(track[pick], start[pick], end[pick])
+        t, s, e = track[pick], start[pick], end[pick]
+        yields = None
+        if python is not None and python[pick].any() and not python[pick].all():
+            local = np.full(len(parent), -1, np.int64)
+            local[pick] = np.arange(len(pick))
+            p = parent[pick]
+            local_parent = np.where(p >= 0, local[np.maximum(p, 0)], -1)
+            yields = python_yields_until(t, s, e, local_parent, python[pick])
+        if yields is not None and (yields > s).any():
+            out[pick] = yielding_owned_time(t, s, e, python[pick], yields)  # type: ignore[index]
+        else:
+            out[pick] = owned_time(t, s, e)
     return out
 
 
+def python_yields_until(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                        python: np.ndarray) -> np.ndarray:
+    """[python_yields_until_python][jupyter_profview.nesting.python_yields_until_python], in
+    native code when the extension is built."""
+    from . import _native
+
+    if _native.available():
+        return _native.python_yields(track, start, end, parent, python)
+    return python_yields_until_python(track, start, end, parent, python)
+
+
+def python_yields_until_python(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                               python: np.ndarray) -> np.ndarray:
+    """For events sorted by (track, start, -duration) with their `parent` positions: until when
+    each Python frame yields its time to an op or range it partly overlaps (module docstring,
+    "Python frames"); `_NO_END` where it never does.
+
+    A Python frame yields to the open ops and ranges it started inside of and outlasts (and
+    that started after its innermost op or range ancestor), and to those its Python parent
+    yields to."""
+    n = len(start)
+    starts, ends, tracks, par = start.tolist(), end.tolist(), track.tolist(), parent.tolist()
+    is_py = python.tolist()
+    until = [_NO_END] * n
+    others: list[int] = []  # open ops and ranges of the track, innermost last
+    current = None
+    for i in range(n):
+        if tracks[i] != current:
+            current, others = tracks[i], []
+        s, e = starts[i], ends[i]
+        while others and ends[others[-1]] <= s:
+            others.pop()
+        if not is_py[i]:
+            others.append(i)
+            continue
+        p = par[i]
+        u = until[p] if p >= 0 and is_py[p] else _NO_END
+        for r in reversed(others):  # innermost first; the first one containing i ends the search
+            if ends[r] <= s:
+                continue
+            if ends[r] >= e:
+                break
+            u = max(u, ends[r])
+        until[i] = u if u > s else _NO_END
+    return np.array(until, np.int64)
+
+
+def yielding_owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray,
+                        yields: np.ndarray) -> np.ndarray:
+    """Time each event owns (module docstring) where Python frames yield: the lengths of its
+    [owned_segments][jupyter_profview.nesting.owned_segments]."""
+    owner, seg_start, seg_end = owned_segments(track, start, end, python, yields)
+    return np.bincount(owner, weights=seg_end - seg_start, minlength=len(start)).astype(np.int64)
+
+
+def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray | None = None,
+                   yields: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[owned_segments_python][jupyter_profview.nesting.owned_segments_python], in native code
+    when the extension is built."""
+    from . import _native
+
+    if _native.available():
+        return _native.owned_segments(track, start, end, python, yields)
+    return owned_segments_python(track, start, end, python, yields)
+
+
+def owned_segments_python(track: np.ndarray, start: np.ndarray, end: np.ndarray,
+                          python: np.ndarray | None = None,
+                          yields: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The self time of events sorted by (track, start, -duration) as intervals: `(owner,
+    seg_start, seg_end)`, each instant of a track's busy time in exactly one, owned by the event
+    running then (module docstring).  Like
+    [owned_time_python][jupyter_profview.nesting.owned_time_python], but an instant goes to the
+    latest-started open event that does not yield then (a Python frame yields before `yields`,
+    from [python_yields_until][jupyter_profview.nesting.python_yields_until]; nothing yields
+    without `python`)."""
+    n = len(start)
+    if python is None or yields is None:
+        python, yields = np.zeros(n, bool), np.full(n, _NO_END, np.int64)
+    starts, ends, tracks = start.tolist(), end.tolist(), track.tolist()
+    is_py, until = python.tolist(), yields.tolist()
+    owners: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
+    stack: list[int] = []
+    t = 0
+
+    def settle(limit: int) -> None:
+        nonlocal t
+        while stack and t < limit:
+            while stack and ends[stack[-1]] <= t:
+                stack.pop()
+            lim = limit
+            k = len(stack) - 1
+            while k >= 0:  # the owner: the top-most open event that does not yield now
+                j = stack[k]
+                if ends[j] > t and not (is_py[j] and until[j] > t):
+                    break
+                if ends[j] > t:
+                    lim = min(lim, until[j])  # it runs again from there
+                k -= 1
+            if k < 0:
+                t = lim
+                continue
+            j = stack[k]
+            lim = min(lim, ends[j])
+            if owners and owners[-1] == j and hi[-1] == t:
+                hi[-1] = lim  # the same owner goes on
+            else:
+                owners.append(j)
+                lo.append(t)
+                hi.append(lim)
+            t = lim
+
+    for i in range(n):
+        if i > 0 and tracks[i] != tracks[i - 1]:
+            settle(2**62)
+            stack = []
+        settle(starts[i])
+        t = starts[i]
+        stack.append(i)
+    settle(2**62)
+    return np.array(owners, np.int64), np.array(lo, np.int64), np.array(hi, np.int64)
+
+
+def self_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The self time of events in any order as intervals `(owner, seg_start, seg_end)` (`owner`:
+    position in the input): the events nested by [nest][jupyter_profview.nesting.nest] and cut
+    by [owned_segments][jupyter_profview.nesting.owned_segments], Python frames (`python`)
+    yielding; the lengths per owner are the `self` column's rule."""
+    order = nest_order(track, start, end - start)
+    t, s, e = track[order], start[order], end[order]
+    py = None if python is None else python[order]
+    yields = None
+    if py is not None and py.any() and not py.all():
+        _, parent, _ = nest(t, s, e)
+        yields = python_yields_until(t, s, e, parent, py)
+    owner, seg_start, seg_end = owned_segments(t, s, e, py, yields)
+    return order[owner], seg_start, seg_end
+
+
 def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """:func:`owned_time_python`, in native code when the extension is built."""
+    """[owned_time_python][jupyter_profview.nesting.owned_time_python], in native code when the
+    extension is built."""
     from . import _native
 
     if _native.available():
@@ -189,7 +369,7 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 
 def owned_time_python(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Time each event owns (module docstring), for events sorted by
-    (track, start, -duration): the reference for the native ``pv_owned``.
+    (track, start, -duration): the reference for the native `pv_owned`.
 
     A sweep over the starts with a stack of the events started so far: the
     top (the one started last) owns the time up to the next start or its own
@@ -221,9 +401,9 @@ def owned_time_python(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> 
 
 
 def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: int) -> None:
-    """In place: events whose code is ``other`` take their parent's, top down
-    (so a chain of ``other`` descendants all take the nearest known ancestor's).
-    ``depth`` is not used: a parent may be on another lane (module docstring)."""
+    """In place: events whose code is `other` take their parent's, top down
+    (so a chain of `other` descendants all take the nearest known ancestor's).
+    `depth` is not used: a parent may be on another lane (module docstring)."""
     todo = np.flatnonzero((codes == other) & (parent >= 0))
     pending = np.zeros(len(codes), bool)
     pending[todo] = True

@@ -12,16 +12,18 @@ from jupyter_profview.sources import Source
 
 
 def load_with(fmt: Any, data: bytes | Path, name: str) -> Trace:
-    """``fmt.FORMAT.load`` of bytes (shown as ``name``) or a path; every record accounted for."""
+    """``fmt.FORMAT.load`` of bytes (shown as ``name``) or a path; every record accounted for,
+    every table as the schema declares it (``trace.validate()``)."""
     source = Source(data, name=name) if isinstance(data, bytes) else Source(data)
     trace: Trace = fmt.FORMAT.load(source)
     assert trace.quality.unaccounted == 0
+    trace.validate()
     return trace
 
 
 def fuzz_check(fmt: Any, data: bytes) -> Trace | None:
-    """Arbitrary input either loads with every record accounted for (the Trace
-    is returned for further checks), or raises ProfviewError (None is returned);
+    """Arbitrary input either loads with every record accounted for and valid tables (the
+    Trace is returned for further checks), or raises ProfviewError (None is returned);
     any other exception fails the test."""
     try:
         return load_with(fmt, data, name="fuzz")

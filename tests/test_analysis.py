@@ -241,3 +241,37 @@ def test_property_summary_and_phases(rows):
         dev = ev[ev["process"] == process]
         assert row["span"] == (dev["start"] + dev["dur"]).max() - dev["start"].min()
         assert row["idle"] == row["span"] - row["busy"]
+
+
+@pytest.mark.parametrize("name", ["torch_overlap.json.gz", "torch_selftime.json.gz"])
+def test_self_intervals_follow_the_self_column_on_with_stack_traces(name):
+    """On a ``with_stack`` trace (Python frames partly overlapping the ``record_function``
+    ranges), each slice's self intervals add up to its ``self``, the intervals of the thread
+    are disjoint, and the phases of the one-thread process add up to its busy time: the union
+    of the file's own intervals (computed here from the JSON, µs to ns)."""
+    import gzip
+    from pathlib import Path
+
+    from jupyter_profview.analysis.summary import self_intervals
+
+    path = Path(__file__).parent / "data" / name
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    spans = sorted((round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+                   for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "Trace")
+    union, reach = 0, None
+    for s, e in spans:
+        if reach is None or s > reach:
+            union += e - s
+            reach = e
+        elif e > reach:
+            union += e - reach
+            reach = e
+    trace = profview.load(path)
+    ev = trace.events[(trace.events["process"] != "Spans") & (trace.events["kind"] == "slice")]
+    assert trace.quality.overlaps > 0 and ev["thread"].astype(str).nunique() == 1
+    cut = self_intervals(ev).sort_values("start")
+    assert (cut["start"].to_numpy()[1:] >= cut["end"].to_numpy()[:-1]).all()  # disjoint
+    assert abs(int((cut["end"] - cut["start"]).sum()) - union) <= len(spans)  # ns rounding
+    assert int((cut["end"] - cut["start"]).sum()) == int(ev["self"].sum())
+    phases = analysis.phases(trace).loc["python"]
+    assert int(phases[list(PHASES)].sum()) == int(phases["busy"]) == int(ev["self"].sum())

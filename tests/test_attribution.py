@@ -3,7 +3,9 @@
 Every expectation is computed here from the raw JSON with a plain walk, not with the code under
 test: for each node its enclosing nodes of the same kind on its (pid, tid) by containment, for
 each kernel its launch call (same correlation, cuda_runtime / cuda_driver) and the nodes that
-contain the call's start; durations from the file's decimal text in ns.
+contain the call; durations from the file's decimal text in ns.  A hand-written trace
+(`data/attr_outlasting_annotation.json`) has an annotation that outlasts its parent, with
+expected values worked out by hand.
 """
 
 from __future__ import annotations
@@ -49,21 +51,15 @@ def walk(path: Path, by: str) -> tuple[Counter[str], Counter[str], Counter[str],
     for lst in nodes.values():
         lst.sort(key=lambda n: (n[0], -(n[1] - n[0])))
 
-    def chain(key: tuple[Any, Any], t: int, inclusive_end: bool, until: int | None = None) -> list[str]:
-        """Names of the nodes whose interval holds time t (outermost first)."""
-        out = []
-        for i, (s, e, name) in enumerate(nodes.get(key, [])):
-            if until is not None and i == until:
-                break
-            if s <= t < e or (inclusive_end and s <= t <= e):
-                out.append(name)
-        return out
+    def chain(key: tuple[Any, Any], t0: int, t1: int) -> list[str]:
+        """Names of the nodes that contain [t0, t1) (outermost first)."""
+        return [name for s, e, name in nodes.get(key, []) if s <= t0 < e and t1 <= e]
 
     count: Counter[str] = Counter()
     for lst in nodes.values():
-        for i, (s, _, name) in enumerate(lst):
-            # the enclosing nodes: those before it in start order still open at its start
-            outer = [n for n in lst[:i] if n[0] <= s < n[1]]
+        for i, (s, e, name) in enumerate(lst):
+            # the enclosing nodes: those before it in start order that contain it
+            outer = [n for n in lst[:i] if n[0] <= s < n[1] and e <= n[1]]
             count[" / ".join([o[2] for o in outer] + [name])] += 1
     calls = {}
     for e in events:
@@ -76,7 +72,8 @@ def walk(path: Path, by: str) -> tuple[Counter[str], Counter[str], Counter[str],
         d = ns(k["dur"])
         total += d
         call = calls.get(k.get("args", {}).get("correlation"))
-        names = chain((call["pid"], call["tid"]), ns(call["ts"]), False) if call else []
+        names = chain((call["pid"], call["tid"]), ns(call["ts"]), ns(call["ts"]) + ns(call["dur"])) \
+            if call else []
         where = " / ".join(names) if names else "(unattributed)"
         gpu[where] += d
         nk[where] += 1
@@ -185,3 +182,60 @@ def test_errors_and_traceset() -> None:
     assert set(both["rank"]) == {0, 1}
     one = attribute(ts, "annotation", rank=0).drop(columns="rank")
     assert one.equals(attribute(trace, "annotation"))
+
+
+def test_annotation_that_outlasts_its_parent_nests_as_in_the_events_table() -> None:
+    """The MTIA shape, by hand (`data/attr_outlasting_annotation.json`, µs): a step [0, 1000), an
+    annotation A `start_sparse_data_dist` [100, 300) in it, an annotation B `hccl:all_to_all`
+    [200, 800) that starts inside A and ends 500 after it; kernels (11, 13, 17, 19, 23 µs)
+    launched from calls at 150 (in A), 250 (in A and B), 400 (in B after A ended), 900 (in the
+    step only) and 1100 (in nothing).
+
+    B is not inside A: its parent is the step, as in `trace.events`.  A launch inside both A and
+    B goes to B, the innermost node containing the call (B started later; the events table makes
+    B the call's parent).  Self time among the annotations, each instant to the one running:
+    step [0, 100) + [800, 1000) = 300, A [100, 200) = 100, B [200, 800) = 600."""
+    trace = profview.load(DATA / "attr_outlasting_annotation.json")
+    a = attribute(trace, "annotation").set_index("path")
+    step = "ProfilerStep#0"
+    a_path, b_path = f"{step} / start_sparse_data_dist", f"{step} / hccl:all_to_all"
+    assert list(a.index) == [step, a_path, b_path, "(unattributed)"]
+    assert a["depth"].tolist() == [0, 1, 1, 0]
+    us = 1000
+    assert a["cpu_total"].tolist() == [1000 * us, 200 * us, 600 * us, 0]
+    assert a["cpu_self"].tolist() == [300 * us, 100 * us, 600 * us, 0]
+    assert a["gpu_self"].tolist() == [19 * us, 11 * us, (13 + 17) * us, 23 * us]
+    assert a["gpu_total"].tolist() == [(19 + 11 + 13 + 17) * us, 11 * us, 30 * us, 23 * us]
+    assert a["kernels"].tolist() == [4, 1, 2, 1]
+    # the same parents and depths as the events table, whose nesting mixes kinds
+    ev = trace.events
+    for name, path in (("start_sparse_data_dist", a_path), ("hccl:all_to_all", b_path)):
+        row = ev[ev["name"] == name].iloc[0]
+        assert ev.loc[row["parent"], "name"] == step
+        assert row["depth"] == a.loc[path, "depth"] == 1
+    calls = ev[ev["name"] == "cudaLaunchKernel"].sort_values("start")
+    assert ev.loc[calls["parent"].iloc[1], "name"] == "hccl:all_to_all"  # the call at 250
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in HTA.glob("*.json.gz")))
+def test_every_kind_on_every_real_trace(name: str) -> None:
+    """Every `by` and `backward` on every real trace gives a tree, never a raw exception.  A
+    trace without nodes of the kind (no `with_modules` / `with_stack`: no `nn.Module` frames;
+    no `user_annotation`) gives one `(unattributed)` row holding every device activity (no row
+    without any; with `backward="forward"` a root `[backward]` row beside it), counted from the
+    JSON."""
+    events = [e for e in read_json(HTA / name)["traceEvents"] if isinstance(e, dict)]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") in DEVICE]
+    gpu_pids = {e["pid"] for e in kernels}
+    total = sum(ns(e["dur"]) for e in kernels)
+    trace = profview.load(HTA / name)
+    for by in ("annotation", "module", "stack", "op"):
+        has_nodes = any(is_node(e, by, gpu_pids) for e in events)
+        for backward in ("launch", "forward"):
+            a = attribute(trace, by, backward=backward)
+            assert int(a.loc[a["parent"] == -1, "gpu_total"].sum()) == total
+            assert int(a.loc[a["parent"] == -1, "kernels"].sum()) == len(kernels)
+            if not has_nodes and backward == "launch":
+                assert a["path"].tolist() == (["(unattributed)"] if kernels else [])
+            elif not has_nodes:  # the backward kernels linked to forward ops: a root [backward]
+                assert set(a["path"]) <= {"(unattributed)", "[backward]"} and (a["depth"] == 0).all()

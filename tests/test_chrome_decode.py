@@ -267,7 +267,7 @@ def test_many_events_load_quickly() -> None:
     assert trace.quality.unaccounted == 0
     bound = trace.flows[trace.flows["target"] >= 0]
     assert len(bound) > 0
-    assert trace.events.loc[bound["target"], "thread"].astype(str).unique().tolist() == ["2"]
+    assert trace.events.loc[bound["target"], "thread"].astype(str).unique().tolist() == ["thread 2"]
     target = trace.events.loc[bound["target"]]
     assert (target["start"].to_numpy() <= bound["end"].to_numpy()).all()
     assert (bound["end"].to_numpy() <= (target["start"] + target["dur"]).to_numpy()).all()

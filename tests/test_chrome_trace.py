@@ -131,7 +131,7 @@ def test_torch_memory_curve_matches_total_allocated(name: str, decoder: str) -> 
     assert trace.quality.placed["memory"] == len(mem)
     # memory events are not events-table rows
     assert "[memory]" not in set(trace.events["name"].astype(str))
-    assert trace.metadata["base_time_ns"] == top["baseTimeNanoseconds"] + base
+    assert trace.info.base_time_ns == top["baseTimeNanoseconds"] + base
 
 
 @pytest.mark.parametrize("name", TORCH)
@@ -193,10 +193,10 @@ def test_torch_metadata_labels_and_order(decoder: str) -> None:
     meta = {(e["name"], e.get("pid"), e.get("tid")): e["args"] for e in events if e.get("ph") == "M"}
     process = next(a["name"] for (k, _, _), a in meta.items() if k == "process_name")
     thread = next(a["name"] for (k, _, _), a in meta.items() if k == "thread_name")
-    assert f"{process} / {thread}" == trace.metadata["track_order"][0]
+    assert f"{process} / {thread}" == trace.info.track_order[0]
     assert trace.metadata["display_time_unit"] == top["displayTimeUnit"]
-    assert trace.metadata["device_properties"] == top["deviceProperties"]
-    assert trace.metadata["process_labels"] == {process: "CPU"}
+    assert list(trace.info.device_properties) == top["deviceProperties"]
+    assert trace.info.process_labels == {process: "CPU"}
 
 
 # -- hand-written fixtures --------------------------------------------------------------------
@@ -221,9 +221,9 @@ def test_begin_end(decoder: str) -> None:
     assert kinds["instant"] == sum(e["ph"] in "iIR" for e in events)
     inner = int(trace.events.index[trace.events["name"] == "inner"][0])
     assert trace.args(inner) == {"result": "ok"}  # the E's args are merged
-    assert trace.metadata["track_order"] == [
-        "Browser / 1", "Renderer / Compositor", "Renderer / CrRendererMain"]
-    assert trace.metadata["process_labels"] == {"Renderer": "example.com"}
+    assert list(trace.info.track_order) == [
+        "Browser / thread 1", "Renderer / Compositor", "Renderer / CrRendererMain"]
+    assert trace.info.process_labels == {"Renderer": "example.com"}
     assert trace.metadata["top_level"]["otherData"] == top["otherData"]
 
 

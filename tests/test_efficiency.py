@@ -162,10 +162,11 @@ def test_table_efficiency_tab_lists_the_selected_ops() -> None:
     w = profview.show(trace)
     # selecting the run's kernels picks the ops that issued them: the addmm and the mm
     w._selection = {"ids": trace.launches["kernel"].tolist()}
-    reply, _ = rpc.table(w._data, {"mode": "selection", "sort": "dur", "descending": True}, w._selected)
+    reply, _ = rpc.table(w._data, {"mode": "selection", "sort": "dur", "descending": True},
+                         w.session.selected)
     assert reply["efficiency"] == len(eff) == 2
     reply, frames = rpc.table(w._data, {"mode": "selection", "kind": "efficiency", "sort": "tflops",
-                                        "descending": True, "offset": 0, "limit": 50}, w._selected)
+                                        "descending": True, "offset": 0, "limit": 50}, w.session.selected)
     f = decode_frame(frames[0])
     want = eff.sort_values("tflops", ascending=False)
     assert list(f["id"]) == list(want["event"]) and list(f["tflops"]) == list(want["tflops"])
@@ -173,5 +174,5 @@ def test_table_efficiency_tab_lists_the_selected_ops() -> None:
     assert reply["tflops"] == pytest.approx(eff["flops"].sum() / eff["gpu_time"].sum() / 1e3)
     # selecting one unrelated event picks no op
     w._selection = {"ids": [int(trace.events.index[0])]}
-    reply, _ = rpc.table(w._data, {"mode": "selection"}, w._selected)
+    reply, _ = rpc.table(w._data, {"mode": "selection"}, w.session.selected)
     assert reply["efficiency"] == 0

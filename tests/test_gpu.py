@@ -21,7 +21,8 @@ import pandas as pd
 import pytest
 
 import jupyter_profview as profview
-from jupyter_profview.model import LAUNCH_COLUMNS, empty_launches
+from jupyter_profview.model import empty_launches
+from jupyter_profview.schema import LAUNCHES
 
 HTA = Path(__file__).parent / "data" / "hta"
 FILES = sorted(p.name for p in HTA.glob("*.json.gz"))
@@ -95,7 +96,7 @@ def test_launches_link_every_device_activity_with_a_matching_correlation(name: s
     matching = [e for e in device if e.get("args", {}).get("correlation") in runtime]
     trace = profview.load(HTA / name)
     launches = trace.launches
-    assert list(launches.columns) == list(LAUNCH_COLUMNS)
+    assert list(launches.columns) == list(LAUNCHES.names)
     assert len(launches) == len(device)
     assert int(launches["launch"].notna().sum()) == len(matching)
     if not device:
@@ -148,7 +149,7 @@ def test_device_lanes_are_labelled_and_come_after_the_host(name: str, decoder: s
     streams = {f"stream {e['args']['stream']}" for e in device}
     lanes = trace.events.loc[trace.launches["kernel"], "thread"].astype(str)
     assert set(lanes) == streams
-    order = trace.metadata["track_order"]
+    order = trace.info.track_order
     pairs = zip(trace.events["process"].astype(str), trace.events["thread"].astype(str), strict=True)
     host = {f"{p} / {t}" for p, t in pairs if t.startswith("thread ")}
     gpu_tracks = [k for k, track in enumerate(order) if track.split(" / ")[0] in want]
@@ -254,7 +255,7 @@ def test_mtia_device_events_without_correlation(decoder: str) -> None:
     assert set(la["gpu"].astype(str)) == {"GPU 1"}
     assert len(trace.flows) == 2  # one start, two ends: one pair per end
     lanes = dict(zip(trace.events["name"].astype(str), trace.events["thread"].astype(str), strict=True))
-    assert lanes["mtia_kernel_a"] == "stream 3" and lanes["runFunction"] == "100"  # not a stream
+    assert lanes["mtia_kernel_a"] == "stream 3" and lanes["runFunction"] == "thread 100"  # not a stream
 
 
 def test_mtia_dma_is_memory_traffic(decoder: str) -> None:
@@ -292,7 +293,7 @@ def test_flow_steps_and_unpaired_ends_are_accounted(decoder: str) -> None:
     assert q.skipped["flow 't' without an 's' of its (cat, id)"] == 1
     assert q.skipped["flow 's' without a 't' or 'f'"] == 1
     assert q.placed["flows"] == 3 and q.unaccounted == 0
-    assert len(trace.launches) == 0 and list(trace.launches.columns) == list(LAUNCH_COLUMNS)
+    assert len(trace.launches) == 0 and list(trace.launches.columns) == list(LAUNCHES.names)
     assert "gpu" not in trace.metadata
     assert np.array_equal(trace.launches.dtypes.to_numpy(), empty_launches().dtypes.to_numpy())
 

@@ -27,7 +27,8 @@ from jupyter_profview.widget.lod import lane_rows
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"
 NOT_TRACES = {".md", ".py", ""}
-SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json"}  # numbers, not traces
+# numbers, not traces
+SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}
 SKIP_DIRS = {"hta_reference"}  # reference answers of HTA, not traces
 
 

@@ -75,7 +75,7 @@ def test_device_time_per_operator_type(trace):
 
 
 def test_absolute_times_and_wait(trace):
-    base = trace.metadata["base_time_ns"]
+    base = trace.info.base_time_ns
     dev = device_rows(trace).set_index("opr_id")
     for oid in ("621", "517", GRAPH["comp_seq"][-1]):
         rec = PROF["device"][oid]["gpu0:0"]

@@ -486,10 +486,15 @@ def test_show_puts_every_rank_in_one_widget(ts: TraceSet, docs: dict[int, Any]) 
     ev = w.trace.events
     assert len(ev) == sum(len(events_of(d)) for d in docs.values())
     assert (ev.index.to_numpy() == np.arange(len(ev))).all() and ev["start"].is_monotonic_increasing
+    # data carries data: each rank's own processes and tracks, as the rank alone has them, its rank
+    # in a column (no display text baked in)
     for rank, frame in ev.groupby("rank"):
-        assert frame["process"].astype(str).str.startswith(f"rank {rank} · ").all()
-    groups = [t["group"] for t in w._tracks]
-    assert {g.split(" · ")[0] for g in groups} == {f"rank {r}" for r in docs}
+        alone = ts[rank].events
+        assert set(frame["process"].astype(str)) == set(alone["process"].astype(str))
+        counts = frame["track"].astype(str).value_counts().to_dict()
+        assert counts == alone["track"].astype(str).value_counts().to_dict()
+    assert {t["section"] for t in w._tracks} == {f"rank {r}" for r in docs}
+    assert all(t["key"] == f"rank {t['rank']}/{t['process']}" for t in w._tracks)
     parent = ev["parent"].to_numpy()
     nested = parent >= 0
     assert (ev["rank"].to_numpy()[nested] == ev["rank"].to_numpy()[parent[nested]]).all()
@@ -627,13 +632,25 @@ def test_per_rank_runs_any_single_trace_analysis(tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(mine, alone, check_categorical=False, check_dtype=False)
 
 
+def test_combined_keeps_each_ranks_threads_apart(ts: TraceSet, docs: dict[int, Any]) -> None:
+    """`TraceSet.combined()` keeps each rank's own process and thread values; the analyses that
+    nest per thread (attribution, efficiency, the critical path) still see one thread per rank's
+    (pid, tid), counted in the files."""
+    from jupyter_profview.analysis.columns import thread_keys
+
+    both = ts.combined()
+    want = sum(len({(e["pid"], e["tid"]) for e in events_of(d)}) for d in docs.values())
+    assert len(np.unique(thread_keys(both.events))) == want
+    assert sorted(both.metadata["ranks"]) == sorted(docs) and both.metadata["align"] is None
+    with pytest.raises(ProfviewError, match="align"):
+        ts.combined(align="middle")
+
+
 def test_show_carries_launches_and_flows_to_the_right_events(tmp_path: Path) -> None:
     pytest.importorskip("anywidget")
-    from jupyter_profview.widget.ranks import combined_trace
-
     with pytest.warns(UserWarning, match="126 of 128"):
         got = load_many(HTA_RANKS, progress=False, cache=tmp_path)
-    both = combined_trace(got)
+    both = got.combined()
     ev = both.events
     for rank in got.ranks:
         alone = profview.load(got.files[rank])
@@ -642,7 +659,7 @@ def test_show_carries_launches_and_flows_to_the_right_events(tmp_path: Path) -> 
         assert ev.loc[mine["kernel"], "rank_id"].tolist() == alone.launches["kernel"].tolist()
         launched = mine["launch"].dropna().astype(np.int64)
         assert ev.loc[launched, "rank_id"].tolist() == alone.launches["launch"].dropna().tolist()
-        flows = both.flows[both.flows["flow_id"].astype(str).str.startswith(f"r{rank}:")]
+        flows = both.flows[both.flows["rank"] == rank]
         src = flows["source"].to_numpy()
         assert ev.loc[src[src >= 0], "rank_id"].tolist() == \
             alone.flows["source"].to_numpy()[alone.flows["source"].to_numpy() >= 0].tolist()

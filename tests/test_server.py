@@ -27,7 +27,7 @@ import jupyter_profview as profview
 from jupyter_profview.server import MAX_SESSIONS, wire
 from jupyter_profview.widget import rpc
 from jupyter_profview.widget.codec import decode_frame
-from jupyter_profview.widget.widget import initial_state
+from jupyter_profview.widget.session import ViewSession
 from tests.server_helpers import (
     Http,
     copy_run,
@@ -71,7 +71,7 @@ def test_open_sends_the_widgets_initial_state(server: Http, root: Path) -> None:
     status, body = server.request("GET", f"/profview/api/sessions/{sid}")
     assert status == 200 and json.loads(body)["state"] == "ready"
     # what TraceWidget would send for the same file, computed here in the test process
-    expected = initial_state(rpc.WidgetData(profview.load(root / FIXTURE)))
+    expected = ViewSession(profview.load(root / FIXTURE)).state()
     assert set(expected) <= set(state)
     for name, value in expected.items():
         if isinstance(value, bytes):

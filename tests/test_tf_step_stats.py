@@ -95,7 +95,7 @@ def test_counts_match_formats_md(trace):
     span_us = max(n["end"] for n in NODES) - min(n["start"] for n in NODES)
     assert span_us == 147_713
     assert trace.time_unit == "ns" and trace.duration == span_us * 1000
-    assert trace.metadata["base_time_ns"] == min(n["start"] for n in NODES) * 1000
+    assert trace.info.base_time_ns == min(n["start"] for n in NODES) * 1000
 
 
 def test_every_event_matches_its_node_stats(trace):

@@ -44,7 +44,7 @@ ORDER = ("parameter", "optimizer state", "input", "temporary", "activation", "gr
 
 
 def _curves(trace: profview.Trace) -> dict[str, list[tuple[int, int]]]:
-    base = trace.metadata["base_time_ns"]
+    base = trace.info.base_time_ns
     out: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for t, d, b in zip(trace.memory["time"], trace.memory["device"].astype(str), trace.memory["bytes"],
                        strict=True):
@@ -89,7 +89,7 @@ def test_combined_with_the_trace_on_its_time_axis() -> None:
     plain = profview.load(TRACE)
     trace = profview.load(TRACE, memory=RAW)
     raw = json.loads(gzip.decompress(RAW.read_bytes()))
-    base = trace.metadata["base_time_ns"]
+    base = trace.info.base_time_ns
     timeline = trace.memory[trace.memory["device"].astype(str).isin(ORDER)]
     assert len(trace.memory) == len(plain.memory) + len(timeline)
     assert int(timeline["time"].min()) + base == min(t for t, *_ in raw if t >= 0)
@@ -204,7 +204,7 @@ def test_synthetic_cuda_snapshot() -> None:
     assert trace.quality.records_read == len(entries) + len(snap["segments"]) + len(blocks)
     instants = trace.events[trace.events["kind"] == "instant"]
     assert sorted(instants["name"].astype(str)) == sorted(e["action"] for e in entries)
-    base = trace.metadata["base_time_ns"]
+    base = trace.info.base_time_ns
     assert base == min(e["time_us"] for e in entries) * 1000
     assert sorted((instants["start"] + base).tolist()) == sorted(e["time_us"] * 1000 for e in entries)
     expected = _replay(snap)

@@ -67,7 +67,7 @@ def test_one_rank_in_the_all_ranks_widget() -> None:
     src = ev.loc[f["src"].astype(np.int64)]
     assert set(src["rank"]) == {1}
     assert list(src["rank_id"]) == list(cp.path["src"])
-    offset = w.trace.metadata["offsets"][1]
+    offset = w.trace.info.offsets[1]
     assert np.array_equal(f["src_time"], cp.path["src_time"].to_numpy(np.float64) + offset)
     assert (f["src_track"] >= 0).all()
     w.critical_path_instance = 1  # recomputed on the TraceSet, same rank

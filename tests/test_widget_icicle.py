@@ -48,3 +48,35 @@ def test_icicle_frame_switches_pick_and_range() -> None:
     assert decode_frame(w._icicle).meta["window"] is None and len(w.icicle) == len(tree)
     w.show_icicle("")
     assert w._icicle == b"" and w.icicle is None
+
+
+def test_module_icicle_on_a_trace_without_module_frames() -> None:
+    """The A100 trace was recorded without `with_modules`: the module icicle (and the stack one)
+    is the one `(unattributed)` node holding all the device time, not an error."""
+    trace = profview.load(NCCL)
+    w = profview.show(trace, icicle="module")
+    f = decode_frame(w._icicle)
+    assert len(f) == 1 and f.meta["total"] == float(trace.launches["kernel_dur"].sum())
+    assert w.icicle["name"].tolist() == ["(unattributed)"]
+    w.icicle_by = "stack"
+    assert w.icicle["name"].tolist() == ["(unattributed)"]
+
+
+def test_the_widget_shows_torchs_self_cpu_for_ranges() -> None:
+    """The self time the browser shows (the event details and the table's selection total) is
+    torch's `key_averages()` Self CPU for a `record_function` range on a with_stack trace
+    (torch's own number, saved by tests/data/make_torch_selftime.py; µs with 3 decimals)."""
+    import json
+
+    from jupyter_profview.widget import rpc
+
+    data = Path(__file__).parent / "data"
+    torch_self = json.loads((data / "torch_selftime_key_averages.json").read_text())["key_averages"]
+    trace = profview.load(data / "torch_selftime.json.gz")
+    w = profview.show(trace)
+    ids = trace.events.index[trace.events["name"] == "## backward ##"].tolist()
+    shown = [rpc.event(w._data, {"id": i})[0]["self"] for i in ids]
+    assert len(shown) == torch_self["## backward ##"]["count"] == 3
+    assert abs(sum(shown) - torch_self["## backward ##"]["self_cpu_time_total"] * 1000) <= 3 * 8
+    reply, _ = rpc.table(w._data, {"mode": "selection"}, w._data.positions(ids))
+    assert reply["self"] == sum(shown)

@@ -63,8 +63,9 @@ def summary(w: Any) -> dict[str, Any]:
 def test_ranks_start_collapsed_with_their_clock_offsets(ts: TraceSet, docs: dict[int, Any]) -> None:
     w = profview.show(ts)
     assert w.collapsed_groups == [f"rank {r}" for r in sorted(docs)]
-    for t in w._tracks:  # every track knows its rank and section
-        assert t["section"] == f"rank {t['rank']}" and t["process"].startswith(f"rank {t['rank']} · ")
+    for t in w._tracks:  # every track knows its rank and section; its process is the rank's own
+        assert t["section"] == f"rank {t['rank']}" and t["key"] == f"rank {t['rank']}/{t['process']}"
+        assert t["process"] in set(ts[t["rank"]].events["process"].astype(str))
     # each rank's own origin (baseTimeNanoseconds + its first timestamp) against the earliest rank's
     base = {r: int(d["baseTimeNanoseconds"]) + min(ns(e["ts"]) for e in d["traceEvents"]
                                                     if e.get("ph") == "X") for r, d in docs.items()}
@@ -75,6 +76,17 @@ def test_ranks_start_collapsed_with_their_clock_offsets(ts: TraceSet, docs: dict
     assert w._info["align"] is None
     expanded = profview.show(ts, collapsed=False)
     assert expanded.collapsed_groups == []
+
+
+def test_each_rank_section_lists_its_lanes_as_the_rank_alone_does(ts: TraceSet) -> None:
+    """A rank's section has the lanes, names and order of that rank shown on its own (its own
+    track order, not an order mixed with the other ranks' labels)."""
+    w = profview.show(ts)
+    for rank in ts.ranks:
+        alone = profview.show(ts[rank])._tracks
+        mine = [t for t in w._tracks if t["rank"] == rank]
+        assert [(t["group"], t["name"], t["depths"]) for t in mine] == \
+            [(t["group"], t["name"], t["depths"]) for t in alone], rank
 
 
 def test_collapse_and_rank_filter_are_two_way_traits(ts: TraceSet) -> None:

@@ -163,7 +163,7 @@ def expected_rows(space: dict[str, Any]) -> list[tuple[str, str, str, int, int]]
 
 def actual_rows(trace: profview.Trace) -> list[tuple[str, str, str, int, int]]:
     ev = trace.events
-    base = trace.metadata["base_time_ns"]
+    base = trace.info.base_time_ns
     thread = ev["thread"].astype(str).str.replace(r" #-?\d+$", "", regex=True)
     return sorted(zip(ev["process"].astype(str), thread, ev["name"].astype(str),
                       (ev["start"] + base).tolist(), ev["dur"].tolist(), strict=True))
@@ -461,7 +461,7 @@ def _synthetic(host_plane: str = "/host:CPU") -> bytes:
 
 def test_synthetic_flows_memory_rounding_and_aggregates() -> None:
     trace = load_with(xspace, _synthetic(), "synthetic")
-    base = trace.metadata["base_time_ns"]
+    base = trace.info.base_time_ns
     ev = trace.events
     kernel = ev[ev["name"] == "fusion.1"].iloc[0]
     # 1_000 ns + 1_999 ps = 1_001 ns (floor); end (1_999 + 2) ps = 2_001 ps -> 1_002 ns

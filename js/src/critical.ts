@@ -28,6 +28,16 @@ export interface CriticalPathData {
   arrows: Flow[];
 }
 
+/** The order the segments table lists the path in: along the path, or by time on it (longest first, ties in path order). */
+export type SegmentSort = "order" | "time";
+
+/** Indices into `segments` in the order of `by`. */
+export function segmentOrder(segments: Segment[], by: SegmentSort): number[] {
+  const idx = segments.map((_, i) => i);
+  if (by === "time") idx.sort((a, b) => segments[b].weight - segments[a].weight || a - b);
+  return idx;
+}
+
 /** The colour of each breakdown category (the bar, its legend and the path's arrows). */
 export const BOUND_COLORS: Record<string, string> = {
   cpu: "#4e79a7", kernel: "#59a14f", communication: "#b07aa1", launch: "#f28e2b",
@@ -92,6 +102,7 @@ export class CriticalPanel {
   private legend: HTMLDivElement;
   private rows: HTMLDivElement;
   private path: CriticalPathData | null = null;
+  private sortBy: SegmentSort = "order";
   unit: TimeUnit = "ns";
 
   constructor(private onSegment: (s: Segment) => void, private onStep: (instance: number) => void) {
@@ -108,6 +119,18 @@ export class CriticalPanel {
     const th = el("div", "pv-critical-row pv-critical-th", table);
     for (const [cls, text] of [["n", "#"], ["type", "bound by"], ["name", "event"], ["time", "on path"],
       ["start", "start"]]) el("span", `pv-c-${cls}`, th).textContent = text;
+    // sort: "on path" lists the longest segments first, "#" goes back to path order
+    for (const [cls, by] of [["n", "order"], ["time", "time"]] as const) {
+      const head = th.querySelector<HTMLElement>(`.pv-c-${cls}`);
+      if (!head) continue;
+      head.classList.add("pv-c-sortable");
+      head.title = by === "time" ? "Sort by time on the path, longest first" : "Sort along the path";
+      head.addEventListener("click", () => {
+        this.sortBy = by;
+        this.el.dataset.sort = by;
+        if (this.path) this.drawRows(this.path);
+      });
+    }
     this.rows = el("div", "pv-critical-rows", table);
     this.rows.addEventListener("click", (e) => {
       const row = (e.target as HTMLElement).closest<HTMLElement>(".pv-critical-row");
@@ -173,8 +196,9 @@ export class CriticalPanel {
 
   private drawRows(path: CriticalPathData): void {
     this.rows.replaceChildren();
-    const shown = path.segments.slice(0, MAX_SEGMENTS);
-    shown.forEach((s, k) => {
+    const shown = segmentOrder(path.segments, this.sortBy).slice(0, MAX_SEGMENTS);
+    shown.forEach((k) => {
+      const s = path.segments[k];
       const row = el("div", "pv-critical-row", this.rows);
       row.dataset.index = String(k);
       row.dataset.event = String(s.event);

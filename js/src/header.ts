@@ -3,6 +3,7 @@
 
 import type { Frame } from "./codec";
 import { el, renderLegend, type Skeleton } from "./dom";
+import { setColorOptions } from "./metrics";
 import { renderNodes } from "./nodes";
 import type { LegendEntry } from "./theme";
 import type { Info } from "./traits";
@@ -41,6 +42,7 @@ export class ViewHeader {
     this.legendEl.style.display = noEvents ? "none" : "";
     this.resetEl.style.display = noEvents ? "none" : "";
     renderLegend(this.legendEl, legend);
+    setColorOptions(this.colorBy, info.color_options, String(info.color_by ?? this.colorBy.value));
   }
 
   /** `data-static`, and the colour-by switch only where a kernel can recolour. */

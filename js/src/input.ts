@@ -234,7 +234,7 @@ function groupLines(view: ProfView, g: Group): string[] {
   const lines: string[] = [];
   if (g.kind === "section") {
     lines.push(g.name);
-    const note = view.notes.get(g.key);
+    const note = g.rank === undefined ? undefined : view.notes.get(g.rank);
     if (note) {
       const align = view.info.align;
       lines.push(align && Number.isFinite(Number(align.step))

@@ -43,7 +43,7 @@ export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
       ctx.fillStyle = th.fg;
       ctx.font = `bold 11px ${th.font}`;
       const name = g.name || g.process || "(no process)";
-      const note = sc.notes?.get(g.key);
+      const note = g.rank === undefined ? undefined : sc.notes?.get(g.rank);
       const count = `(${g.tracks.length} track${g.tracks.length === 1 ? "" : "s"})`;
       // with a busy lane the label has the gutter only: the short note ("+4.033 ms"), no count
       const label = lane

@@ -14,7 +14,9 @@ export interface TrackInfo {
   group: string;
   name: string;
   depths: number;
-  /** The rank of a TraceSet's track, and its section ("rank N"); absent for one trace. */
+  /** What collapses its process group (a `collapsed_groups` entry); the process for one trace. */
+  key: string;
+  /** The rank of a TraceSet's track, and its section's key; absent for one trace. */
   rank?: number;
   section?: string;
 }
@@ -70,15 +72,13 @@ export function parseTracks(raw: unknown): TrackInfo[] {
       group: typeof t?.group === "string" ? t.group : process,
       name: typeof t?.name === "string" ? t.name : label,
       depths: Number.isFinite(depths) && depths > 0 ? Math.min(depths, 65535) : 1,
+      key: typeof t?.key === "string" ? t.key : process,
     };
     if (typeof t?.section === "string" && t.section) out.section = t.section;
     if (typeof t?.rank === "number" && Number.isInteger(t.rank)) out.rank = t.rank;
     return out;
   });
 }
-
-/** The prefix a process group's name loses inside its section ("rank 3 · python" -> "python"). */
-export const SECTION_SEP = " · ";
 
 /**
  * Groups, lane positions and header rows. `collapsed` holds group keys (process names and
@@ -102,16 +102,16 @@ export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string
         blocks.push(block);
       }
     } else {
-      block = lone.get(t.process);
+      block = lone.get(t.key);
       if (!block) {
         block = { section: null, processes: new Map() };
-        lone.set(t.process, block);
+        lone.set(t.key, block);
         blocks.push(block);
       }
     }
-    const list = block.processes.get(t.process);
+    const list = block.processes.get(t.key);
     if (list) list.push(i);
-    else block.processes.set(t.process, [i]);
+    else block.processes.set(t.key, [i]);
   });
   const trackY = new Float64Array(tracks.length).fill(-1);
   const home = new Float64Array(tracks.length).fill(-1);
@@ -125,19 +125,18 @@ export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string
     if (block.section !== null) {
       const all = Array.from(block.processes.values()).flat();
       sectionHidden = collapsed.has(block.section);
-      groups.push({ key: block.section, kind: "section", level: 0, process: "", name: block.section,
+      const title = block.rank === undefined ? block.section : `rank ${block.rank}`;
+      groups.push({ key: block.section, kind: "section", level: 0, process: "", name: title,
         rank: block.rank, y, collapsed: sectionHidden, tracks: all });
       if (sectionHidden) for (const i of all) home[i] = y;
       y += GROUP_H;
       level = 1;
       if (sectionHidden) continue;
     }
-    const prefix = block.section !== null ? block.section + SECTION_SEP : "";
-    for (const [process, idx] of block.processes) {
-      const isCollapsed = collapsed.has(process);
-      const full = tracks[idx[0]].group;
-      const name = prefix && full.startsWith(prefix) ? full.slice(prefix.length) : full;
-      groups.push({ key: process, kind: "process", level, process, name, y, collapsed: isCollapsed, tracks: idx });
+    for (const [key, idx] of block.processes) {
+      const isCollapsed = collapsed.has(key);
+      const { process, group: name } = tracks[idx[0]];
+      groups.push({ key, kind: "process", level, process, name, y, collapsed: isCollapsed, tracks: idx });
       const header = y;
       y += GROUP_H;
       for (const i of idx) {

@@ -15,6 +15,8 @@ export interface SeriesInfo {
   device: string; kind: string; peak_bytes: number; peak_time: number;
   unit: string; // "bytes" (memory) | "fraction" | "count" | "value" (counters)
   max: number;
+  /** Several ranks in one view: whose device it is. */
+  rank?: number;
 }
 interface Curve { time: Float64Array; bytes: Float64Array }
 /** Geometry of one draw: x of a time, y of a value on a series' scale (its top value). */
@@ -38,6 +40,7 @@ export function curvesFromFrame(frame: Frame): { series: SeriesInfo[]; curves: C
     peak_time: Number(s?.peak_time ?? NaN),
     unit: String(s?.unit ?? "bytes"),
     max: Number(s?.max ?? s?.peak_bytes ?? NaN),
+    ...(typeof s?.rank === "number" && Number.isInteger(s.rank) ? { rank: s.rank } : {}),
   }));
   const sc = frame.columns.series;
   const tc = timeColumn(frame, "time");
@@ -135,7 +138,8 @@ export function legendLabels(names: string[], max = 22): string[] {
 }
 
 function seriesName(s: SeriesInfo): string {
-  return `${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
+  const rank = s.rank === undefined ? "" : `rank ${s.rank} · `;
+  return `${rank}${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
 }
 
 /** Index of the last sample with time <= t (or 0). */
@@ -387,8 +391,8 @@ export class MemoryPanel {
     ctx.lineTo(px + 4, py - 8);
     ctx.closePath();
     ctx.fill();
-    const rank = /^rank (\d+) · /.exec(s.device);  // several ranks: say whose peak it is
-    const text = `${rank ? `rank ${rank[1]} ` : ""}peak ${formatBytes(s.peak_bytes)}`;
+    // several ranks: say whose peak it is
+    const text = `${s.rank === undefined ? "" : `rank ${s.rank} `}peak ${formatBytes(s.peak_bytes)}`;
     const tw = ctx.measureText(text).width;
     const lx = px + 6 + tw > w ? px - 6 - tw : px + 6;
     const lineH = 12;

@@ -48,8 +48,8 @@ export interface TimelineScene {
   pathFlows?: Flow[];
   /** Busy lanes of collapsed groups, by group key (`_summary`). */
   summary?: Map<string, SummaryLane>;
-  /** Text after a group's name in its header, by group key (a rank's clock offset). */
-  notes?: Map<string, string>;
+  /** Text after a rank section's name in its header, by rank (its clock offset). */
+  notes?: Map<number, string>;
 }
 
 /** Geometry shared by the timeline and memory panels. */

@@ -32,6 +32,8 @@ export class ViewSelection {
   /** Tracks of a shift-drag rectangle (null: all tracks). */
   rangeTracks: number[] | null = null;
   flows: Flow[] = [];
+  /** The table lists the kernel's selection (w.select, an icicle node, a finding) until the view selects. */
+  kernel = false;
   private keepTable = false;
 
   constructor(private host: SelectionHost) {}
@@ -72,6 +74,7 @@ export class ViewSelection {
   select(box: SelectedBox | null, range: [number, number] | null = null, tracks: number[] | null = null,
     keepTable = false): void {
     const host = this.host;
+    this.kernel = false;
     this.selected = box;
     this.range = range;
     this.rangeTracks = range ? tracks : null;
@@ -105,6 +108,7 @@ export class ViewSelection {
     this.range = null;
     this.rangeTracks = null;
     this.flows = [];
+    this.kernel = true;
     this.host.root.dataset.selected = "kernel";
     const { view, table } = this.host;
     table.selectedId = -1;

@@ -80,15 +80,15 @@ export function parseRanksInfo(raw: unknown): RankInfo[] {
 }
 
 /**
- * The note after a rank section's name: its clock offset from the earliest rank's
+ * The note after a rank section's name, by rank: its clock offset from the earliest rank's
  * ("clock +4.033 ms"), and "aligned on step N" when the ranks were lined up on a step.
  */
 export function sectionNotes(ranks: RankInfo[], align: { step?: number } | null | undefined,
-  unit: TimeUnit): Map<string, string> {
-  const out = new Map<string, string>();
+  unit: TimeUnit): Map<number, string> {
+  const out = new Map<number, string>();
   if (!ranks.length) return out;
   const base = Math.min(...ranks.map((r) => r.offset));
   const what = align && Number.isFinite(Number(align.step)) ? `shift ` : "clock ";
-  for (const r of ranks) out.set(`rank ${r.rank}`, `${what}+${formatTime(r.offset - base, unit)}`);
+  for (const r of ranks) out.set(r.rank, `${what}+${formatTime(r.offset - base, unit)}`);
   return out;
 }

@@ -1,6 +1,7 @@
 // Hover tooltip: text only (textContent), details fetched once per event id by `_event`.
 
 import { formatTime, type TimeUnit } from "./axis";
+import { metricLines, type Metrics } from "./metrics";
 
 export interface EventInfo {
   id: number;
@@ -15,6 +16,8 @@ export interface EventInfo {
   self?: number;
   depth?: number;
   args?: Record<string, unknown>;
+  /** A kernel's SM efficiency, occupancy, tensor core; a collective's bytes and bandwidths. */
+  metrics?: Metrics;
   flows?: Array<{
     source: number; target: number; source_track: number; target_track: number;
     source_time: number; target_time: number;
@@ -67,6 +70,7 @@ export function eventLines(e: EventInfo, unit: TimeUnit, maxArgs = 12): string[]
   if (e.start !== undefined) lines.push(`start ${formatTime(e.start, unit)}`);
   if (e.dur !== undefined) lines.push(`duration ${formatTime(e.dur, unit)}`);
   if (e.self !== undefined) lines.push(`self ${formatTime(e.self, unit)}`);
+  lines.push(...metricLines(e.metrics));
   const args = e.args && typeof e.args === "object" ? Object.entries(e.args) : [];
   for (const [k, v] of args.slice(0, maxArgs)) {
     let t = argText(v);

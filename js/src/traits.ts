@@ -3,6 +3,7 @@
 
 import type { AnyModel } from "@anywidget/types";
 import { decodeFrame, emptyFrame, type Frame } from "./codec";
+import { TRAIT_SPEC, type TraitName } from "./trait_spec";
 import { clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
 
 export interface Info {
@@ -10,15 +11,20 @@ export interface Info {
   /** The first event's start when negative (ranks aligned on a step), else 0. */
   start?: number;
   event_count?: number; color_by?: string; legend?: unknown; has_memory?: boolean;
+  /** The kernel / collective numbers this trace can be coloured by (widget/metric_colors.py). */
+  color_options?: string[];
   has_allocations?: boolean; has_flows?: boolean; static?: boolean; message?: string;
   /** Several ranks (a TraceSet): each rank's clock offset; the step they are aligned on. */
   ranks?: unknown; align?: { step?: number; at?: number } | null;
 }
 
-/** The traits whose `change:` a view handles (ProfView.onTrait). */
-export const VIEW_TRAITS = ["_info", "_tracks", "_overview", "_memory", "_nodes", "_highlight", "_zoom_request",
-  "color_by", "_summary", "collapsed_groups", "shown_ranks", "_critical_path", "_icicle", "_kernel_selection", "split_layout"] as const;
-export type ViewTrait = typeof VIEW_TRAITS[number];
+/** The traits whose `change:` a view handles (ProfView.onTrait): those the spec marks `view`. */
+export const VIEW_TRAITS: readonly TraitName[] = (Object.keys(TRAIT_SPEC) as TraitName[]).filter((n) => TRAIT_SPEC[n].view);
+export type ViewTrait = TraitName;
+
+/** The traits the server's session keeps that the browser sets (the HTTP model sends these). */
+export const SESSION_TRAITS: ReadonlySet<string> = new Set((Object.keys(TRAIT_SPEC) as TraitName[])
+  .filter((n) => TRAIT_SPEC[n].session && TRAIT_SPEC[n].setBy !== "kernel"));
 
 interface ZoomRequest { start?: number; end?: number; token?: unknown }
 

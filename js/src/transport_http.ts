@@ -5,6 +5,7 @@
 
 import type { AnyModel, Experimental } from "@anywidget/types";
 import { formatBytes } from "./axis";
+import { SESSION_TRAITS } from "./traits";
 
 /** Fetch `path` under `{base_url}profview/api/` with the server's auth (token / XSRF). */
 export type Fetcher = (path: string, init?: RequestInit) => Promise<Response>;
@@ -108,8 +109,6 @@ export class ProfviewClient {
 // the handler type of AnyModel.on (change callbacks and msg:custom share it)
 type Handler = (...args: any[]) => void;
 
-/** Traits the server keeps (the widget's browser -> kernel traits); others stay local. */
-const SYNCED = new Set(["_selection", "color_by"]);
 
 /** An anywidget-style model whose state lives in a server session. */
 export class HttpModel implements AnyModel {
@@ -144,7 +143,7 @@ export class HttpModel implements AnyModel {
 
   save_changes(): void {
     const changes: Record<string, unknown> = {};
-    for (const key of this.dirty) if (SYNCED.has(key)) changes[key] = this.values[key];
+    for (const key of this.dirty) if (SESSION_TRAITS.has(key)) changes[key] = this.values[key];
     this.dirty.clear();
     if (!Object.keys(changes).length || this.disposed) return;
     this.client.setTraits(this.sid, changes).then((reply) => {

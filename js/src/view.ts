@@ -5,6 +5,7 @@
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
 import type { Frame } from "./codec";
+import { AdvicePanel, parseAdvice } from "./advice";
 import { CriticalPanel, parseCriticalPath, type Segment } from "./critical";
 import { IciclePanel, parseIcicle } from "./icicle";
 import { MIN_TABLE, MIN_TIMELINE, clampHeight, parseLayout, splitHandle, type SplitLayout } from "./split";
@@ -40,6 +41,7 @@ export class ProfView implements DetailHost {
   readonly table: TablePanel;
   readonly critical: CriticalPanel;
   readonly icicle: IciclePanel;
+  readonly advice: AdvicePanel;
   /** The shown critical path's launch / gap / sync edges, drawn as arrows. */
   pathArrows: Flow[] = [];
   /** The dragged heights of the timeline and the table (the `split_layout` trait). */
@@ -59,7 +61,7 @@ export class ProfView implements DetailHost {
   layout: Layout = computeLayout([], new Set());
   readonly groups: GroupControls;
   summary = new Map<string, SummaryLane>();
-  notes = new Map<string, string>();
+  notes = new Map<number, string>();
   legend: LegendEntry[] = [];
   theme: Theme;
   bounds: Bounds = boundsFor(1, "ns");
@@ -104,6 +106,11 @@ export class ProfView implements DetailHost {
       this.model.save_changes();
     });
     this.root.insertBefore(this.icicle.el, this.critical.el);
+    this.advice = new AdvicePanel((finding) => {
+      this.model.set("_advice_pick", { finding, token: Date.now() });
+      this.model.save_changes();
+    });
+    this.root.insertBefore(this.advice.el, this.table.el);
     this.addSplits(dom.timeline);
     this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
@@ -215,6 +222,7 @@ export class ProfView implements DetailHost {
     this.loadNodes();
     this.loadCritical();
     this.loadIcicle();
+    this.loadAdvice();
     this.loadLayout();
     const start = initialView(this.model, this.bounds);
     this.view = start.view;
@@ -236,6 +244,7 @@ export class ProfView implements DetailHost {
     else if (name === "_summary") this.loadSummary();
     else if (name === "_critical_path") this.loadCritical();
     else if (name === "_icicle") this.loadIcicle();
+    else if (name === "_advice") this.loadAdvice();
     else if (name === "_kernel_selection") this.sel.showKernelSelection();
     else if (name === "split_layout") this.loadLayout();
     else if (name === "collapsed_groups" || name === "shown_ranks") {
@@ -340,6 +349,12 @@ export class ProfView implements DetailHost {
     this.root.dataset.icicleMs = (performance.now() - t0).toFixed(2);
   }
 
+  private loadAdvice(): void {
+    const data = parseAdvice(this.model.get("_advice"));
+    this.advice.update(data);
+    this.root.dataset.findings = String(data ? data.findings.length : 0);
+  }
+
   /** A critical-path segment clicked: show it with a margin of its own length on each side. */
   private zoomToSegment(seg: Segment): void {
     this.setView(zoomToRange(seg.start, seg.end, this.bounds, 1));
@@ -365,7 +380,7 @@ export class ProfView implements DetailHost {
     this.requestDraw();
     this.detail.fetch();
     if (sync) this.syncView();
-    if (!this.sel.has()) this.sel.refreshWindowTable();
+    if (!this.sel.has() && !this.sel.kernel) this.sel.refreshWindowTable();
   }
 
   private syncView = debounce(() => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeFrame, emptyFrame, encodeFrame } from "../src/codec";
 import { shareText } from "../src/axis";
-import { parseCriticalPath } from "../src/critical";
+import { parseCriticalPath, segmentOrder, type Segment } from "../src/critical";
 
 // A path of four edges as jupyter_profview/widget/critical_path.py encodes it: op start -> launch
 // start (operator, 10 ns, cpu), launch -> kernel (launch, 20 ns), kernel start -> end (operator,
@@ -47,5 +47,16 @@ describe("_critical_path frame", () => {
     expect(shareText(93.648)).toBe("93.6 %");
     expect(shareText(0)).toBe("0.0 %");
     expect(shareText(100)).toBe("100.0 %");
+  });
+});
+
+describe("segments table order", () => {
+  const seg = (order: number, weight: number): Segment => ({
+    order, type: "operator", bound: "cpu", event: order, name: `e${order}`, start: order, end: order + 1, weight,
+  });
+  const segments = [seg(0, 5), seg(1, 40), seg(2, 5), seg(3, 1)];
+  it("lists the path in order, or the longest segments first with ties in path order", () => {
+    expect(segmentOrder(segments, "order")).toEqual([0, 1, 2, 3]);
+    expect(segmentOrder(segments, "time")).toEqual([1, 0, 2, 3]);
   });
 });

@@ -4,7 +4,7 @@ import type { AnyModel } from "@anywidget/types";
 import { GroupControls } from "../src/groups";
 import { parseTracks } from "../src/layout";
 
-const tracks = parseTracks([0, 1, 2].map((r) => ({ process: `rank ${r} · python`, rank: r, section: `rank ${r}` })));
+const tracks = parseTracks([0, 1, 2].map((r) => ({ process: "python", rank: r, section: `rank ${r}`, key: `rank ${r}/python` })));
 
 function setup(initial: Record<string, unknown>) {
   const values: Record<string, unknown> = { ...initial };

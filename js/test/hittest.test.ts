@@ -4,9 +4,9 @@ import { GROUP_H, ROW_H, TRACK_GAP, computeLayout, parseTracks, rowAt, tracksBet
 import { allocSlices } from "../src/lod";
 
 const tracks: TrackInfo[] = [
-  { id: 0, process: "cpu", thread: "main", label: "main", group: "cpu", name: "main", depths: 2 },
-  { id: 1, process: "gpu", thread: "s7", label: "s7", group: "gpu", name: "s7", depths: 1 },
-  { id: 2, process: "cpu", thread: "aux", label: "aux", group: "cpu", name: "aux", depths: 1 },
+  { id: 0, process: "cpu", key: "cpu", thread: "main", label: "main", group: "cpu", name: "main", depths: 2 },
+  { id: 1, process: "gpu", key: "gpu", thread: "s7", label: "s7", group: "gpu", name: "s7", depths: 1 },
+  { id: 2, process: "cpu", key: "cpu", thread: "aux", label: "aux", group: "cpu", name: "aux", depths: 1 },
 ];
 
 // Boxes: [track, depth, start, dur, id]
@@ -113,7 +113,7 @@ describe("tracks from the kernel", () => {
   it("group headers and lane names come from `group`/`name`, the full label stays for the tooltip", () => {
     const raw = [
       { id: 0, process: "python (0)", thread: "stream 7", label: "python (0) / stream 7", group: "GPU 0", name: "stream 7", depths: 2 },
-      { id: 1, process: "cpu", thread: "t", label: "cpu / t", depths: 1 }, // an older kernel: no group/name
+      { id: 1, process: "cpu", key: "cpu", thread: "t", label: "cpu / t", depths: 1 }, // an older kernel: no group/name
     ];
     const tracks = parseTracks(raw);
     expect(tracks.map((t) => [t.group, t.name, t.label])).toEqual([

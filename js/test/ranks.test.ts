@@ -13,11 +13,12 @@ import { TimelineRenderer } from "../src/timeline";
 import { allocSlices } from "../src/lod";
 import type { Theme } from "../src/theme";
 
-// Two ranks, each with a "python" process (two threads) and a "Spans" process; as rpc.tracks() sends them.
+// Two ranks, each with a "python" process (two threads) and a "Spans" process; as WidgetData.tracks()
+// sends them: the rank's own process names, the group key and section key made kernel-side.
 const raw = [0, 1].flatMap((r) => [
-  { id: 0, process: `rank ${r} · python`, thread: "main", label: "m", group: `rank ${r} · CPU`, name: "main", depths: 3, rank: r, section: `rank ${r}` },
-  { id: 0, process: `rank ${r} · python`, thread: "gloo", label: "g", group: `rank ${r} · CPU`, name: "gloo", depths: 1, rank: r, section: `rank ${r}` },
-  { id: 0, process: `rank ${r} · Spans`, thread: "p", label: "p", group: `rank ${r} · Spans`, name: "p", depths: 1, rank: r, section: `rank ${r}` },
+  { id: 0, process: "python", thread: "main", label: "m", group: "CPU", name: "main", depths: 3, rank: r, section: `rank ${r}`, key: `rank ${r}/python` },
+  { id: 0, process: "python", thread: "gloo", label: "g", group: "CPU", name: "gloo", depths: 1, rank: r, section: `rank ${r}`, key: `rank ${r}/python` },
+  { id: 0, process: "Spans", thread: "p", label: "p", group: "Spans", name: "p", depths: 1, rank: r, section: `rank ${r}`, key: `rank ${r}/Spans` },
 ]).map((t, i) => ({ ...t, id: i }));
 const tracks: TrackInfo[] = parseTracks(raw);
 
@@ -39,7 +40,7 @@ describe("rank sections", () => {
     expect(tracksBetween(L, 0, 1000)).toEqual([]);
   });
 
-  it("expanding one rank shows its process groups (names without the rank prefix), indented", () => {
+  it("expanding one rank shows its process groups (the same process of two ranks is two groups), indented", () => {
     const L = computeLayout(tracks, new Set(["rank 1"]));
     expect(L.groups.map((g) => [g.kind, g.name, g.level])).toEqual([
       ["section", "rank 0", 0], ["process", "CPU", 1], ["process", "Spans", 1], ["section", "rank 1", 0],
@@ -59,7 +60,7 @@ describe("rank sections", () => {
   });
 
   it("a collapsed process group inside an expanded rank is the home of its tracks", () => {
-    const L = computeLayout(tracks, new Set(["rank 0 · python", "rank 1"]));
+    const L = computeLayout(tracks, new Set(["rank 0/python", "rank 1"]));
     expect(L.home[0]).toBe(GROUP_H);
     expect(L.home[1]).toBe(GROUP_H);
     expect(L.trackY[2]).toBe(3 * GROUP_H);
@@ -67,7 +68,7 @@ describe("rank sections", () => {
 
   it("the rank filter hides other ranks entirely", () => {
     const L = computeLayout(tracks, new Set(), new Set([1]));
-    expect(L.groups.map((g) => g.key)).toEqual(["rank 1", "rank 1 · python", "rank 1 · Spans"]);
+    expect(L.groups.map((g) => g.key)).toEqual(["rank 1", "rank 1/python", "rank 1/Spans"]);
     expect(L.trackY[0]).toBe(-1);
     expect(L.home[0]).toBe(-1); // not shown at all: no arrow end
     expect(L.trackY[3]).toBe(2 * GROUP_H);
@@ -87,9 +88,9 @@ describe("rank sections", () => {
     const ranks = parseRanksInfo([{ rank: 0, offset: 4033097 }, { rank: 1, offset: 0 }, { rank: "x", offset: 1 }]);
     expect(ranks).toEqual([{ rank: 0, offset: 4033097 }, { rank: 1, offset: 0 }]);
     const notes = sectionNotes(ranks, null, "ns");
-    expect(notes.get("rank 0")).toBe("clock +4.033 ms");
-    expect(notes.get("rank 1")).toBe("clock +0 ns");
-    expect(sectionNotes(ranks, { step: 2 }, "ns").get("rank 0")).toBe("shift +4.033 ms");
+    expect(notes.get(0)).toBe("clock +4.033 ms");
+    expect(notes.get(1)).toBe("clock +0 ns");
+    expect(sectionNotes(ranks, { step: 2 }, "ns").get(0)).toBe("shift +4.033 ms");
   });
 });
 

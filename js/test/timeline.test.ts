@@ -24,7 +24,7 @@ function fakeCanvas() {
 }
 
 const theme: Theme = { bg: "#fff", fg: "#000", fgDim: "#666", grid: "#ccc", header: "#eee", accent: "#00f", font: "sans" };
-const tracks: TrackInfo[] = [{ id: 0, process: "p", thread: "t", label: "t", group: "p", name: "t", depths: 2 }];
+const tracks: TrackInfo[] = [{ id: 0, process: "p", key: "p", thread: "t", label: "t", group: "p", name: "t", depths: 2 }];
 const legend = [{ key: "a", color: "#111111" }, { key: "b", color: "#222222" }];
 
 function scene(view = { start: 0, end: 1000 }, extra: Partial<TimelineScene> = {}): TimelineScene {

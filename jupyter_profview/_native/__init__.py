@@ -14,6 +14,8 @@ with how to get the native scanner.
   producing :class:`~jupyter_profview.formats.chrome.columns.ChromeColumns`.
 * :func:`nest` -- :func:`jupyter_profview.nesting.nest_python` (``nest.c``).
 * :func:`owned_time` -- :func:`jupyter_profview.nesting.owned_time_python` (``nest.c``).
+* :func:`python_yields` -- :func:`jupyter_profview.nesting.python_yields_until_python` (``nest.c``).
+* :func:`owned_segments` -- :func:`jupyter_profview.nesting.owned_segments_python` (``nest.c``).
 * :func:`xplane_lines` -- the per-event loop of ``formats.xspace_build.Builder`` (``xplane.c``).
 """
 
@@ -31,11 +33,11 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_time", "status",
-           "warn_if_unavailable", "xplane_lines"]
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_segments", "owned_time",
+           "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 7  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 8  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -158,6 +160,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_scan_file_args.argtypes = [c_void_p, c_int]
     lib.pv_owned.restype = c_int
     lib.pv_owned.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
+    lib.pv_python_yields.restype = c_int
+    lib.pv_python_yields.argtypes = [c_int64, *[c_void_p] * 6]
+    lib.pv_owned_segments.restype = c_int64
+    lib.pv_owned_segments.argtypes = [c_int64, *[c_void_p] * 8]
 
 
 def available() -> bool:
@@ -244,6 +250,43 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     if n and lib.pv_owned(n, track.ctypes.data, start.ctypes.data, end.ctypes.data, out.ctypes.data) != 0:
         raise MemoryError("out of memory in native owned_time")
     return out
+
+
+def python_yields(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                  python: np.ndarray) -> np.ndarray:
+    """:func:`jupyter_profview.nesting.python_yields_until_python` in C (same inputs and output)."""
+    lib = _lib()
+    track, start, end, parent = (np.ascontiguousarray(a, dtype=np.int64) for a in (track, start, end, parent))
+    flags = np.ascontiguousarray(python, dtype=np.uint8)
+    n = len(start)
+    if not len(track) == len(end) == len(parent) == len(flags) == n:
+        raise ValueError("track, start, end, parent and python must have the same length")
+    out = np.zeros(n, np.int64)
+    if n and lib.pv_python_yields(n, track.ctypes.data, start.ctypes.data, end.ctypes.data,
+                                  parent.ctypes.data, flags.ctypes.data, out.ctypes.data) != 0:
+        raise MemoryError("out of memory in native python_yields")
+    return out
+
+
+def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray | None,
+                   until: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`jupyter_profview.nesting.owned_segments_python` in C (same inputs and outputs)."""
+    lib = _lib()
+    track, start, end = (np.ascontiguousarray(a, dtype=np.int64) for a in (track, start, end))
+    n = len(start)
+    if not len(track) == len(end) == n:
+        raise ValueError("track, start and end must have the same length")
+    flags = None if python is None or until is None else np.ascontiguousarray(python, dtype=np.uint8)
+    limits = None if flags is None else np.ascontiguousarray(until, dtype=np.int64)
+    size = 3 * n + 1
+    owner, lo, hi = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+    m = lib.pv_owned_segments(n, track.ctypes.data, start.ctypes.data, end.ctypes.data,
+                              None if flags is None else flags.ctypes.data,
+                              None if limits is None else limits.ctypes.data,
+                              owner.ctypes.data, lo.ctypes.data, hi.ctypes.data) if n else 0
+    if m < 0:
+        raise MemoryError("out of memory in native owned_segments")
+    return owner[:m].copy(), lo[:m].copy(), hi[:m].copy()
 
 
 # -- XPlane lines ---------------------------------------------------------------

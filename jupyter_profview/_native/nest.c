@@ -182,3 +182,110 @@ int pv_owned(int64_t n, const int64_t *track, const int64_t *start, const int64_
     free(stack);
     return 0;
 }
+
+/*
+ * pv_python_yields -- native version of
+ * jupyter_profview.nesting.python_yields_until_python (the reference).
+ *
+ * Events sorted by (track, start, -duration), parent = their nesting parents
+ * (positions), python = 1 for a Python frame.  until[i]: until when Python
+ * frame i yields to the ops and ranges it partly overlaps (those open at its
+ * start that end before it, above the first one containing it), or its Python
+ * parent's; INT64_MIN where never (or not after its start).  Returns 0, or -1
+ * when out of memory.
+ */
+int pv_python_yields(int64_t n, const int64_t *track, const int64_t *start, const int64_t *end,
+                     const int64_t *parent, const uint8_t *python, int64_t *until) {
+    int64_t *others, len = 0;
+    if (n <= 0) return 0;
+    others = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+    if (!others) return -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = start[i], e = end[i], u = INT64_MIN, p = parent[i];
+        if (i > 0 && track[i] != track[i - 1]) len = 0;
+        while (len && end[others[len - 1]] <= s) len--;
+        until[i] = INT64_MIN;
+        if (!python[i]) {
+            others[len++] = i;
+            continue;
+        }
+        if (p >= 0 && python[p]) u = until[p];
+        for (int64_t k = len - 1; k >= 0; k--) {
+            int64_t r = others[k];
+            if (end[r] <= s) continue;
+            if (end[r] >= e) break;
+            if (end[r] > u) u = end[r];
+        }
+        if (u > s) until[i] = u;
+    }
+    free(others);
+    return 0;
+}
+
+/*
+ * pv_owned_segments -- native version of
+ * jupyter_profview.nesting.owned_segments_python (the reference; the module
+ * docstring states the rule).
+ *
+ * Events sorted by (track, start, -duration).  Each instant of a track goes
+ * to the latest-started open event that does not yield then (a Python frame,
+ * python[j] != 0, yields before until[j]; python may be NULL: nothing
+ * yields).  Writes the segments (owner, lo, hi), consecutive ones of one owner
+ * merged, into arrays of at least 3n + 1 entries (every segment ends at a
+ * distinct start, end or until of its track); returns their number, or -1
+ * when out of memory.
+ */
+int64_t pv_owned_segments(int64_t n, const int64_t *track, const int64_t *start, const int64_t *end,
+                          const uint8_t *python, const int64_t *until, int64_t *owner, int64_t *lo,
+                          int64_t *hi) {
+    int64_t *stack, len = 0, t = 0, m = 0;
+    if (n <= 0) return 0;
+    stack = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+    if (!stack) return -1;
+    for (int64_t i = 0; i <= n; i++) {
+        int last = i == n, new_track = !last && i > 0 && track[i] != track[i - 1];
+        for (int pass = 0; pass < 2; pass++) {
+            /* pass 0: settle the previous track to its end (new track or last); pass 1: up to start[i] */
+            int64_t limit;
+            if (pass == 0) {
+                if (!(last || new_track)) continue;
+                limit = INT64_MAX;
+            } else {
+                if (last) break;
+                limit = start[i];
+            }
+            while (len && t < limit) {
+                int64_t k, j, lim = limit;
+                while (len && end[stack[len - 1]] <= t) len--;
+                if (!len) break;
+                for (k = len - 1; k >= 0; k--) { /* the owner: the top-most open event that does not yield */
+                    j = stack[k];
+                    if (end[j] <= t) continue;
+                    if (!(python && python[j] && until[j] > t)) break;
+                    if (until[j] < lim) lim = until[j]; /* it runs again from there */
+                }
+                if (k < 0) {
+                    t = lim;
+                    continue;
+                }
+                j = stack[k];
+                if (end[j] < lim) lim = end[j];
+                if (m && owner[m - 1] == j && hi[m - 1] == t) {
+                    hi[m - 1] = lim;
+                } else {
+                    owner[m] = j;
+                    lo[m] = t;
+                    hi[m] = lim;
+                    m++;
+                }
+                t = lim;
+            }
+            if (pass == 0) len = 0;
+        }
+        if (last) break;
+        t = start[i];
+        stack[len++] = i;
+    }
+    free(stack);
+    return m;
+}

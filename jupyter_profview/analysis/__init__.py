@@ -6,8 +6,15 @@
 * :mod:`.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
 * :mod:`.attribution` -- GPU time by the model's structure: annotations, modules, frames, ops.
 * :mod:`.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
+* :mod:`.kernels` -- each kernel's SM efficiency, occupancy and tensor-core use (Kineto's kernel args).
+* :mod:`.collectives` -- each collective's bytes, algorithm and bus bandwidth; matched across ranks.
 * :mod:`.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
+* :mod:`.advice` -- what is wrong: findings with the time at stake and their evidence (:func:`advise`).
 * :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
+
+The trace's derived facts every analysis reads are public here too: :func:`steps` (the
+instances of ``ProfilerStep``) and :func:`device_activities` (every device activity with its kind
+and launch), from :mod:`jupyter_profview.derived`.
 
 Each analysis of one Trace also accepts a TraceSet and answers rank by rank, with a ``rank``
 column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
@@ -15,7 +22,10 @@ column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per r
 
 from __future__ import annotations
 
+from ..derived import device_activities, steps
+from .advice import Advice, advise
 from .attribution import attribute
+from .collectives import CollectiveSummary, collective_bandwidth, collective_summary
 from .compare import Comparison, compare
 from .critical_path import CriticalPath, critical_path
 from .critical_path import steps as critical_path_steps
@@ -31,13 +41,16 @@ from .gpu import (
     temporal_breakdown,
     utilisation,
 )
+from .kernels import kernel_efficiency
 from .memory import live_at, peak_time
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["attribute", "op_efficiency", "CriticalPath", "critical_path", "critical_path_steps",
+__all__ = ["steps", "device_activities", "Advice", "advise", "attribute", "op_efficiency", "CriticalPath",
+           "critical_path", "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",
            "summary", "top", "union_length", "collective_calls", "collective_skew", "step_times",
-           "stragglers"]
+           "stragglers", "kernel_efficiency", "collective_bandwidth", "collective_summary",
+           "CollectiveSummary"]

@@ -1,40 +1,48 @@
 """GPU time by the model's own structure: a call tree of one node kind, with the device time of
 the kernels launched under each node.
 
-Definition (:func:`attribute`):
+Definition ([attribute][jupyter_profview.analysis.attribution.attribute]):
 
-node kinds (``by``)
-    ``annotation``: ``user_annotation`` slices on CPU threads (``record_function`` ranges,
-    ``ProfilerStep#N``; the device-side ``gpu_user_annotation`` copies are not nodes);
-    ``module``: ``python_function`` slices named ``nn.Module: X`` (``with_modules`` /
-    ``with_stack``); ``stack``: every ``python_function`` frame; ``op``: ``cpu_op`` slices.
-tree
-    Each kind is nested by time on its own, per thread: a node's parent is the last node of the
-    same kind, on the same thread, that started before it (the longer first at equal starts) and
-    has not ended (``events.parent`` mixes kinds and is not used).  A node that outlasts its
-    parent stays its child.  Nodes with the same path (names from the root, joined by ``" / "``)
-    are one row: ``count`` instances.
-CPU time
-    ``cpu_total``: the summed durations of the row's instances; ``cpu_self``: minus the
-    durations of their direct children of the same kind (clipped at 0 per instance).
-GPU time
-    A device activity (a row of ``trace.launches``) belongs to the innermost node of the kind
-    that encloses the start of its launch call on the launching thread (``start <= t < end``);
-    ``gpu_self``/``kernels_self`` sum the activities of the row itself, ``gpu_total``/``kernels``
-    those of the row and every row below it.  Activities whose launch is under no node (or not in
-    the trace) are one root row ``(unattributed)``, so the roots' ``gpu_total`` add up to the
-    trace's device time (the sum of ``launches.kernel_dur``).
-backward
-    ``backward="launch"`` (default): the rule above, by the launching thread.  On real traces the
-    backward kernels are launched from the autograd thread, which carries no annotation and no
-    module frame.  ``backward="forward"``: an activity launched under a backward op (a ``cpu_op``
-    whose args carry a non-zero ``Fwd thread id``; torch writes 0 on forward ops) goes to the
-    nodes enclosing the forward op that recorded it (the outermost forward ``cpu_op`` with the
-    ``Sequence number`` of the outermost backward op over the launch), under a child row
-    ``[backward]`` (a root ``[backward]`` row when no node encloses the forward op); one without
-    such a link stays where the launch rule puts it.
+- **Node kinds** (`by`): `annotation`: `user_annotation` slices on CPU threads
+  (`record_function` ranges, `ProfilerStep#N`; the device-side `gpu_user_annotation` copies are
+  not nodes); `module`: `python_function` slices named `nn.Module: X` (`with_modules` /
+  `with_stack`); `stack`: every `python_function` frame; `op`: `cpu_op` slices.
+- **Tree**: each kind is nested by time among its own kind, per thread, by the events table's
+  rule (`jupyter_profview.nesting.nest`): a node's parent is the innermost node of the
+  same kind on the same thread that *contains* it (`events.parent` mixes kinds and is not
+  used).  A node that starts inside another and outlasts it is not its child (an
+  `hccl:all_to_all` that starts inside `start_sparse_data_dist` and ends after it is a child of
+  the step, as in `trace.events`).  Nodes with the same path (names from the root, joined by
+  `" / "`) are one row: `count` instances.
+- **CPU time**: `cpu_total`: the summed durations of the row's instances; `cpu_self`: the time
+  each instance is the one running among the nodes of its kind, by the events table's self-time
+  rule (`jupyter_profview.nesting.self_times`: its duration minus its children's
+  where they do not partly overlap; never negative; the roots' instances add up to the kind's
+  busy time).
+- **GPU time**: a device activity (a row of `trace.launches`) belongs to the innermost node of
+  the kind that contains its launch call on the launching thread (the call placed among the
+  nodes by the same rule as the tree, as `trace.events` nests it); `gpu_self`/`kernels_self` sum
+  the activities of the row itself, `gpu_total`/`kernels` those of the row and every row below
+  it.  Activities whose launch is under no node (or not in the trace) are one root row
+  `(unattributed)`, so the roots' `gpu_total` add up to the trace's device time (the sum of
+  `launches.kernel_dur`).
+- **A trace without nodes of the kind** (no `user_annotation`, or recorded without
+  `with_modules` / `with_stack` for `module` / `stack`): not an error, the same definition
+  applied: every device activity is `(unattributed)`, so the result is that one row (no row at
+  all without device activity; with `backward="forward"`, the backward kernels linked to a
+  forward op in a root `[backward]` row beside it).  Record with
+  `torch.profiler.profile(with_modules=True)` (module rows) or `with_stack=True` (module and
+  stack rows) to attribute by the model's structure.
+- **backward**: `backward="launch"` (default): the rule above, by the launching thread.  On real
+  traces the backward kernels are launched from the autograd thread, which carries no
+  annotation and no module frame.  `backward="forward"`: an activity launched under a backward
+  op (a `cpu_op` whose args carry a non-zero `Fwd thread id`; torch writes 0 on forward ops) goes
+  to the nodes containing the forward op that recorded it (the outermost forward `cpu_op` with
+  the `Sequence number` of the outermost backward op over the launch), under a child row
+  `[backward]` (a root `[backward]` row when no node contains the forward op); one without such
+  a link stays where the launch rule puts it.
 
-A TraceSet gives every rank's rows with a ``rank`` column first (``rank=`` picks one).
+A TraceSet gives every rank's rows with a `rank` column first (`rank=` picks one).
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Trace
+from ..nesting import nest, nest_order, self_times
 from .columns import among, match, on_device, thread_keys
 from .traceset import is_traceset
 
@@ -79,10 +88,11 @@ def node_mask(trace: Trace, by: str) -> np.ndarray:
 
 def attribute(trace: Trace | TraceSet, by: str = "annotation", *, rank: int | None = None,
               backward: str = "launch", window: tuple[float, float] | None = None) -> pd.DataFrame:
-    """The call tree of node kind ``by`` with the GPU time launched under each node, one row per
-    path (columns :data:`COLUMNS`; ``node`` is the row's id, ``parent`` its parent's, -1 at a
-    root).  ``window=(start, end)``: only node instances and launches that start inside it.
-    See the module doc for the definition."""
+    """The call tree of node kind `by` with the GPU time launched under each node, one row per
+    path (columns `COLUMNS`; `node` is the row's id, `parent` its parent's, -1 at a root).
+    `window=(start, end)`: only node instances and launches that start inside it.  See the
+    module doc for the definition; a trace without nodes of the kind gives the one
+    `(unattributed)` row (or no row), never an error."""
     if is_traceset(trace):
         ranks = list(trace) if rank is None else [rank]
         frames = []
@@ -141,38 +151,38 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object if c in ("name", "path") else np.int64) for c in COLUMNS})
 
 
-def _sweep(key_i: np.ndarray, start_i: np.ndarray, end_i: np.ndarray, key_p: np.ndarray,
-           t_p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Intervals nested by time per thread key (by start, the longer first; an interval is open
-    on ``[start, end)``) and points located in them: each interval's parent (the innermost open
-    interval at its start), each point's innermost and outermost open interval; -1 for none."""
-    n, m = len(start_i), len(t_p)
-    t = np.concatenate([start_i, t_p])
-    key = np.concatenate([key_i, key_p])
-    is_point = np.concatenate([np.zeros(n, np.int8), np.ones(m, np.int8)])
-    length = np.concatenate([end_i - start_i, np.zeros(m, np.int64)])
-    item = np.concatenate([np.arange(n), np.arange(m)])
-    order = np.lexsort((item, -length, is_point, t, key))
-    parent = np.full(n, -1, np.int64)
-    inner = np.full(m, -1, np.int64)
-    outer = np.full(m, -1, np.int64)
-    ends = end_i.tolist()
-    stack: list[int] = []
-    cur = None
-    for k, kk, tt, pt in zip(item[order].tolist(), key[order].tolist(), t[order].tolist(),
-                             is_point[order].tolist(), strict=True):
-        if kk != cur:
-            stack.clear()
-            cur = kk
-        while stack and ends[stack[-1]] <= tt:
-            stack.pop()
-        if pt:
-            if stack:
-                inner[k], outer[k] = stack[-1], stack[0]
-            continue
-        parent[k] = stack[-1] if stack else -1
-        stack.append(k)
-    return parent, inner, outer
+def _nested(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Each interval's parent (index, -1 for none) by the events table's rule
+    (`jupyter_profview.nesting.nest`: per thread key, the innermost open interval that
+    contains it)."""
+    order = nest_order(key, start, end - start)
+    _, parent_s, _ = nest(key[order], start[order], end[order])
+    parent = np.full(len(start), -1, np.int64)
+    has = parent_s >= 0
+    parent[order[has]] = order[parent_s[has]]
+    return parent
+
+
+def _locate(key_n: np.ndarray, start_n: np.ndarray, end_n: np.ndarray, key_q: np.ndarray,
+            start_q: np.ndarray, end_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals (queries: launch calls, ops) placed among nodes by the events table's rule,
+    nested together: each query's innermost node and outermost node containing it (index into
+    the nodes, -1 for none).  Nodes come first, so a query equal to a node nests in it."""
+    n = len(start_n)
+    parent = _nested(np.concatenate([key_n, key_q]), np.concatenate([start_n, start_q]),
+                     np.concatenate([end_n, end_q]))
+    order = nest_order(np.concatenate([key_n, key_q]), np.concatenate([start_n, start_q]),
+                       np.concatenate([end_n - start_n, end_q - start_q]))
+    inner = np.full(len(parent), -1, np.int64)  # innermost node over each item (itself if a node)
+    outer = np.full(len(parent), -1, np.int64)
+    for i in order.tolist():  # parents come before their children
+        p = int(parent[i])
+        if i < n:
+            inner[i] = i
+            outer[i] = outer[p] if p >= 0 and outer[p] >= 0 else i
+        elif p >= 0:
+            inner[i], outer[i] = inner[p], outer[p]
+    return inner[n:], outer[n:]
 
 
 class _Tree:
@@ -216,11 +226,16 @@ class _Tree:
 
     def _nest_and_locate(self, start: np.ndarray, keep: np.ndarray, lpos: np.ndarray,
                          owner: np.ndarray) -> np.ndarray:
-        """Each node's parent (local index, -1 at a root); each kept launch's owner (in place)."""
+        """Each node's parent (local index, -1 at a root); each kept launch's owner (in place):
+        nodes nested among their own kind, launch calls placed among them, both by the events
+        table's rule."""
+        key = self.keys[self.pos]
+        parent = _nested(key, self.start, self.end)
         launches = np.flatnonzero(keep)
-        parent, inner, _ = _sweep(self.keys[self.pos], self.start, self.end, self.keys[lpos[launches]],
-                                  start[lpos[launches]])
-        owner[launches] = inner
+        calls = lpos[launches]
+        dur = self.trace.events["dur"].to_numpy(np.int64)[calls]
+        owner[launches] = _locate(key, self.start, self.end, self.keys[calls], start[calls],
+                                  start[calls] + dur)[0]
         return parent
 
     def _reassign_backward(self, ev: pd.DataFrame, lpos: np.ndarray) -> None:
@@ -251,8 +266,9 @@ class _Tree:
         bpos = ops[bwd]
         la_pos = np.flatnonzero(lpos >= 0)
         # the outermost backward op over each launch carries the autograd node's sequence number
-        _, _, outer = _sweep(self.keys[bpos], start[bpos], start[bpos] + dur[bpos], self.keys[lpos[la_pos]],
-                             start[lpos[la_pos]])
+        calls = lpos[la_pos]
+        _, outer = _locate(self.keys[bpos], start[bpos], start[bpos] + dur[bpos], self.keys[calls],
+                           start[calls], start[calls] + dur[calls])
         # the forward op's position -> the node enclosing it (the innermost node over its start)
         fwd_positions = sorted(set(fwd_of.values()))
         node_of = dict(zip(fwd_positions, self._nodes_over(np.asarray(fwd_positions, np.int64)).tolist(),
@@ -264,9 +280,11 @@ class _Tree:
                 self.bwd_owner[la_pos[j]] = node_of[fp]
 
     def _nodes_over(self, positions: np.ndarray) -> np.ndarray:
-        """The innermost node (local index, -1 none) enclosing the start of each event position."""
-        start = self.trace.events["start"].to_numpy(np.int64)
-        return _sweep(self.keys[self.pos], self.start, self.end, self.keys[positions], start[positions])[1]
+        """The innermost node (local index, -1 none) containing each event position."""
+        ev = self.trace.events
+        start = ev["start"].to_numpy(np.int64)[positions]
+        end = start + ev["dur"].to_numpy(np.int64)[positions]
+        return _locate(self.keys[self.pos], self.start, self.end, self.keys[positions], start, end)[0]
 
     def frame(self) -> pd.DataFrame:
         n = len(self.pos)
@@ -292,7 +310,8 @@ class _Tree:
         kernel_row = np.full(len(self.owner), -1, np.int64)
         act = self.activities
         own = self.owner[act]
-        kernel_row[act] = np.where(own >= 0, row_of[np.maximum(own, 0)], -1)
+        owned = own >= 0  # (a trace without nodes of the kind: none)
+        kernel_row[act[owned]] = row_of[own[owned]]
         if self.backward == "forward":
             in_act = np.zeros(len(self.owner), bool)
             in_act[act] = True
@@ -314,10 +333,7 @@ class _Tree:
         k_self = np.bincount(kr, minlength=m).astype(np.int64)
         count = np.bincount(row_of, minlength=m).astype(np.int64)
         dur = self.end - self.start
-        child_dur = np.zeros(n, np.int64)
-        has_parent = self.node_parent >= 0
-        np.add.at(child_dur, self.node_parent[has_parent], dur[has_parent])
-        self_each = np.maximum(dur - child_dur, 0)
+        self_each = self._self_times()
         cpu_total = np.bincount(row_of, weights=dur, minlength=m).astype(np.int64)
         cpu_self = np.bincount(row_of, weights=self_each, minlength=m).astype(np.int64)
         parent = np.asarray(rows_parent, np.int64)
@@ -341,6 +357,17 @@ class _Tree:
         if kernels[unattributed] == 0:
             out = out.iloc[:-1]
         return out.reset_index(drop=True)
+
+    def _self_times(self) -> np.ndarray:
+        """Each node's self time among the nodes of its kind, by the events table's rule
+        (`jupyter_profview.nesting.self_times`)."""
+        key = self.keys[self.pos]
+        order = nest_order(key, self.start, self.end - self.start)
+        k, s, e = key[order], self.start[order], self.end[order]
+        _, parent, lane = nest(k, s, e)
+        out = np.empty(len(order), np.int64)
+        out[order] = self_times(k, s, e, parent, lane)
+        return out
 
     @staticmethod
     def _row(parent_row: int, name: str, key_to_row: dict[tuple[int, str], int], rows_parent: list[int],

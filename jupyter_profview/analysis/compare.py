@@ -44,7 +44,9 @@ status
     ``rtol=0.05``; ``atol`` 1 us for traces with a clock, 0 for step axes),
     ``changed`` otherwise.
 steps
-    PyTorch ``ProfilerStep#N`` slices, paired by position (the first step of A
+    PyTorch ``ProfilerStep#N`` slices on the host (:func:`jupyter_profview.analysis.steps`,
+    ``side == "cpu"``; their device-side copies are neither steps nor ops), paired by position
+    (the first step of A
     with the first of B, whatever their numbers).  Formats without step markers
     (TF StepStats, MegEngine, Chainer, TF node order: one iteration per file) get
     one row, ``iteration``, spanning the whole trace (first start to last end).
@@ -61,7 +63,6 @@ overall (ops summed over ranks, phases summed over ranks) and per rank
 
 from __future__ import annotations
 
-import re
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,8 +70,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..derived import step_mask, union_lengths
 from ..errors import ProfviewError
 from ..model import PHASES
+from ..nesting import PYTHON_FRAME
 from .columns import match
 from .summary import self_interval_arrays
 
@@ -78,7 +81,6 @@ if TYPE_CHECKING:
     from .compare_view import MemoryComparison
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
-STEP_PATTERN = re.compile(r"^ProfilerStep#(\d+)$")
 PROFILER_CATEGORIES = ("trace",)
 SHAPE_COLUMNS = ("input_shapes", "in_shapes")
 SHAPE_ARG = "Input Dims"  # PyTorch record_shapes=True
@@ -103,7 +105,8 @@ def _load(x: Any, side: str) -> Any:
 
 
 def _label(trace: Any, fallback: str) -> str:
-    source = getattr(trace, "metadata", {}).get("source") if hasattr(trace, "metadata") else None
+    source = getattr(getattr(trace, "info", None), "source", None) or (  # a Trace's, else a table set's
+        getattr(trace, "metadata", None) or {}).get("source")
     return Path(str(source)).name if source else fallback
 
 
@@ -112,8 +115,10 @@ def event_groups(events: pd.DataFrame) -> dict[str, np.ndarray]:
     slices = (events["kind"] == "slice").to_numpy(bool) if "kind" in events else np.ones(len(events), bool)
     device = match(events["category"], lambda c: c.lower() in DEVICE_CATEGORIES)
     profiler = match(events["category"], lambda c: c.lower() in PROFILER_CATEGORIES)
-    step = match(events["name"], STEP_PATTERN.match) & slices
-    return {"ops": slices & ~device & ~step & ~profiler, "kernels": slices & device, "steps": step}
+    devices = set(events.loc[device, "process"].astype(str)) if "process" in events else set()
+    step, copy = step_mask(events, devices=devices)  # the one rule of a step (derived.steps)
+    step &= slices
+    return {"ops": slices & ~device & ~step & ~profiler, "kernels": slices & device, "steps": step & ~copy}
 
 
 def _per_key(events: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -373,34 +378,6 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
     return cat.cat.codes.to_numpy(np.int64), [str(c) for c in cat.cat.categories]
 
 
-def _union_lengths(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> np.ndarray:
-    """Per group ``0 .. groups-1``: the length of the union of its ``[start, end)`` intervals
-    (:func:`~jupyter_profview.analysis.union_length` of each group, in one pass)."""
-    out = np.zeros(groups, np.int64)
-    if len(start) == 0:
-        return out
-    lo = int(start.min())
-    span = int(end.max()) - lo + 1
-    if span * groups >= 2**62:  # the shifted times below would overflow: group by group
-        for g in np.unique(group).tolist():
-            mine = group == g
-            out[g] = _union_lengths(np.zeros(int(mine.sum()), np.int64), start[mine], end[mine], 1)[0]
-        return out
-    # each group on its own stretch of one axis, so that one running maximum serves all groups
-    # (and one sort of the shifted starts orders by group, then start)
-    shift = group * span - lo
-    shifted = start + shift
-    order = np.argsort(shifted)
-    s, e = shifted[order], (end + shift)[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    lengths = np.maximum.reduceat(e, first) - s[first]
-    np.add.at(out, group[order][first], lengths)
-    return out
-
-
 def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int]:
     """The column sums over devices of :func:`~jupyter_profview.analysis.phases`
     (``forward`` ... ``other`` and ``busy``) of one events table, or of every rank of a
@@ -412,7 +389,8 @@ def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int
     phase; a phase's time on a device is the length of the union of its intervals there,
     ``busy`` that of all of them."""
     slices = (events["kind"] == "slice").to_numpy(bool)
-    columns = ["start", "dur", "parent", "process", "phase", *(["id", "rank"] if ranked else [])]
+    columns = ["start", "dur", "parent", "process", "thread", "category", "phase",
+               *(["id", "rank"] if ranked else [])]
     ev = events[[c for c in columns if c in events.columns]][slices]  # columns first: less to copy
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
@@ -429,15 +407,18 @@ def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int
     phase_code, labels = _codes(ev["phase"])
     to_phase = np.array([PHASES.index(x) if x in PHASES else -1 for x in labels] + [-1], np.int64)
     phase = to_phase[phase_code]  # code -1 (missing) -> the appended -1
-    owner, s, e = self_interval_arrays(start, end, ids, parent)
+    thread, _ = _codes(ev["thread"])  # a thread: (rank,) process, thread
+    thread = process * (int(thread.max(initial=0)) + 2) + thread
+    python = (ev["category"].astype(str) == PYTHON_FRAME).to_numpy()
+    owner, s, e = self_interval_arrays(start, end, ids, parent, thread, python)
     keep = (e > s) & (process[owner] >= 0)  # phases() groups by process: none, no row
     owner, s, e = owner[keep], s[keep], e[keep]
     devices = int(process.max(initial=-1)) + 1
     device = process[owner]
     mine = phase[owner] >= 0
-    per_phase = _union_lengths(device[mine] * len(PHASES) + phase[owner][mine], s[mine], e[mine],
+    per_phase = union_lengths(device[mine] * len(PHASES) + phase[owner][mine], s[mine], e[mine],
                                devices * len(PHASES)).reshape(devices, len(PHASES)).sum(axis=0)
-    busy = _union_lengths(device, s, e, devices).sum()
+    busy = union_lengths(device, s, e, devices).sum()
     return {**{p: int(v) for p, v in zip(PHASES, per_phase, strict=True)}, "busy": int(busy)}
 
 

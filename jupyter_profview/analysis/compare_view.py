@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..kinds import step_pattern
 from ..numbers import format_bytes, format_duration
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ def changes(c: Comparison) -> pd.DataFrame:
 
 def verdict(c: Comparison) -> str:
     unit = c.time_unit
-    per = "step" if c.steps["name_a"].astype(str).str.startswith("ProfilerStep").any() else "iteration"
+    is_step = step_pattern().match
+    per = "step" if any(is_step(str(n)) for n in c.steps["name_a"]) else "iteration"
     ma, mb = c.step_times()
     na, nb = int(c.steps["dur_a"].notna().sum()), int(c.steps["dur_b"].notna().sum())
     sentences = []

@@ -33,6 +33,7 @@ roofline
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from typing import TYPE_CHECKING, Any
@@ -209,37 +210,34 @@ def op_efficiency(trace: Trace | TraceSet, *, device: str | None = None) -> pd.D
     gpu_times = cum[hi] - cum[lo]
     first_gpu = gpu[lorder][lo]
     devices = _device_names(trace)
-    name_of = names.iloc[inner].astype(str).to_numpy()
-    found: list[dict[str, Any]] = []
-    ids = ev.index.to_numpy(np.int64)
-    cache: dict[tuple[str, str, str], tuple[float, list[int] | None]] = {}
-    for p, name, gpu_time, label in zip(inner.tolist(), name_of.tolist(), gpu_times.tolist(),
-                                        first_gpu.tolist(), strict=True):
-        args = trace.args(int(ids[p]))
-        dims = args.get("Input Dims")
-        types = args.get("Input type") or []
-        if not isinstance(dims, list) or not dims:
-            continue
-        concrete = args.get("Concrete Inputs")
-        key = (name, repr(dims), repr(concrete) if "conv" in name else "")
-        if key not in cache:
-            cache[key] = op_flops(name, dims, concrete)
-        flops, out_shape = cache[key]
-        if not math.isfinite(flops) or out_shape is None:
-            continue
-        dtype = str(types[0]) if types else ""
-        size = DTYPE_BYTES.get(dtype, math.nan)
-        tensors = [(d, str(t)) for d, t in zip(dims, list(types) + [""] * len(dims), strict=False)
-                   if isinstance(d, list) and d]
-        nbytes = sum(_prod(d) * DTYPE_BYTES.get(t, math.nan) for d, t in tensors) + _prod(out_shape) * size
-        named = device or devices.get(label, label)
-        peak_tflops, peak_gbps = device_peak(named, _PRECISION.get(dtype, ""))
-        found.append({"event": int(ids[p]), "name": name, "shapes": str(dims), "dtype": dtype,
-                      "flops": flops, "bytes": float(nbytes), "gpu_time": int(gpu_time), "device": named,
-                      "peak_tflops": peak_tflops, "peak_gbps": peak_gbps})
-    if not found:
+    ids = ev.index.to_numpy(np.int64)[inner]
+    cats = np.asarray(names.cat.categories.astype(str), dtype=object) \
+        if isinstance(names.dtype, pd.CategoricalDtype) else None
+    name_of = cats[names.cat.codes.to_numpy()[inner]] if cats is not None \
+        else names.iloc[inner].astype(str).to_numpy(object)
+    args = trace.args_of(ids)
+    dims_text = np.array([_text(a.get("Input Dims")) for a in args], dtype=object)
+    types_text = np.array([_text(a.get("Input type")) for a in args], dtype=object)
+    concrete_text = np.array([_text(a.get("Concrete Inputs")) if "conv" in n else ""
+                              for a, n in zip(args, name_of.tolist(), strict=True)], dtype=object)
+    # every op of one (name, shapes, types, concrete inputs, device) has the same model: one each
+    columns = (name_of, dims_text, types_text, concrete_text, first_gpu)
+    parts = np.stack([pd.factorize(np.asarray(c, dtype=object))[0] for c in columns], axis=1)
+    _, first, codes = np.unique(parts, axis=0, return_index=True, return_inverse=True)
+    codes = codes.reshape(-1)
+    model = [_model(str(name_of[k]), str(dims_text[k]), str(types_text[k]), str(concrete_text[k]),
+                    device or devices.get(str(first_gpu[k]), str(first_gpu[k]))) for k in first.tolist()]
+    ok = np.array([m is not None for m in model], bool)
+    keep = ok[codes]
+    if not keep.any():
         return _empty()
-    out = pd.DataFrame(found)
+    picked = codes[keep]
+    out = pd.DataFrame({"event": ids[keep]})
+    for col in ("name", "shapes", "dtype", "flops", "bytes", "device", "peak_tflops", "peak_gbps"):
+        values = np.array([m[col] if m is not None else None for m in model],
+                          dtype=object if col in ("name", "shapes", "dtype", "device") else np.float64)
+        out[col] = values[picked]
+    out["gpu_time"] = gpu_times[keep].astype(np.int64)
     t = out["gpu_time"].to_numpy(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["tflops"] = np.where(t > 0, out["flops"] / t / 1e3, np.nan)   # flop/ns = GFLOP/s
@@ -255,15 +253,52 @@ def op_efficiency(trace: Trace | TraceSet, *, device: str | None = None) -> pd.D
     return out[list(COLUMNS)]
 
 
+def _text(value: Any) -> str:
+    """An arg as the key of its kind of op (`repr`; "" where absent)."""
+    return "" if value is None else repr(value)
+
+
+def _literal(text: str) -> Any:
+    """The value an args text shows (``str`` of a JSON list), read as a literal, never run."""
+    if not text:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _model(name: str, dims_text: str, types_text: str, concrete_text: str,
+           named: str) -> dict[str, Any] | None:
+    """The efficiency model of one kind of op (everything but its GPU time), or None where the
+    shapes do not fit its formula."""
+    dims = _literal(dims_text)
+    if not isinstance(dims, list) or not dims:
+        return None
+    types = _literal(types_text)
+    types = types if isinstance(types, list) else []
+    concrete = _literal(concrete_text) if "conv" in name else None
+    flops, out_shape = op_flops(name, dims, concrete if isinstance(concrete, list) else None)
+    if not math.isfinite(flops) or out_shape is None:
+        return None
+    dtype = str(types[0]) if types else ""
+    size = DTYPE_BYTES.get(dtype, math.nan)
+    tensors = [(d, str(t)) for d, t in zip(dims, list(types) + [""] * len(dims), strict=False)
+               if isinstance(d, list) and d]
+    nbytes = sum(_prod(d) * DTYPE_BYTES.get(t, math.nan) for d, t in tensors) + _prod(out_shape) * size
+    peak_tflops, peak_gbps = device_peak(named, _PRECISION.get(dtype, ""))
+    return {"name": name, "shapes": str(dims), "dtype": dtype, "flops": flops, "bytes": float(nbytes),
+            "device": named, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
+
+
 def _device_names(trace: Trace) -> dict[str, str]:
     """GPU label of ``trace.launches`` -> the device's name from ``deviceProperties``."""
-    props = trace.metadata.get("device_properties") or []
+    props = trace.info.device_properties
     by_id = {int(p["id"]): str(p.get("name", "")) for p in props if isinstance(p, dict) and "id" in p}
-    la = trace.launches
+    la = trace.launches[["gpu", "device"]].drop_duplicates("gpu")  # the first row of each device
     out: dict[str, str] = {}
     for label, dev in zip(la["gpu"].astype(str), la["device"].to_numpy(np.int64, na_value=-1), strict=True):
-        if label not in out:
-            out[label] = by_id.get(int(dev), label)
+        out[label] = by_id.get(int(dev), label)
     return out
 
 

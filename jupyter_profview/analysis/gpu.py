@@ -63,73 +63,40 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..derived import busy_fraction, device_activities, last_step_start, queue_series, union, union_length
+from ..derived import complete_steps as derived_complete_steps
 from ..errors import ProfviewError
+from ..kinds import KIND_OF_TYPE
 from ..model import Trace
 from .traceset import concat, is_traceset, per_rank, to_common_clock
 
 if TYPE_CHECKING:
     from ..ranks.traceset import TraceSet
 
-TYPE_GROUPS = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
-               "memset": "memory", "dma": "memory"}
+#: the group of each `launches["type"]` in the breakdowns: its kind
+#: ([`KIND_OF_TYPE`][jupyter_profview.kinds.KIND_OF_TYPE]), DMA counted as memory (as HTA)
+TYPE_GROUPS = {t: "memory" if kind == "dma" else kind for t, kind in KIND_OF_TYPE.items()}
 IDLE_KINDS = ("host_wait", "kernel_wait", "other")
 
 
-def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of ``[start, end)`` intervals as sorted disjoint intervals."""
-    if len(start) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.argsort(start, kind="stable")
-    s, e = np.asarray(start)[order], np.asarray(end)[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    return s[first], np.maximum.reduceat(e, first)
-
-
-def busy_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Busy time before each of the sorted disjoint intervals (and after the last), float64."""
-    return np.concatenate([[0], np.cumsum(end - start)]).astype(np.float64)
-
-
-def busy_fraction(start: np.ndarray, end: np.ndarray, edges: np.ndarray,
-                  before: np.ndarray | None = None) -> np.ndarray:
-    """Busy fraction of each column ``[edges[i], edges[i + 1])`` (0 for an empty column) given
-    sorted disjoint intervals (:func:`merge_intervals`): the busy time up to each edge is read off
-    the cumulative length of the intervals (``before``, :func:`busy_before`; pass it when the same
-    intervals are asked again).  :func:`utilisation` and the widget's counters use it."""
-    edges = np.asarray(edges, np.float64)
-    width = np.diff(edges)
-    if len(start) == 0:
-        return np.zeros(len(width))
-    if before is None:
-        before = busy_before(start, end)
-    k = np.searchsorted(start, edges, side="right") - 1  # last interval starting at or before each edge
-    safe = np.maximum(k, 0)
-    upto = np.where(k >= 0, before[safe] + np.clip(edges - start[safe], 0, (end - start)[safe]), 0.0)
-    return np.where(width > 0, np.diff(upto) / np.where(width > 0, width, 1), 0.0)
-
-
-def _length(start: np.ndarray, end: np.ndarray) -> int:
-    s, e = merge_intervals(start, end)
-    return int((e - s).sum())
-
-
 def _activities(trace: Trace) -> pd.DataFrame:
-    la = trace.launches
-    out = pd.DataFrame({
-        "gpu": la["gpu"].astype(str).to_numpy(),
-        "stream": la["stream"].to_numpy(np.int64, na_value=-1),
-        "start": la["kernel_start"].to_numpy(np.int64),
-        "end": (la["kernel_start"] + la["kernel_dur"]).to_numpy(np.int64),
-        "group": la["type"].astype(str).map(TYPE_GROUPS).to_numpy(),
-        "launch_start": la["launch_start"].to_numpy(np.float64, na_value=np.nan),
+    """The activities of `trace.launches` (the
+    [`device_activities`][jupyter_profview.derived.activities.device_activities] but the sync events) with
+    their breakdown `group`."""
+    acts = device_activities(trace)
+    acts = acts[acts["type"].to_numpy(object) != "sync"]
+    return pd.DataFrame({
+        "gpu": acts["gpu"].to_numpy(object),
+        "stream": acts["stream"].to_numpy(np.int64, na_value=-1),
+        "start": acts["start"].to_numpy(np.int64),
+        "end": acts["end"].to_numpy(np.int64),
+        "group": acts["type"].map(TYPE_GROUPS).to_numpy(object),
+        "launch_start": acts["launch_start"].to_numpy(np.float64, na_value=np.nan),
     })
-    return out
 
 
-def kernel_breakdown(trace: Trace | TraceSet, by: str = "type") -> pd.DataFrame:
+def kernel_breakdown(trace: Trace | TraceSet, by: str = "type", *,
+                     complete_steps: bool = False) -> pd.DataFrame:
     """Time in device activity by type group or by kernel name.
 
     ``by="type"``: one row per group (``computation``, ``communication``,
@@ -137,12 +104,25 @@ def kernel_breakdown(trace: Trace | TraceSet, by: str = "type") -> pd.DataFrame:
     (% of the total over all groups).  ``by="name"``: one row per (group, name)
     with also ``mean``, ``p50``, ``p95``, ``max`` (ns; percentiles by linear
     interpolation); sorted by ``total``, largest first.
+
+    Every device activity of the trace counts: it ran on the device inside the
+    recorded window.  HTA's breakdown counts fewer (on a real MTIA trace 22,224
+    ``dma_request`` against 22,361 here): its ``TraceAnalysis`` drops the last
+    ``ProfilerStep``'s activities, those whose launch is not in the trace
+    (launched before the profiler started: their time on the device is still
+    in the window) and those without a ``stream`` arg.  ``complete_steps=True``
+    keeps HTA's window (:func:`jupyter_profview.derived.complete_steps`); on
+    ``tests/data/hta_parity/mtia_dma.json`` that gives HTA's count but for the
+    DMA without a ``stream`` arg, which runs on its stream's thread and is
+    kept here.
     """
     if by not in ("type", "name"):
         raise ProfviewError(f"kernel_breakdown: by must be 'type' or 'name', not {by!r}")
     if is_traceset(trace):
-        return per_rank(kernel_breakdown, trace, by)
+        return per_rank(kernel_breakdown, trace, by, complete_steps=complete_steps)
     la = trace.launches
+    if complete_steps:
+        la = la[derived_complete_steps(trace)]
     frame = pd.DataFrame({"type": la["type"].astype(str).map(TYPE_GROUPS), "name": la["name"].astype(str),
                           "dur": la["kernel_dur"].to_numpy(np.int64)})
     keys = ["type"] if by == "type" else ["type", "name"]
@@ -166,9 +146,9 @@ def temporal_breakdown(trace: Trace | TraceSet) -> pd.DataFrame:
     rows = []
     for gpu, g in acts.groupby("gpu", sort=True):
         span = int(g["end"].max() - g["start"].min())
-        busy = _length(g["start"].to_numpy(), g["end"].to_numpy())
+        busy = union_length(g["start"].to_numpy(), g["end"].to_numpy())
         comp = g[g["group"] == "computation"]
-        compute = _length(comp["start"].to_numpy(), comp["end"].to_numpy())
+        compute = union_length(comp["start"].to_numpy(), comp["end"].to_numpy())
         rows.append((gpu, span, span - busy, compute, busy - compute))
     table = pd.DataFrame(rows, columns=["gpu", "span", "idle", "compute", "non_compute"])
     for col in ("idle", "compute", "non_compute"):
@@ -188,10 +168,10 @@ def comm_comp_overlap(trace: Trace | TraceSet) -> pd.DataFrame:
     for gpu, g in acts.groupby("gpu", sort=True):
         comm = g[g["group"] == "communication"]
         comp = g[g["group"] == "computation"]
-        c1 = _length(comm["start"].to_numpy(), comm["end"].to_numpy())
-        c2 = _length(comp["start"].to_numpy(), comp["end"].to_numpy())
+        c1 = union_length(comm["start"].to_numpy(), comm["end"].to_numpy())
+        c2 = union_length(comp["start"].to_numpy(), comp["end"].to_numpy())
         both = pd.concat([comm, comp])
-        overlap = c1 + c2 - _length(both["start"].to_numpy(), both["end"].to_numpy())
+        overlap = c1 + c2 - union_length(both["start"].to_numpy(), both["end"].to_numpy())
         rows.append((gpu, c1, c2, overlap))
     table = pd.DataFrame(rows, columns=["gpu", "communication", "computation", "overlap"])
     table["overlap_pct"] = 100.0 * table["overlap"] / table["communication"].where(table["communication"] > 0)
@@ -279,65 +259,46 @@ def launch_stats(trace: Trace | TraceSet, *, long_launch: int = 50_000, long_del
 
 
 def queue_length_series(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:
-    """Outstanding launches per stream over time (HTA's definition): +1 when
-    the launch call of an activity starts, -1 when the activity starts.
-
-    Only launch -> activity pairs the trace holds whole are counted: an
-    activity whose launch call is not in the trace (before its window) and a
-    launch call whose activity is not (the window ends first, so the call has
-    no row in ``trace.launches``) are both left out, and so is whatever they
-    would have added.  At equal times decrements come first, and the series
-    keeps the value after all changes at a time.  ``complete_steps=True``
-    also leaves out what HTA's ``TraceAnalysis`` leaves out by default: the
-    last ``ProfilerStep`` (an incomplete iteration), i.e. every pair whose
-    launch call starts at or after the last CPU-side ``ProfilerStep#N``
-    starts (when there are at least two).  Columns ``gpu``, ``stream``,
-    ``time`` (ns), ``queue_length`` (the value from that time on); one row
-    per change."""
+    """Outstanding launches per stream over time, HTA's series
+    ([`queue_series`][jupyter_profview.derived.queues.queue_series], where the rule is stated): per
+    stream, +1 when the launch call of an activity starts, -1 when the activity starts, over the
+    launches that enqueue work (HTA's list of runtime calls, `kinds.ENQUEUE_CALLS`) and that the
+    trace holds whole (launch and activity).  One row per change, as HTA's; at equal times the
+    launches count first, so a time can have two rows (the value from a time on is its last row's).
+    `complete_steps=True` also leaves out what HTA's `TraceAnalysis` leaves out by default: the
+    last `ProfilerStep` (an incomplete iteration), i.e. every pair whose launch call starts at or
+    after the last CPU-side step starts (when there are at least two,
+    [`last_step_start`][jupyter_profview.derived.step_instances.last_step_start]).  Columns `gpu`, `stream`,
+    `time` (ns), `queue_length` (the value from that change on)."""
     if is_traceset(trace):
         return per_rank(queue_length_series, trace, rebase=True, complete_steps=complete_steps)
-    la = trace.launches[trace.launches["launch"].notna()]
-    if complete_steps:
-        la = la[la["launch_start"].to_numpy(np.int64) < _last_step_start(trace)]
-    n = len(la)
-    gpu = np.tile(la["gpu"].astype(str).to_numpy(), 2)
-    stream = np.tile(la["stream"].to_numpy(np.int64, na_value=-1), 2)
-    time = np.concatenate([la["launch_start"].to_numpy(np.int64), la["kernel_start"].to_numpy(np.int64)])
-    delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
-    frame = pd.DataFrame({"gpu": gpu, "stream": stream, "time": time, "delta": delta})
-    frame = frame.sort_values(["gpu", "stream", "time", "delta"], kind="stable").reset_index(drop=True)
-    frame["queue_length"] = frame.groupby(["gpu", "stream"], sort=False)["delta"].cumsum()
-    last = ~frame.duplicated(["gpu", "stream", "time"], keep="last")  # the value after all changes at a time
-    return frame.loc[last, ["gpu", "stream", "time", "queue_length"]].reset_index(drop=True)
-
-
-def _last_step_start(trace: Trace) -> int:
-    """Start of the last CPU-side ``ProfilerStep#N`` when there are two or
-    more (HTA's cut for an incomplete last iteration), else no cut."""
-    from .columns import among, match, on_device
-
-    ev = trace.events
-    step = match(ev["name"], lambda name: name.startswith("ProfilerStep")) & ~on_device(trace)
-    step &= ~among(ev["category"], ("gpu_user_annotation",))
-    starts = ev["start"].to_numpy(np.int64)[step]
-    return int(starts.max()) if len(starts) >= 2 else np.iinfo(np.int64).max
+    before = last_step_start(trace) if complete_steps else None
+    series = queue_series(trace, before=before)
+    gpu = series["gpu"].array  # categorical: its labels as str, by reference (no string per row)
+    labels = np.asarray([str(c) for c in gpu.categories] + [""], dtype=object)
+    return pd.DataFrame({"gpu": labels[np.asarray(gpu.codes)], "stream": series["stream"].to_numpy(),
+                         "time": series["time"].to_numpy(),
+                         "queue_length": series["queue_length"].to_numpy()})
 
 
 def queue_length(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:
     """Per GPU and stream, over the queue length of
     :func:`queue_length_series` (its definition, and ``complete_steps``):
-    ``max``; ``mean`` and ``p95`` weighted by how long each value lasted,
-    from the first change to the last; ``span`` (ns) of that window;
-    ``changes``, the number of changes, and ``mean_per_change``, the plain
-    mean of the values at the changes.
+    ``max`` (over the changes, as HTA's); ``mean`` and ``p95`` weighted by
+    how long each value lasted, from the first change to the last; ``span``
+    (ns) of that window; ``changes``, the number of changes, and
+    ``mean_per_change``, the plain mean of the values at the changes.
 
     HTA's queue-length summary (``describe()`` of its series) is per change,
-    not per time: its ``count`` and ``mean`` are ``changes`` and
-    ``mean_per_change`` here, and with ``complete_steps=True`` they agree on
-    HTA's test traces (streams of 75-76 outstanding launches), except where a
-    launch and an activity of one stream share a timestamp: HTA then keeps
-    both rows, in an arbitrary order, and can report the value between them
-    as its max.  The 5-30 % gaps seen without ``complete_steps`` are HTA's cut
+    not per time: its ``count``, ``max`` and ``mean`` are ``changes``,
+    ``max`` and ``mean_per_change`` here, and with ``complete_steps=True``
+    they are equal on every stream of HTA's test traces, the stream where a
+    launch and an activity share a timestamp included (the launch counts
+    first, as HTA concatenates them), and on a queue 1,000 deep.  Where many
+    launches fall on the µs a kernel starts, HTA's unstable sort orders each
+    tie either way, so its ``mean`` is not reproducible; count and max still
+    are (:mod:`jupyter_profview.derived.queues`).  The 5-30 % gaps seen
+    without ``complete_steps`` are HTA's cut
     of the last step (its deepest queue can be there) and its unweighted mean
     (a burst of launches makes many changes in little time)."""
     if is_traceset(trace):
@@ -346,7 +307,7 @@ def queue_length(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd
     rows = []
     for (gpu, stream), g in series.groupby(["gpu", "stream"], sort=True):
         time, value = g["time"].to_numpy(), g["queue_length"].to_numpy()
-        weight = np.diff(time)
+        weight = np.diff(time)  # 0 between two changes at one time
         span = int(time[-1] - time[0])
         mean = float((value[:-1] * weight).sum() / span) if span else float(value[0])
         rows.append({"gpu": gpu, "stream": stream, "max": int(value.max()), "mean": mean,
@@ -406,7 +367,7 @@ def utilisation(trace: Trace | TraceSet, t0: float, t1: float, columns: int) -> 
     acts = _activities(trace)
     frames = []
     for gpu, g in acts.groupby("gpu", sort=True):
-        s, e = merge_intervals(g["start"].to_numpy(), g["end"].to_numpy())
+        s, e = union(g["start"].to_numpy(), g["end"].to_numpy())
         frames.append(pd.DataFrame({"gpu": gpu, "column": np.arange(columns), "start": edges[:-1],
                                     "end": edges[1:], "busy": busy_fraction(s, e, edges)}))
     if not frames:

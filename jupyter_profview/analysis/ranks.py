@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..derived import union_length
 from ..errors import ProfviewError
 from ..model import Trace
 from ..ranks.derived import collective_calls as trace_collective_calls
-from ..ranks.derived import profiler_steps, step_rows
-from .summary import union_length
+from ..ranks.derived import profiler_steps, trace_steps
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -36,16 +36,15 @@ __all__ = ["collective_calls", "collective_skew", "step_times", "stragglers"]
 
 
 def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
-    """``ProfilerStep#N`` per rank: ``step`` (N as the trace numbers it: with a
+    """The CPU-side ``ProfilerStep#N`` per rank (:func:`jupyter_profview.analysis.steps`):
+    ``step`` (N as the trace numbers it: with a
     schedule the first recorded step is ``wait + warmup``, not 0), ``rank``,
     ``start``, ``end``, ``dur`` (ns; a TraceSet: on its common clock, a Trace: its
     own clock, ``rank`` from its ``distributedInfo``), sorted by step then rank."""
     if is_traceset(ts):
         return profiler_steps(ts)
-    ev = ts.events
-    ev = ev[ev["name"].astype(str).str.startswith("ProfilerStep#") & (ev["kind"] == "slice")]
-    rank = (ts.metadata.get("distributed_info") or {}).get("rank", 0)
-    return step_rows(rank, ev["name"], ev["start"], ev["dur"])
+    rank = ts.info.distributed_info.get("rank", 0)
+    return trace_steps(ts, rank)
 
 
 def collective_calls(trace: Trace | TraceSet) -> pd.DataFrame:
@@ -148,13 +147,18 @@ def collective_skew(ts: TraceSet) -> pd.DataFrame:
     Sorted by ``first_start``.
     """
     _needs_ranks(ts, "collective_skew")
-    calls = ts.collectives
-    cols = ["pg", "name", "seq", "ranks", "first_start", "last_start", "start_spread", "end_spread",
+    return match_instances(ts.collectives, ["pg", "name", "seq"])
+
+
+def match_instances(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per instance of `calls` (rows with `rank`, `start`, `end`) matched across ranks
+    by `keys`: the columns of [`collective_skew`][jupyter_profview.analysis.ranks.collective_skew]
+    after the keys, sorted by `first_start`."""
+    cols = [*keys, "ranks", "first_start", "last_start", "start_spread", "end_spread",
             "first_rank", "last_rank", "max_dur", "min_dur"]
     if len(calls) == 0:
         return pd.DataFrame(columns=cols)
     calls = calls.assign(dur=calls["end"] - calls["start"])
-    keys = ["pg", "name", "seq"]
     g = calls.groupby(keys, sort=False)
     first = calls.loc[g["start"].idxmin(), [*keys, "rank"]].rename(columns={"rank": "first_rank"})
     last = calls.loc[g["start"].idxmax(), [*keys, "rank"]].rename(columns={"rank": "last_rank"})

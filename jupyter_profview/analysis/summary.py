@@ -10,10 +10,11 @@ total
     do not add up across keys.  Use ``self`` to add things up.
 self
     Sum of the events' ``self`` column: ``dur`` minus the ``dur`` of the
-    event's direct children on its track (see :mod:`jupyter_profview.model`).
-    Every instant of a track's time is in the self time of exactly one event
-    (the innermost one open), so self times never double count and
-    ``self <= total`` for every key.
+    event's direct children on its track, torch's "Self CPU" for every op and
+    ``record_function`` range (the rule, with partial overlaps and Python
+    frames, is in ``jupyter_profview.nesting``).  Every instant of a thread's
+    time is in the self time of exactly one event (the one running), so self
+    times never double count and ``self <= total`` for every key.
 busy time
     The sum of ``self`` over all events, which equals the sum of ``dur`` over
     the top-level (depth 0) events: the time each track was busy, summed over
@@ -46,8 +47,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..derived import union_length
 from ..errors import ProfviewError
 from ..model import PHASES, Trace
+from ..nesting import PYTHON_FRAME, nest, nest_order, self_segments
+from .columns import thread_keys
 from .traceset import is_traceset, per_rank
 
 if TYPE_CHECKING:
@@ -152,11 +156,33 @@ def top(trace: Trace | TraceSet, n: int = 10, by: str = "self", *,
     return ev.sort_values(by, ascending=False, kind="stable").head(n)
 
 
-def self_interval_arrays(start: np.ndarray, end: np.ndarray, ids: np.ndarray,
-                         parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(owner, s, e)``: the self intervals of slices ``[start, end)`` with ``ids`` and ``parent``
-    ids (a parent outside ``ids`` counts as none), as positions of their owning slice and bounds;
-    empty intervals included (``e == s``).  See :func:`self_intervals`."""
+def self_interval_arrays(start: np.ndarray, end: np.ndarray, ids: np.ndarray, parent: np.ndarray,
+                         thread: np.ndarray | None = None,
+                         python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`(owner, s, e)`: the self intervals of slices `[start, end)` with `ids` and `parent`
+    ids (a parent outside `ids` counts as none), as positions of their owning slice and bounds;
+    empty intervals included (`e == s`).  With `thread` (a key per slice) and `python` (the
+    Python frames), the threads where slices partly overlap get the segments each slice owns
+    by the `self` column's rule.  See [self_intervals][jupyter_profview.analysis.summary.self_intervals]."""
+    owner, s, e = _gaps(start, end, ids, parent)
+    if thread is None:
+        return owner, s, e
+    order = nest_order(thread, start, end - start)
+    _, _, lane = nest(thread[order], start[order], end[order])
+    tangled = np.isin(thread, np.unique(thread[order][lane > 0]))
+    if not tangled.any():
+        return owner, s, e
+    pick = np.flatnonzero(tangled)
+    o2, s2, e2 = self_segments(thread[pick], start[pick], end[pick], None if python is None else python[pick])
+    plain = ~tangled[owner]
+    return (np.concatenate([owner[plain], pick[o2]]), np.concatenate([s[plain], s2]),
+            np.concatenate([e[plain], e2]))
+
+
+def _gaps(start: np.ndarray, end: np.ndarray, ids: np.ndarray,
+          parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each slice's span minus its direct children's spans: the gaps before, between and after
+    its children (the self intervals where no slices partly overlap)."""
     by_id = np.argsort(ids, kind="stable")
     sorted_ids = ids[by_id]
     at = np.minimum(np.searchsorted(sorted_ids, parent), max(len(ids) - 1, 0))
@@ -182,40 +208,28 @@ def self_interval_arrays(start: np.ndarray, end: np.ndarray, ids: np.ndarray,
 
 
 def self_intervals(events: pd.DataFrame) -> pd.DataFrame:
-    """Each slice's self time as intervals: ``start``, ``end``, ``process``, ``phase``.
+    """Each slice's self time as intervals: `start`, `end`, `process`, `phase`.
 
     A slice's span minus its direct children's spans, i.e. the gaps before,
-    between and after its children.  On one track these intervals are
-    disjoint and their union is the union of the track's top-level slices.
+    between and after its children; on a thread where slices partly overlap
+    (`with_stack` traces), the time each slice owns by the `self` column's rule
+    (`jupyter_profview.nesting.self_segments`: the one running,
+    Python frames yielding to ops and ranges).  On one thread these intervals are
+    disjoint, their union is the union of the thread's slices, and each slice's
+    add up to its `self`.
     """
     ev = events[events["kind"] == "slice"]
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
     ids, parent = ev.index.to_numpy(np.int64), ev["parent"].to_numpy(np.int64)
-    owner, s, e = self_interval_arrays(start, end, ids, parent)
+    python = (ev["category"].astype(str) == PYTHON_FRAME).to_numpy()
+    owner, s, e = self_interval_arrays(start, end, ids, parent, thread_keys(ev), python)
     keep = e > s
     owner = owner[keep]
     return pd.DataFrame({
         "start": s[keep], "end": e[keep],
         "process": ev["process"].to_numpy()[owner], "phase": ev["phase"].to_numpy()[owner],
     })
-
-
-def union_length(start: np.ndarray, end: np.ndarray) -> int:
-    """Length of the union of half-open intervals ``[start, end)``."""
-    if len(start) == 0:
-        return 0
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    # A new merged run begins where an interval starts after everything before it ended.
-    new_run = np.ones(len(s), bool)
-    new_run[1:] = s[1:] > reach[:-1]
-    run_id = np.cumsum(new_run) - 1
-    run_start = s[new_run]
-    run_end = np.zeros(len(run_start), np.int64)
-    np.maximum.at(run_end, run_id, e)
-    return int((run_end - run_start).sum())
 
 
 def phases(trace: Trace | TraceSet, *, events: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -5,7 +5,7 @@
 * :mod:`.cache` -- each rank's tables as Parquet, keyed by file identity;
 * :mod:`.traceset` -- :func:`load_many` and :class:`TraceSet`;
 * :mod:`.sql` -- DuckDB views over the Parquet files (and over one Trace);
-* :mod:`.show` -- all ranks in one widget.
+* :mod:`.combined` -- all ranks as one Trace with a `rank` column (`TraceSet.combined`).
 
 Needs the ``ranks`` extra (``pip install 'jupyter_profview[ranks]'``:
 pyarrow, duckdb, dask[distributed]); a missing one raises an ImportError

@@ -8,7 +8,8 @@ holds one Parquet file per table (written by :func:`~jupyter_profview.export.wri
 LZ4, dictionary pages for categorical columns, statistics for time columns:
 ``events``, ``memory``, ``allocations``, ``nodes``, ``flows``, ``counters``
 where the trace has them, ``launches`` where the model has it, and
-``collectives``, see :func:`~jupyter_profview.ranks.derived.collective_calls`)
+``collectives``, see :func:`~jupyter_profview.ranks.derived.collective_calls`; ``kernel_args``
+and ``collective_args``, see :mod:`jupyter_profview.ranks.device_args`)
 and ``rank.json`` (format, metadata, quality, row counts), written last: an
 entry is complete when ``rank.json`` exists.  An entry is built in a
 temporary directory and renamed into place, so concurrent loaders never see
@@ -35,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..model import Quality, Trace
+from ..model import Quality, Trace, TraceInfo, empty_launches
 
 CACHE_NAME = ".profview-cache"
 MANIFEST = "rank.json"
@@ -45,8 +46,8 @@ TIME_COLUMNS = ("start", "end", "time", "alloc_time", "free_time")
 #: key: increase it with any change to what an entry holds or how it is read, so that a source
 #: tree between two releases (same package version) does not read entries of the old layout.
 #: 1: the layout before this constant; 2: rank metadata with ``thread_names``; 3: tree
-#: ``depth`` and owned ``self`` (no negative self time).
-CACHE_FORMAT = 3
+#: ``depth`` and owned ``self`` (no negative self time); 4: ``kernel_args`` and ``collective_args``.
+CACHE_FORMAT = 4
 #: Parquet codec of the cache: the entry is written on every first load, so
 #: write time counts more than size.  Per rank of 1M events (431 MB of JSON):
 #: "lz4" ~0.3 CPU-s, 0.10x the JSON; "none" ~0.2 CPU-s, 0.22x (zstd with
@@ -204,14 +205,31 @@ def read_trace(entry: Path, manifest: dict[str, Any]) -> Trace:
     tables = {name: read_table(entry / f"{name}.parquet") for name in manifest["tables"]}
     events = tables["events"].set_index("id")
     events.index = events.index.astype("int64")
-    metadata = dict(manifest.get("metadata") or {})
+    info, metadata = TraceInfo.split(manifest.get("metadata"))  # an entry written before TraceInfo
+    info = info.replace(**vars(TraceInfo.from_dict(manifest["info"]))) if "info" in manifest else info
     metadata["cache_entry"] = str(entry)
-    trace = Trace(
+    return Trace(
         format=manifest["format"], time_unit=manifest["time_unit"], events=events,
         memory=tables["memory"], allocations=tables["allocations"], nodes=tables["nodes"],
         flows=tables["flows"], quality=Quality.from_dict(manifest.get("quality") or {}), metadata=metadata,
-        counters=tables.get("counters"),
+        counters=tables.get("counters"), launches=tables.get("launches", empty_launches()), info=info,
     )
-    if "launches" in tables and hasattr(trace, "launches"):
-        trace.launches = tables["launches"]
-    return trace
+
+
+def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate tables, keeping columns categorical where they are in every frame."""
+    from pandas.api.types import union_categoricals
+
+    frames = [f for f in frames if len(f)] or frames[:1]  # empty tables may have other dtypes
+    cats = [c for c in frames[0].columns
+            if all(c in f.columns and isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames)]
+    out = pd.concat([f.drop(columns=cats) for f in frames], ignore_index=True)
+    for c in cats:
+        try:
+            out[c] = union_categoricals([f[c] for f in frames])
+        except TypeError:  # categories of different dtypes (an all-missing column read back
+            # from Parquet has object categories): as text
+            out[c] = union_categoricals([f[c].cat.set_categories(
+                pd.Index([str(k) for k in f[c].cat.categories], dtype=str), rename=True) for f in frames])
+    return out[[c for c in frames[0].columns if c in out.columns]
+               + [c for c in out.columns if c not in frames[0].columns]]

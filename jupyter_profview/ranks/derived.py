@@ -3,37 +3,37 @@
 * :func:`collective_calls`: the collective instances of one Trace; every rank's
   are written into its cache entry (the ``collectives`` table) at load time,
   when the event args they need are at hand;
-* :func:`profiler_steps`: the ``ProfilerStep#N`` slices of every rank of a
-  TraceSet, read from its cache with SQL.
+* :func:`profiler_steps`: the CPU-side ``ProfilerStep#N`` slices of every rank of a
+  TraceSet, read from its cache with SQL (the steps of
+  :func:`jupyter_profview.derived.steps`, by :func:`jupyter_profview.derived.instances`).
 
 Collectives.  PyTorch marks the real work of a collective with a
 ``user_annotation`` named ``nccl:<op>`` or ``gloo:<op>`` (gloo: on a
 ``pt_gloo_runloop`` thread, covering the wait for the peers; the
 ``c10d::<op>_`` ``cpu_op`` on the calling thread only queues the work).
 With NCCL the wait happens on the GPU, in the ``ncclKernel_*`` /
-``ncclDevKernel_*`` kernels, which are collectives here too (matched by
-kernel name).  The process group is the event's (or its
-``record_param_comms`` parent's) ``Process Group Name``/``pg_name`` arg
+``ncclDevKernel_*`` kernels, which are collectives here too (the device
+activities of kind ``communication``, :func:`jupyter_profview.derived.device_activities`;
+the annotations by :data:`jupyter_profview.kinds.COLLECTIVE_ANNOTATION`).  The process
+group is the event's (or its ``record_param_comms`` parent's) ``Process Group Name``/``pg_name`` arg
 where the trace has one, else ``""``.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from ..derived import device_activities, instances, steps
+from ..kinds import COLLECTIVE_ANNOTATION, COLLECTIVE_PARAMS, STEP_ANNOTATION
 from ..model import Trace
 
 if TYPE_CHECKING:
     from .traceset import TraceSet
 
-COLLECTIVE = re.compile(r"^(nccl|gloo):|^nccl(Dev)?Kernel")
 PG_KEYS = ("Process Group Name", "pg_name")
-STEP = re.compile(r"^ProfilerStep#(\d+)$")
-COLLECTIVE_COLUMNS = ("id", "name", "pg", "seq", "start", "end", "thread")
 
 
 def collective_calls(trace: Trace) -> pd.DataFrame:
@@ -44,12 +44,15 @@ def collective_calls(trace: Trace) -> pd.DataFrame:
     ev = trace.events
     names = ev["name"].cat.categories if isinstance(ev["name"].dtype, pd.CategoricalDtype) \
         else pd.Index(ev["name"].unique())
-    wanted = [n for n in names if COLLECTIVE.match(str(n))]
-    pick = ev[ev["name"].isin(wanted) & (ev["kind"] != "instant")].sort_values("start", kind="stable")
+    wanted = [n for n in names if COLLECTIVE_ANNOTATION.match(str(n))]
+    acts = device_activities(trace)
+    kernels = acts.loc[acts["kind"] == "communication", "event"].to_numpy(np.int64)
+    hit = ev["name"].isin(wanted).to_numpy(bool) | ev.index.isin(kernels)
+    pick = ev[hit & (ev["kind"] != "instant").to_numpy(bool)].sort_values("start", kind="stable")
     groups: list[str] = []
     for eid, parent in zip(pick.index.tolist(), pick["parent"].tolist(), strict=True):
         pg = _pg(trace.args(eid))
-        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == "record_param_comms":
+        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == COLLECTIVE_PARAMS:
             pg = _pg(trace.args(parent))
         groups.append(pg or "")
     out = pd.DataFrame({
@@ -71,23 +74,38 @@ def _pg(args: dict[str, Any]) -> str | None:
     return None
 
 
-def step_rows(rank: Any, name: pd.Series, start: Any, dur: Any) -> pd.DataFrame:
-    """``ProfilerStep#N`` rows as ``step`` (N), ``rank``, ``start``, ``end``,
-    ``dur``, sorted by step then rank (names that are not a step are dropped)."""
-    step = name.astype(str).str.extract(STEP)[0]
-    keep = step.notna().to_numpy()
+def step_rows(rank: Any, table: pd.DataFrame) -> pd.DataFrame:
+    """The CPU-side numbered steps of a steps table (:func:`jupyter_profview.derived.steps`) as
+    ``step`` (N), ``rank``, ``start``, ``end``, ``dur``, sorted by step then rank."""
+    cpu = table[(table["side"].to_numpy(object) == "cpu") & table["number"].notna().to_numpy(bool)]
     out = pd.DataFrame({
-        "step": step[keep].astype(np.int64).to_numpy(),
-        "rank": np.broadcast_to(np.asarray(rank, np.int64), len(keep))[keep],
-        "start": np.asarray(start, np.int64)[keep],
-        "dur": np.asarray(dur, np.int64)[keep],
+        "step": cpu["number"].to_numpy(np.int64),
+        "rank": np.broadcast_to(np.asarray(rank, np.int64), len(cpu)),
+        "start": cpu["start"].to_numpy(np.int64),
+        "end": cpu["end"].to_numpy(np.int64),
     })
-    out.insert(3, "end", out["start"] + out["dur"])
+    out["dur"] = out["end"] - out["start"]
     return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
 
 
+def trace_steps(trace: Trace, rank: Any) -> pd.DataFrame:
+    """:func:`step_rows` of one Trace."""
+    return step_rows(rank, steps(trace))
+
+
 def profiler_steps(ts: TraceSet) -> pd.DataFrame:
-    """Every rank's ``ProfilerStep#N`` slices (see :func:`step_rows`; times on the common clock)."""
-    frame = ts.sql("select rank, name, start, dur from events "
-                   "where name like 'ProfilerStep#%' and kind = 'slice'")
-    return step_rows(frame["rank"].to_numpy(np.int64), frame["name"], frame["start"], frame["dur"])
+    """Every rank's CPU-side ``ProfilerStep#N`` slices (see :func:`step_rows`; times on the common
+    clock): the rows named like a step, read with SQL, then the one rule of a step
+    (:func:`jupyter_profview.derived.instances`, devices from the ``launches`` table)."""
+    frame = ts.sql(f"select rank, name, kind, category, process, start, dur from events "
+                   f"where name like '{STEP_ANNOTATION}%'")
+    devices: dict[int, set[str]] = {}
+    if len(frame) and len(ts.table_files("launches")) == len(ts):
+        for r, gpu in ts.sql("select distinct rank, gpu from launches").itertuples(index=False):
+            devices.setdefault(int(r), set()).add(str(gpu))
+    parts = [step_rows(r, instances(frame[frame["rank"] == r], devices=devices.get(r, set())))
+             for r in sorted(set(frame["rank"].astype(int).tolist()))]
+    if not parts:
+        return step_rows(0, instances(frame))
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)

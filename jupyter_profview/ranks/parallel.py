@@ -59,6 +59,7 @@ def load_rank(task: Task) -> dict[str, Any]:
     """Parse one file, write its cache entry; ``{"rank", "manifest"}`` or ``{"rank", "error"}``."""
     from ..loader import load
     from .derived import collective_calls
+    from .device_args import collective_args, kernel_args
 
     entry = Path(task.entry)
     manifest = read_manifest(entry)
@@ -69,9 +70,11 @@ def load_rank(task: Task) -> dict[str, Any]:
         trace = load(task.path)
         tables = trace_tables(trace)
         tables["collectives"] = collective_calls(trace)
+        tables["kernel_args"] = kernel_args(trace)  # read from args: a cached rank has none
+        tables["collective_args"] = collective_args(trace)
         parsed = time.process_time() - cpu
         extra = {"source": task.path, "rank": task.rank,
-                 "base_time_ns": int(trace.metadata.get("base_time_ns", 0))}
+                 "base_time_ns": trace.info.base_time_ns or 0}
         manifest = write_entry(trace, entry, tables, extra, codec=task.codec, timing=lambda: {
             "wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3),
             "parse_cpu_s": round(parsed, 3)})

@@ -6,7 +6,7 @@ import shutil
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Quality, Trace
-from .cache import cache_root, read_table, read_trace, temporary_root, time_columns
+from .cache import cache_root, concat, read_table, read_trace, temporary_root, time_columns
+from .derived import profiler_steps
 from .discover import RankFile, discover, ranges
 from .parallel import error_of, plan_workers, run, tasks_for
 
@@ -210,6 +211,16 @@ class TraceSet:
             self._con = connect(self)
         return self._con.execute(query).df()
 
+    def combined(self, ranks: Iterable[int] | None = None, *, align: str | int | None = None) -> Trace:
+        """The chosen ranks (default: all) as one Trace on the set's clock, each table with a
+        ``rank`` column (see [`ranks.combined`][jupyter_profview.ranks.combined]); holds every chosen
+        rank's events in RAM, so pass ``ranks=`` to look at a few ranks of a big run.
+        ``align="step"`` (or a step number) lines the ranks up on a ``ProfilerStep`` and makes its
+        start 0."""
+        from .combined import combine_aligned
+
+        return combine_aligned(self, ranks, align)
+
     def aligned(self, step: int | None = None, *,
                 collective: str | tuple[str, int] | None = None) -> TraceSet:
         """The same ranks with offsets that line them up on one event (for hosts whose clocks
@@ -222,14 +233,14 @@ class TraceSet:
                                 expected="ts.aligned(step=N) or ts.aligned(collective=name)")
         local: dict[int, int] = {}
         if step is not None:
+            steps = profiler_steps(self)  # the CPU-side steps (derived.steps), on this set's clock
+            steps = steps[steps["step"] == step]
             for r in self.ranks:
-                ev = read_table(self.table_files("events")[r], ["name", "start", "kind"])
-                hit = ev[(ev["name"].astype(str) == f"ProfilerStep#{step}")
-                         & (ev["kind"].astype(str) == "slice")]
+                hit = steps[steps["rank"] == r]
                 if len(hit) == 0:
                     raise ProfviewError(f"rank {r} has no ProfilerStep#{step}", source=str(self.files[r]),
                                         expected="a step every rank recorded (see step_times)")
-                local[r] = int(hit["start"].min())
+                local[r] = int(hit["start"].min()) - self.offsets[r]
         else:
             name, seq = (collective, 0) if isinstance(collective, str) else collective  # type: ignore[misc]
             calls = self.collectives
@@ -253,23 +264,6 @@ def ranks_text(ranks: list[int]) -> str:
     return ranges(ranks) if ranks else "none"
 
 
-def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate tables, keeping columns categorical where they are in every frame."""
-    from pandas.api.types import union_categoricals
-
-    frames = [f for f in frames if len(f)] or frames[:1]  # empty tables may have other dtypes
-    cats = [c for c in frames[0].columns
-            if all(c in f.columns and isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames)]
-    out = pd.concat([f.drop(columns=cats) for f in frames], ignore_index=True)
-    for c in cats:
-        try:
-            out[c] = union_categoricals([f[c] for f in frames])
-        except TypeError:  # categories of different dtypes (an all-missing column read back
-            # from Parquet has object categories): as text
-            out[c] = union_categoricals([f[c].cat.set_categories(
-                pd.Index([str(k) for k in f[c].cat.categories], dtype=str), rename=True) for f in frames])
-    return out[[c for c in frames[0].columns if c in out.columns]
-               + [c for c in out.columns if c not in frames[0].columns]]
 
 
 def load_many(source: Any, *, client: Any = None, cache: bool | str | Path = True, progress: bool = True,

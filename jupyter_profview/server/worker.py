@@ -2,9 +2,10 @@
 
 The server's event loop never parses a trace: :class:`~.store.TraceStore` submits
 these small functions to a ``ProcessPoolExecutor`` of one process, which keeps
-every open session (the loaded Trace, its :class:`~jupyter_profview.widget.rpc.WidgetData`
-and the tab's selection) in the module-level :data:`SESSIONS`.  Replies are
-framed bytes (:mod:`.wire`), ready to send.
+every open tab's [`ViewSession`][jupyter_profview.widget.session.ViewSession] (the same
+session the notebook widget wraps: the loaded Trace, its indexes, the tab's selection and
+ranks) in the module-level `SESSIONS`.  Replies are framed bytes (`server/wire.py`), ready to
+send.
 """
 
 from __future__ import annotations
@@ -15,24 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import ProfviewError
-from ..widget import rpc
-from ..widget.widget import initial_state
+from ..widget.requests import RequestError
+from ..widget.session import ViewSession
 from . import wire
 
-#: session id -> its state; lives in the worker process only
-SESSIONS: dict[str, dict[str, Any]] = {}
-
-COMMANDS = {
-    "_detail": rpc.detail,
-    "_memory_detail": rpc.memory_detail,
-    "_event": rpc.event,
-    "_live": rpc.live,
-}
-#: traits the browser may set (``model.set`` + ``save_changes``), as on the widget
-SETTABLE = ("_view", "_selection", "color_by")
+#: session id -> its view; lives in the worker process only
+SESSIONS: dict[str, ViewSession] = {}
 
 #: names the loader sniffs well; a directory without ``ranks.load_many`` opens its first such file
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".trace.json", ".trace.json.gz", ".json",
@@ -54,14 +44,14 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     one file."""
     try:
         ranks = importlib.import_module("jupyter_profview.ranks")
-        show = importlib.import_module("jupyter_profview.widget.ranks")
         cache = importlib.import_module("jupyter_profview.ranks.cache")
         ts = ranks.load_many(path, progress=False, cache=cache.user_cache_dir())
     except ImportError as exc:  # the package or its extra is missing: one file
         reason = str(exc) or f"{type(exc).__name__}: pip install 'jupyter_profview[ranks]'"
     else:
-        trace = show.combined_trace(ts)
-        trace.metadata.setdefault("source", str(path))
+        trace = ts.combined()
+        if not trace.info.source:
+            trace.info = trace.info.replace(source=str(path))
         return trace, {"mode": "ranks", "ranks": [int(r) for r in ts.ranks]}
     files = sorted(p for p in path.iterdir()
                    if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES))
@@ -71,7 +61,7 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     from ..loader import load
 
     trace = load(files[0])
-    trace.metadata["run_files"] = [p.name for p in files]
+    trace.info = trace.info.replace(run_files=tuple(p.name for p in files))
     return trace, {"mode": "one-file", "file": files[0].name, "files": len(files), "reason": reason}
 
 
@@ -91,12 +81,13 @@ def open_session(sid: str, path: str) -> dict[str, Any]:
     else:
         trace = load(p)
     loaded = time.perf_counter()
-    data = rpc.WidgetData(trace, "auto")
-    SESSIONS[sid] = {"data": data, "selected": np.zeros(0, np.int64), "path": path}
-    return {"events": data.n, "load_s": loaded - began, "index_s": time.perf_counter() - loaded, **facts}
+    session = ViewSession(trace, "auto")
+    SESSIONS[sid] = session
+    return {"events": session.data.n, "load_s": loaded - began, "index_s": time.perf_counter() - loaded,
+            **facts}
 
 
-def _session(sid: str) -> dict[str, Any]:
+def _session(sid: str) -> ViewSession:
     try:
         return SESSIONS[sid]
     except KeyError:
@@ -104,56 +95,26 @@ def _session(sid: str) -> dict[str, Any]:
 
 
 def state(sid: str) -> bytes:
-    """The initial synced traits, as :func:`~jupyter_profview.widget.widget.initial_state`."""
-    s = _session(sid)
-    out = initial_state(s["data"])
-    out["_selection"] = {}
-    s["selected"] = np.zeros(0, np.int64)
-    return wire.encode(out)
+    """The synced traits a tab starts with
+    ([`ViewSession.state`][jupyter_profview.widget.session.ViewSession.state])."""
+    return wire.encode(_session(sid).state())
 
 
 def call(sid: str, name: str, msg: Any) -> bytes:
     """One command of the widget's RPC (``_detail``, ``_table`` ...), framed."""
-    s = _session(sid)
-    data = s["data"]
-    if name == "_table":
-        reply, buffers = rpc.table(data, msg, s["selected"])
-    elif name in COMMANDS:
-        reply, buffers = COMMANDS[name](data, msg)
-    else:
-        reply, buffers = {"error": f"unknown command {name!r}"}, []
+    reply, buffers = _session(sid).call(name, msg)
     return wire.encode(reply, buffers)
 
 
 def set_traits(sid: str, changes: dict[str, Any]) -> bytes:
     """Apply traits the browser set; returns the traits the kernel side changed in answer
-    (as the widget's observers do: a new ``color_by`` sends a new ``_info`` and ``_overview``)."""
-    s = _session(sid)
-    data = s["data"]
-    out: dict[str, Any] = {}
-    for name, value in changes.items():
-        if name not in SETTABLE:
-            return wire.encode({"error": f"trait {name!r} cannot be set from the browser"})
-        if name == "_selection":
-            try:
-                s["selected"] = data.selection_positions(value)
-            except rpc.RequestError as exc:
-                s["selected"] = np.zeros(0, np.int64)
-                return wire.encode({"error": f"_selection: {exc}"})
-        elif name == "color_by":
-            if value not in ("category", "phase"):
-                return wire.encode({"error": f"color_by must be 'category' or 'phase', not {value!r}"})
-            if value != data.legend.color_by:
-                data.recolor(value)
-                out["_info"] = data.info()
-                out["_overview"] = data.overview()
-            out["color_by"] = data.legend.color_by
-    return wire.encode(out)
+    (as the widget's observers do: a new ``color_by`` sends a new ``_info`` and ``_overview``),
+    or ``{"error": ...}``."""
+    try:
+        return wire.encode(_session(sid).apply(changes))
+    except RequestError as exc:
+        return wire.encode({"error": str(exc)})
 
 
 def close(sid: str) -> bool:
     return SESSIONS.pop(sid, None) is not None
-
-
-def open_count() -> int:
-    return len(SESSIONS)

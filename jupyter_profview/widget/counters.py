@@ -6,7 +6,7 @@ Besides memory in use (bytes) the panel draws, each toggleable in the front end:
   column during which the GPU runs at least one kernel / memcpy / memset,
   computed for every requested window and width by the analysis' own code
   (:class:`Utilisation`: the GPU's merged intervals, taken once, and
-  :func:`jupyter_profview.analysis.gpu.busy_fraction`, the per-column step of
+  :func:`jupyter_profview.derived.busy_fraction`, the per-column step of
   :func:`jupyter_profview.analysis.utilisation`);
 * ``queue length`` per GPU stream (unit ``count``): launches issued and not
   yet started (:func:`jupyter_profview.analysis.queue_length_series`);
@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import derived
 from ..analysis import gpu
 from ..model import Trace
 
 
 @dataclass
 class Utilisation:
-    """Merged activity intervals of one GPU (:func:`~jupyter_profview.analysis.gpu.merge_intervals`,
+    """Merged activity intervals of one GPU (:func:`~jupyter_profview.derived.union`,
     computed once), for busy fractions per column."""
 
     start: np.ndarray
@@ -37,12 +38,12 @@ class Utilisation:
     before: np.ndarray = field(init=False, repr=False)  # busy time before each interval, once
 
     def __post_init__(self) -> None:
-        self.before = gpu.busy_before(self.start, self.end)
+        self.before = derived.busy_before(self.start, self.end)
 
     def __call__(self, edges: np.ndarray) -> np.ndarray:
         """Busy fraction of each ``[edges[i], edges[i + 1])``
-        (:func:`~jupyter_profview.analysis.gpu.busy_fraction`)."""
-        return gpu.busy_fraction(self.start, self.end, edges, self.before)
+        (:func:`~jupyter_profview.derived.busy_fraction`)."""
+        return derived.busy_fraction(self.start, self.end, edges, self.before)
 
 
 def counter_series(trace: Trace) -> list[dict[str, Any]]:
@@ -56,12 +57,13 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
         gpus = la["gpu"].astype(str).to_numpy()
         for name in sorted(set(gpus.tolist())):
             pick = gpus == name
-            s, e = gpu.merge_intervals(start[pick], end[pick])
+            s, e = derived.union(start[pick], end[pick])
             busy = Utilisation(s, e)
             out.append({"device": f"{name} utilisation", "kind": "utilisation", "unit": "fraction",
                         "time": np.array([float(s[0]), float(e[-1])]), "values": np.array([0.0, 0.0]),
                         "busy": busy})
         series = gpu.queue_length_series(trace)
+        series = series.drop_duplicates(["gpu", "stream", "time"], keep="last")  # the value from each time on
         for (name, stream), part in series.groupby(["gpu", "stream"], sort=True):
             out.append({"device": f"{name} / stream {stream} queue", "kind": "queue", "unit": "count",
                         "time": part["time"].to_numpy(np.float64),

@@ -25,7 +25,7 @@ label       i32   index into ``meta.names``: the name of ``event`` (-1 for none)
 ``token``.  An empty trait (``b""``) means no path is shown.
 
 A path of one rank shown in an all-ranks widget is mapped to the combined trace's ids and clock
-(``rank_id`` and ``metadata["offsets"]``, see :mod:`.ranks`).
+(``rank_id`` and ``info.offsets``, see :mod:`.ranks`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
     if rank is None or "rank" not in events.columns:
         return pd.Series(data.ids, index=data.ids), 0
     mine = events[events["rank"].to_numpy() == rank]
-    offsets = data.trace.metadata.get("offsets") or {}
+    offsets = data.trace.info.offsets
     mapping = pd.Series(mine.index.to_numpy(), index=mine["rank_id"].to_numpy(np.int64))
     return mapping, int(offsets.get(rank, 0))
 

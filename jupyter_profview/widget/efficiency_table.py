@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import pager
 from .codec import encode_frame
 
 #: ``sort`` keys of the efficiency rows -> columns of ``op_efficiency(trace)``
@@ -39,8 +40,7 @@ def efficiency_rows_of(eff: pd.DataFrame, events: pd.DataFrame, launches: pd.Dat
 
 
 def efficiency_page(eff: pd.DataFrame, rows: np.ndarray, events: pd.DataFrame, event_track: Any,
-                    positions: Any, sort: str, descending: bool, offset: int,
-                    limit: int) -> tuple[dict[str, Any], bytes]:
+                    positions: Any, request: pager.PageRequest) -> tuple[dict[str, Any], bytes]:
     """One sorted page of efficiency rows: the reply fields and the frame.
 
     Frame columns: ``id`` (the op's event id, i32), ``name`` and ``shapes`` (i32 into
@@ -49,16 +49,10 @@ def efficiency_page(eff: pd.DataFrame, rows: np.ndarray, events: pd.DataFrame, e
     ``bound`` (u8: 0 unknown, 1 memory, 2 compute), ``track`` (u32, the op's track)."""
     part = eff.iloc[rows].copy()
     part["start"] = events["start"].reindex(part["event"]).to_numpy(np.float64)
-    column = EFFICIENCY_SORT[sort]
-    if column == "name":
-        cat = pd.Categorical(part["name"].astype(str))
-        key = np.argsort(np.argsort(np.asarray(cat.categories), kind="stable"))[cat.codes].astype(np.float64)
-    else:
-        key = part[column].to_numpy(np.float64, na_value=np.nan)
-    nan = np.isnan(key)
-    key = np.where(nan, 0.0, key)
-    order = np.lexsort((part["event"].to_numpy(np.int64), -key if descending else key, nan))
-    page = part.iloc[order[offset:offset + limit]]
+    column = EFFICIENCY_SORT[request.sort]
+    key = pager.name_key(part["name"]) if column == "name" \
+        else part[column].to_numpy(np.float64, na_value=np.nan)
+    page = part.iloc[pager.page(key, part["event"].to_numpy(np.int64), request)]
     names, name_u = pd.factorize(page["name"].astype(str))
     shapes, shape_u = pd.factorize(page["shapes"].astype(str))
     ids = page["event"].to_numpy(np.int64)

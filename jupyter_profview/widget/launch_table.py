@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import pager
 from .codec import encode_frame
 
 #: ``sort`` keys of the launch rows -> columns of ``trace.launches``
@@ -32,7 +33,7 @@ def _text_codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 
 def launch_page(launches: pd.DataFrame, rows: np.ndarray, event_track: Any, positions: Any,
-                sort: str, descending: bool, offset: int, limit: int) -> tuple[dict[str, Any], bytes]:
+                request: pager.PageRequest) -> tuple[dict[str, Any], bytes]:
     """One sorted page of launch rows: the reply fields and the frame.
 
     Frame columns: ``kernel`` and ``launch`` (event ids, i32; -1 when the launch is outside the
@@ -41,17 +42,11 @@ def launch_page(launches: pd.DataFrame, rows: np.ndarray, event_track: Any, posi
     (kernel start), ``dur`` (kernel duration), ``delay`` (f64, NaN when unknown), ``track``
     (u32, the kernel's track)."""
     part = launches.iloc[rows]
-    column = LAUNCH_SORT[sort]
-    if column == "name":
-        cat = pd.Categorical(part["name"].astype(str))
-        key = np.argsort(np.argsort(np.asarray(cat.categories), kind="stable"))[cat.codes].astype(np.float64)
-    else:
-        key = part[column].to_numpy(np.float64, na_value=np.nan)
+    column = LAUNCH_SORT[request.sort]
+    key = pager.name_key(part["name"]) if column == "name" \
+        else part[column].to_numpy(np.float64, na_value=np.nan)
     # NaN (unknown delay) last either way, ties by kernel id
-    nan = np.isnan(key)
-    key = np.where(nan, 0.0, key)
-    order = np.lexsort((part["kernel"].to_numpy(np.int64), -key if descending else key, nan))
-    page = part.iloc[order[offset:offset + limit]]
+    page = part.iloc[pager.page(key, part["kernel"].to_numpy(np.int64), request)]
     names, name_u = _text_codes(page["name"])
     lnames, lname_u = _text_codes(page["launch_name"])
     cnames, cname_u = _text_codes(page["cpu_op_name"])

@@ -53,11 +53,40 @@ def group_name(process: str, labels: dict[str, str] | None = None) -> str:
     return "(global)" if process.strip() in _BLANK else process
 
 
+def section_key(rank: int) -> str:
+    """A rank's section of the timeline: its key in ``collapsed_groups`` and its header's text."""
+    return f"rank {rank}"
+
+
+def group_key(process: str, rank: int | None) -> str:
+    """What collapses a process group (its key in ``collapsed_groups``): the process, or with
+    several ranks the process inside its rank's section (the same process id on two ranks is two
+    groups).  A key, not a label: no front end reads anything out of it."""
+    return process if rank is None else f"{section_key(rank)}/{process}"
+
+
 def lane_name(process: str, thread: str, lane: int) -> str:
     """What a lane is called inside its group: the thread's name (the trace's
     ``thread_name`` where it gives one), plus the overlap sub-lane."""
     name = thread if thread.strip() not in _BLANK else "(no thread)"
     return name + (OVERLAP_TAG.format(lane) if lane else "")
+
+
+def lane_codes(ev: pd.DataFrame) -> tuple[np.ndarray, list[str], np.ndarray | None]:
+    """The lane of each event: its track, or with a ``rank`` column (the ranks of
+    [`TraceSet.combined`][jupyter_profview.ranks.traceset.TraceSet.combined]) its ``(rank, track)``.
+
+    Returns each event's lane code, each code's track label, and each code's rank (None
+    without ranks)."""
+    track = pd.Categorical(ev["track"])
+    labels = [str(c) for c in track.categories]
+    codes = track.codes.astype(np.int64)
+    if "rank" not in ev.columns:
+        return codes, labels, None
+    rank = ev["rank"].to_numpy(np.int64)
+    pairs, codes = np.unique(rank * max(len(labels), 1) + codes, return_inverse=True)
+    return codes.astype(np.int64), [labels[p] for p in (pairs % max(len(labels), 1)).tolist()], \
+        pairs // max(len(labels), 1)
 
 
 def lane_rows(ev: pd.DataFrame) -> np.ndarray:
@@ -66,11 +95,10 @@ def lane_rows(ev: pd.DataFrame) -> np.ndarray:
     so that a sub-lane starts at its top row (``nesting`` module docstring:
     main-lane events only nest in main-lane events)."""
     rows = ev["depth"].to_numpy(np.int32).copy()
-    track = pd.Categorical(ev["track"])
-    lanes = [code for code, label in enumerate(track.categories) if _OVERLAP.search(str(label))]
+    codes, labels, _ = lane_codes(ev)
+    lanes = [code for code, label in enumerate(labels) if _OVERLAP.search(label)]
     if not lanes:
         return rows
-    codes = track.codes
     moved = np.flatnonzero(np.isin(codes, lanes))
     position = pd.Series(np.arange(len(ev)), index=ev.index)
     parent = ev["parent"].to_numpy(np.int64)[moved]
@@ -82,40 +110,49 @@ def lane_rows(ev: pd.DataFrame) -> np.ndarray:
 
 
 def track_table(trace: Trace) -> pd.DataFrame:
-    """One row per track in display order: ``label, process, thread, lane, depths``
+    """One row per lane in display order: ``label, process, thread, lane, depths``
     and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`);
-    ``rank`` too when the events have a ``rank`` column (several ranks in one Trace).
+    ``rank`` too when the events have a ``rank`` column (several ranks in one Trace: a lane
+    is a ``(rank, track)``, named with its rank's ``process_labels``).
 
-    The order is ``trace.metadata["track_order"]`` (track labels) where given,
-    then process, thread (natural sort) and overlap sub-lane.
+    The order is the rank, then ``trace.info.track_order`` (track labels; with ranks each
+    rank's own, ``info.rank_track_order``) where given, then process, thread (natural
+    sort) and overlap sub-lane.
     """
     ev = trace.events
     if len(ev) == 0:
         return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": [], "group": [], "name": []})
-    labels = trace.metadata.get("process_labels")
-    labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
-    track = pd.Categorical(ev["track"])
-    codes = track.codes.astype(np.int64)
+    own = trace.info.process_labels
+    labels_of: dict[Any, Any] = trace.info.rank_process_labels
+    codes, track_labels, ranks = lane_codes(ev)
     present, first = np.unique(codes, return_index=True)
     depth = lane_rows(ev)
-    max_depth = np.zeros(len(track.categories), np.int64)
+    max_depth = np.zeros(len(track_labels), np.int64)
     np.maximum.at(max_depth, codes, depth)
     rows = []
     for code, at in zip(present.tolist(), first.tolist(), strict=True):
-        label = str(track.categories[code])
+        label = track_labels[code]
         lane = _OVERLAP.search(label)
         process, thread = str(ev["process"].iat[at]), str(ev["thread"].iat[at])
         lane_no = int(lane.group(1)) if lane else 0
+        rank = None if ranks is None else int(ranks[code])
+        labels = own if rank is None else labels_of.get(rank)
+        labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
         rows.append({
             "code": code, "label": label, "process": process, "thread": thread, "lane": lane_no,
             "depths": int(max_depth[code]) + 1, "group": group_name(process, labels),
-            "name": lane_name(process, thread, lane_no),
-            **({"rank": int(ev["rank"].to_numpy(np.int64)[at])} if "rank" in ev.columns else {}),
+            "name": lane_name(process, thread, lane_no), **({} if rank is None else {"rank": rank}),
         })
-    order = [str(t) for t in trace.metadata.get("track_order") or []]
-    rank = {label: i for i, label in enumerate(order)}
-    rows.sort(key=lambda r: (rank.get(r["label"], len(rank)), natural_key(r["process"]),
-                             natural_key(r["thread"]), r["lane"], r["label"]))
+    orders: dict[Any, Any] = trace.info.rank_track_order
+    places = {rank: {str(label): i for i, label in enumerate(order)} for rank, order in orders.items()}
+    places[None] = {str(label): i for i, label in enumerate(trace.info.track_order)}
+
+    def order_key(r: dict[str, Any]) -> tuple[Any, ...]:
+        place = places.get(r.get("rank"), {})
+        return (r.get("rank", 0), place.get(r["label"], len(place)), natural_key(r["process"]),
+                natural_key(r["thread"]), r["lane"], r["label"])
+
+    rows.sort(key=order_key)
     return pd.DataFrame(rows)
 
 
@@ -135,7 +172,7 @@ class TimelineIndex:
             self.event_track = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
-        codes = pd.Categorical(ev["track"]).codes
+        codes = lane_codes(ev)[0]
         rank = np.zeros(int(codes.max()) + 1, np.uint32)
         rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
         self.event_track = rank[codes]  # by event position

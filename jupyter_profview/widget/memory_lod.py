@@ -26,6 +26,7 @@ class MemorySeries:
     peak_time: float
     unit: str = "bytes"  # counters (see .counters): "fraction", "count", "value"
     busy: Any = None     # GPU utilisation: busy fraction per column, computed per frame
+    rank: int | None = None  # several ranks in one Trace: whose device
 
 
 class MemoryIndex:
@@ -46,21 +47,27 @@ class MemoryIndex:
         if len(mem) == 0:
             return
         frame = pd.DataFrame({
+            "rank": mem["rank"].to_numpy(np.int64) if "rank" in mem.columns else np.full(len(mem), -1),
             "device": mem["device"].astype(str).to_numpy(), "kind": mem["kind"].astype(str).to_numpy(),
             "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
         })
-        for (device, kind), part in frame.groupby(["device", "kind"], sort=False):
+        for (_, device, kind), part in frame.groupby(["rank", "device", "kind"], sort=False):
             part = part.sort_values("time", kind="stable")
+            rank = int(part["rank"].to_numpy(np.int64)[0])
             t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
             at = int(np.argmax(b))
-            self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at])))
-        self.series.sort(key=lambda s: (s.unit != "bytes", natural_key(s.device), s.kind))  # memory first
+            self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at]),
+                                            rank=None if rank < 0 else int(rank)))
+        # memory first, by rank and device
+        self.series.sort(key=lambda s: (s.unit != "bytes", -1 if s.rank is None else s.rank,
+                                        natural_key(s.device), s.kind))
 
     def meta_series(self) -> list[dict[str, Any]]:
         return [{"device": s.device, "kind": s.kind, "unit": s.unit,
                  "peak_bytes": s.peak_bytes if s.unit == "bytes" else None,
                  "peak_time": s.peak_time if s.unit == "bytes" else None,
-                 "max": 1.0 if s.busy is not None else s.peak_bytes}
+                 "max": 1.0 if s.busy is not None else s.peak_bytes,
+                 **({} if s.rank is None else {"rank": s.rank})}
                 for s in self.series]
 
     def extent(self) -> tuple[float, float]:

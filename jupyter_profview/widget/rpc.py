@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..export import json_safe
+from . import pager
 from .codec import empty_frame, encode_frame
 from .efficiency_table import EFFICIENCY_SORT, efficiency_page, efficiency_rows_of
 from .launch_table import LAUNCH_SORT, launch_page, launch_rows_of
@@ -25,10 +26,11 @@ from .state import WidgetData
 
 __all__ = ["Reply", "RequestError", "WidgetData", "detail", "event", "live", "memory_detail", "table"]
 
-MAX_LIMIT = 1000
 MAX_LIVE_ROWS = 200
 MAX_FLOWS = 200
-SORT_KEYS = ("start", "dur", "self", "name")
+#: ``sort`` keys of each kind of table rows
+SORT_KEYS = {"events": ("start", "dur", "self", "name"), "launches": tuple(LAUNCH_SORT),
+             "efficiency": tuple(EFFICIENCY_SORT)}
 #: a `_table` over at least this many events filters a cached whole-trace order instead of sorting
 TABLE_CACHE_MIN = 50_000
 
@@ -74,20 +76,20 @@ def table(data: WidgetData, msg: Any, selected: np.ndarray | None = None) -> Rep
         raise RequestError("request must be an object")
     mode = msg.get("mode", "window")
     pos = np.asarray(_table_positions(data, msg, mode, selected), np.int64)
-    kind, sort, descending, offset, limit = _table_page_request(msg)
+    request = pager.PageRequest.of(msg, SORT_KEYS)
     # launch rows of the selection's kernels (and of its launch calls)
     launch_rows = launch_rows_of(data.trace.launches, data.ids[pos]) if mode == "selection" \
         else np.zeros(0, np.int64)
-    if kind == "launches":
+    if request.kind == "launches":
         page_reply, frame = launch_page(data.trace.launches, launch_rows, data.timeline.event_track,
-                                        data.positions, sort, descending, offset, limit)
+                                        data.positions, request)
         return page_reply, [frame]
-    if kind == "efficiency":
+    if request.kind == "efficiency":
         rows = efficiency_rows_of(data.efficiency(), data.events, data.trace.launches, data.ids[pos])
         page_reply, frame = efficiency_page(data.efficiency(), rows, data.events, data.timeline.event_track,
-                                            data.positions, sort, descending, offset, limit)
+                                            data.positions, request)
         return page_reply, [frame]
-    page = _table_page(data, pos, sort, descending, offset, limit)
+    page = _table_page(data, pos, request)
     reply: dict[str, Any] = {"rows": len(page), "count": len(pos), "total": float(data.dur[pos].sum()),
                              "self": float(data.self_time[pos].sum())}
     if mode == "selection":  # the table offers the launch rows of the selection's kernels
@@ -114,35 +116,15 @@ def _table_positions(data: WidgetData, msg: Mapping[str, Any], mode: Any,
     raise RequestError(f"'mode' must be 'selection' or 'window', got {mode!r}")
 
 
-def _table_page_request(msg: Mapping[str, Any]) -> tuple[str, str, bool, int, int]:
-    """A ``_table`` request's ``kind``, ``sort``, ``descending``, ``offset`` and ``limit``, validated."""
-    kind = msg.get("kind", "events")
-    if kind not in ("events", "launches", "efficiency"):
-        raise RequestError(f"'kind' must be 'events', 'launches' or 'efficiency', got {kind!r}")
-    sort = msg.get("sort", "start")
-    keys = {"launches": tuple(LAUNCH_SORT), "efficiency": tuple(EFFICIENCY_SORT)}.get(kind, SORT_KEYS)
-    if sort not in keys:
-        raise RequestError(f"'sort' must be one of {keys}, got {sort!r}")
-    descending = msg.get("descending", False)
-    if not isinstance(descending, bool):
-        raise RequestError("'descending' must be true or false")
-    offset = integer(msg, "offset", 0, 2**31 - 1, 0)
-    limit = integer(msg, "limit", 0, MAX_LIMIT, 100)
-    return kind, sort, descending, offset, limit
-
-
-def _table_page(data: WidgetData, pos: np.ndarray, sort: str, descending: bool, offset: int,
-                limit: int) -> np.ndarray:
+def _table_page(data: WidgetData, pos: np.ndarray, request: pager.PageRequest) -> np.ndarray:
     """Positions of one page of ``pos`` in ``_table`` order (key, then id ascending)."""
     if len(pos) >= TABLE_CACHE_MIN:
         # many rows (a wide window): filter the whole trace's cached order instead of sorting
-        ordered = data.table_order(sort, descending)
+        ordered = data.table_order(request.sort, request.descending)
         mask = np.zeros(data.n, bool)
         mask[pos] = True
-        return ordered[np.flatnonzero(mask[ordered])[offset:offset + limit]]
-    key = data.sort_key(sort)[pos]
-    order = np.lexsort((data.ids[pos], -key if descending else key))
-    return pos[order[offset:offset + limit]]
+        return request.cut(ordered[mask[ordered]])
+    return pos[pager.page(data.sort_key(request.sort)[pos], data.ids[pos], request)]
 
 
 def _table_frame(data: WidgetData, page: np.ndarray) -> bytes:
@@ -192,6 +174,8 @@ def event(data: WidgetData, msg: Any) -> Reply:
         "phase": str(row["phase"]), "track": int(data.timeline.event_track[p]),
         "start": float(row["start"]), "dur": float(row["dur"]), "self": float(row["self"]),
         "depth": int(row["depth"]), "args": json_safe(data.trace.args(event_id)), "flows": out,
+        # a kernel's SM efficiency / occupancy / tensor core, a collective's bytes and bandwidths
+        **({"metrics": m} if (m := data.metrics.of(int(p))) else {}),
     }
     return reply, []
 

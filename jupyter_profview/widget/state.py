@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 
 from .codec import empty_frame, encode_frame
-from .lod import Legend, TimelineIndex, build_legend
+from .lod import Legend, TimelineIndex, group_key, section_key
 from .memory_lod import MemoryIndex
+from .metric_colors import EventMetrics, legend_for
+from .pager import name_key, table_order
 from .requests import RequestError, number
 
 MAX_SELECTED_IDS = 10_000
@@ -27,7 +29,9 @@ class WidgetData:
         events = trace.events
         self.events = events
         self.n = len(events)
-        self.legend: Legend = build_legend(events, color_by, getattr(trace, "launches", None))
+        #: kernel and collective numbers (colour by `sm_efficiency`, `busbw`...; tooltips)
+        self.metrics = EventMetrics(trace)
+        self.legend: Legend = legend_for(events, color_by, getattr(trace, "launches", None), self.metrics)
         self.timeline = TimelineIndex(trace, self.legend)
         self.memory = MemoryIndex(trace)
         self.ids = events.index.to_numpy()
@@ -59,9 +63,7 @@ class WidgetData:
         """Per-position sort key of a ``_table`` column (names by their sorted rank)."""
         if sort not in self._sort_keys:
             if sort == "name":
-                names = pd.Categorical(self.events["name"])
-                rank = np.argsort(np.argsort(np.asarray(names.categories.astype(str)), kind="stable"))
-                self._sort_keys[sort] = np.append(rank, -1)[names.codes]
+                self._sort_keys[sort] = name_key(self.events["name"])
             else:
                 self._sort_keys[sort] = {"start": self.start, "dur": self.dur, "self": self.self_time}[sort]
         return self._sort_keys[sort]
@@ -71,11 +73,11 @@ class WidgetData:
         cache_key = (sort, descending)
         if cache_key not in self._table_orders:
             key = self.sort_key(sort)
-            self._table_orders[cache_key] = np.lexsort((self.ids, -key if descending else key))
+            self._table_orders[cache_key] = table_order(key, self.ids, descending)
         return self._table_orders[cache_key]
 
     def recolor(self, color_by: str) -> None:
-        self.legend = build_legend(self.events, color_by, getattr(self.trace, "launches", None))
+        self.legend = legend_for(self.events, color_by, getattr(self.trace, "launches", None), self.metrics)
         self.timeline.set_legend(self.legend)
 
     # -- ids <-> positions ---------------------------------------------------
@@ -97,13 +99,14 @@ class WidgetData:
                           else "."))
         return {
             "format": trace.format,
-            "source": str(trace.metadata.get("source", "")),
+            "source": trace.info.source,
             "time_unit": trace.time_unit,
             "duration": float(trace.duration),
             "start": min(0.0, float(self.timeline.extent()[0])) if self.n else 0.0,
-            "base_time_ns": float(trace.metadata.get("base_time_ns", 0) or 0),
+            "base_time_ns": float(trace.info.base_time_ns or 0),
             "event_count": self.n,
             "color_by": self.legend.color_by,
+            "color_options": self.metrics.options() if self.n else [],
             "legend": self.legend.entries,
             "has_memory": bool(len(trace.memory)),
             "has_allocations": bool(len(trace.allocations)),
@@ -116,22 +119,23 @@ class WidgetData:
     def ranks_info(self) -> dict[str, Any]:
         """For a TraceSet's combined trace: ``ranks`` (rank, clock ``offset`` of its own origin
         from the common one, ns) and ``align`` (the step the ranks are lined up on, or None)."""
-        meta = self.trace.metadata
-        if not meta.get("ranks"):
+        info = self.trace.info
+        if not info.ranks:
             return {}
-        offsets = meta.get("offsets") or {}
-        return {"ranks": [{"rank": int(r), "offset": float(offsets.get(r, 0))} for r in meta["ranks"]],
-                "align": meta.get("align")}
+        return {"ranks": [{"rank": r, "offset": float(info.offsets.get(r, 0))} for r in info.ranks],
+                "align": info.align}
 
     def tracks(self) -> list[dict[str, Any]]:
-        rows = self.timeline.tracks.to_dict("records")
-        out = [{"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
-                "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
-                "depths": int(r["depths"])} for i, r in enumerate(rows)]
-        for t, r in zip(out, rows, strict=True):
-            if "rank" in r and not pd.isna(r["rank"]):  # several ranks: a `rank N` section
-                t["rank"] = int(r["rank"])
-                t["section"] = f"rank {t['rank']}"
+        """One entry per lane (``_tracks``): ``process``, ``thread``, ``label`` (the track), the
+        on-screen ``group`` and ``name``, ``depths``, and ``key``, what collapses its group; with
+        several ranks also ``rank`` and ``section`` (its rank's section key)."""
+        out = []
+        for i, r in enumerate(self.timeline.tracks.to_dict("records")):
+            rank = int(r["rank"]) if "rank" in r and not pd.isna(r["rank"]) else None
+            out.append({"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
+                        "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
+                        "depths": int(r["depths"]), "key": group_key(str(r["process"]), rank),
+                        **({} if rank is None else {"rank": rank, "section": section_key(rank)})})
         return out
 
     def overview(self) -> bytes:

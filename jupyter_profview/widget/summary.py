@@ -25,40 +25,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..derived import step_mask, union
+from ..kinds import COLLECTIVE_OP, is_collective_call, is_communication_kernel
 from .codec import encode_frame
 from .lod import OVERVIEW_WIDTH, TimelineIndex
 
 
 def group_keys(tracks: list[dict[str, Any]]) -> dict[str, list[int]]:
-    """Track indices per collapsible group key: each ``process`` and each ``section``."""
+    """Track indices per collapsible group key: each process group's ``key`` and each ``section``."""
     keys: dict[str, list[int]] = {}
     for i, t in enumerate(tracks):
-        keys.setdefault(str(t["process"]), []).append(i)
+        keys.setdefault(str(t.get("key", t["process"])), []).append(i)
         if t.get("section"):
             keys.setdefault(str(t["section"]), []).append(i)
     return keys
 
 
-def busy_intervals(start: np.ndarray, end: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
-    """The union of ``[start, end]`` intervals with gaps ``<= gap`` closed: ``(starts, ends)``."""
-    if len(start) == 0:
-        return np.zeros(0), np.zeros(0)
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > reach[:-1] + gap
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    return s[first], reach[last]
-
-
 #: categories of whole-recording spans, left out of the busy lanes (their children count)
 SPAN_CATEGORIES = ("Trace",)
-STEP_PREFIX = "ProfilerStep#"
-
-
-COMM = r"^(?:gloo:|nccl|c10d::|record_param_comms)"
 
 
 def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
@@ -70,11 +54,12 @@ def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.
 
 
 def is_comm(events: Any) -> np.ndarray:
-    """Per event: a collective's call, wait or kernel (category ``communication``, or a name
-    starting ``gloo:``, ``nccl``, ``c10d::`` or ``record_param_comms``)."""
+    """Per event: a collective's call, wait or kernel (category ``communication``, or by name
+    (``kinds``): a collective call, a ``c10d::`` op or a communication kernel)."""
     if len(events) == 0:
         return np.zeros(0, bool)
-    name = _per_value(events["name"], lambda v: v.str.contains(COMM, case=False, regex=True))
+    name = _per_value(events["name"], lambda v: v.map(
+        lambda n: is_collective_call(n) or is_communication_kernel(n) or COLLECTIVE_OP.match(n) is not None))
     return name | _per_value(events["category"], lambda v: v == "communication")
 
 
@@ -85,7 +70,7 @@ def top_work(events: Any) -> np.ndarray:
     if n == 0:
         return np.zeros(0, bool)
     wrapper = (_per_value(events["category"], lambda v: v.isin(SPAN_CATEGORIES))
-               | _per_value(events["name"], lambda v: v.str.startswith(STEP_PREFIX)))
+               | step_mask(events)[0])
     parent = events["parent"].to_numpy(np.int64, na_value=-1) if "parent" in events.columns \
         else np.full(n, -1, np.int64)
     ppos = np.full(n, -1, np.int64)
@@ -120,7 +105,7 @@ def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events:
         mine = np.isin(row_track, np.asarray(idx, np.int64))
         names.append(name)
         for kind, pick in enumerate((work & mine, comm & mine)):
-            s, e = busy_intervals(timeline.start[pick], timeline.end[pick], gap)
+            s, e = union(timeline.start[pick], timeline.end[pick], gap=gap)
             (busy if kind == 0 else comm_busy).append(float((e - s).sum()))
             cols["key"].append(np.full(len(s), k, np.uint16))
             cols["kind"].append(np.full(len(s), kind, np.uint8))

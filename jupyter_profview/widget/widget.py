@@ -16,14 +16,17 @@ import pandas as pd
 import traitlets
 from anywidget.experimental import command
 
+from ..analysis.advice import Advice, advise
 from ..analysis.attribution import BY, Attribution, attribute_members
 from ..analysis.critical_path import CriticalPath, critical_path
 from ..model import Trace
 from . import rpc
+from .advice import advice_value, evidence_focus
 from .codec import encode_frame
 from .critical_path import id_mapping, path_frame
 from .icicle import icicle_frame
-from .summary import summary_frame
+from .session import COMMANDS, ViewSession
+from .traits import TRAITS
 
 STATIC = Path(__file__).parent.parent / "static"
 _ESM_PATH = STATIC / "widget.js"
@@ -42,26 +45,24 @@ class BundleMissingError(FileNotFoundError):
         )
 
 
-def initial_state(data: rpc.WidgetData) -> dict[str, Any]:
-    """The synced traits a view of ``data`` starts with: what a new :class:`TraceWidget` sends,
-    and what the server extension's ``state`` endpoint returns to a profile viewer tab."""
-    extent = data.timeline.extent() if data.n else data.memory.extent()
-    return {
-        "_info": data.info(),
-        "_tracks": data.tracks(),
-        "_overview": data.overview(),
-        "_memory": data.memory_overview(),
-        "_nodes": data.nodes_frame(),
-        "_summary": summary_frame(data.timeline, data.tracks(), data.events),
-        "_highlight": encode_frame({"id": np.zeros(0, np.int32)}, {"token": 0}),
-        "_view": {"start": extent[0], "end": extent[1]},
-        "color_by": data.legend.color_by,
-        # several ranks start collapsed to one busy lane each, in the notebook and in a tab alike
-        "collapsed_groups": [f"rank {r}" for r in data.trace.metadata.get("ranks") or []],
-    }
+def _forward(name: str) -> Any:
+    """The anywidget command `name`: the session's handler."""
+    def run(self: TraceWidget, msg: Any, buffers: list[bytes]) -> rpc.Reply:
+        return self.session.call(name, msg)
+    run.__name__ = name
+    return command(run)
 
 
-class TraceWidget(anywidget.AnyWidget):
+#: the synced traits (one traitlet per entry of the spec) and the commands of a view, as the base
+#: class of TraceWidget: anywidget collects the commands of every class of the widget's MRO
+_ViewWidget: Any = type("_ViewWidget", (anywidget.AnyWidget,), {
+    "__module__": __name__,
+    **{t.name: t.traitlet() for t in TRAITS},
+    **{name: _forward(name) for name in COMMANDS},
+})
+
+
+class TraceWidget(_ViewWidget):
     """A zoomable timeline, memory curves and a table for one :class:`Trace`.
 
     * ``w.selection``: DataFrame of the selected rows of ``trace.events``
@@ -69,9 +70,13 @@ class TraceWidget(anywidget.AnyWidget):
     * ``w.visible``: ``(start, end)`` of the visible window, in ``trace.time_unit``
       relative to the trace start (observable);
     * ``w.highlight(x)``, ``w.zoom_to(start, end)``, ``w.save_html(path)``;
-    * ``w.collapsed_groups``: keys of the groups drawn collapsed (a ``process``, or a
-      ``rank N`` section), ``w.shown_ranks``: the ranks shown, ``[]`` for all
-      (both set by the user in the browser too).
+    * ``w.collapsed_groups``: keys of the groups drawn collapsed (a ``process``, ``rank N/<process>``
+      inside a rank's section, or a ``rank N`` section), ``w.shown_ranks``: the ranks shown,
+      ``[]`` for all (both set by the user in the browser too);
+    * ``w.session``: the [`ViewSession`][jupyter_profview.widget.session.ViewSession] the widget
+      wraps (the server's worker wraps the same class for a JupyterLab tab).
+
+    Its synced traits are those of [`TRAITS`][jupyter_profview.widget.traits.TRAITS].
     """
 
     # anywidget reads these files at class creation; fall back to a stub so that importing the
@@ -80,40 +85,7 @@ class TraceWidget(anywidget.AnyWidget):
     if _CSS_PATH.is_file():
         _css: Any = _CSS_PATH
 
-    # kernel -> browser
-    _info = traitlets.Dict().tag(sync=True)
-    _tracks: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
-    _overview = traitlets.Bytes(b"").tag(sync=True)
-    _memory = traitlets.Bytes(b"").tag(sync=True)
-    _nodes = traitlets.Bytes(b"").tag(sync=True)
-    _summary = traitlets.Bytes(b"").tag(sync=True)
-    _highlight = traitlets.Bytes(b"").tag(sync=True)
-    _zoom_request = traitlets.Dict().tag(sync=True)
-    _critical_path = traitlets.Bytes(b"").tag(sync=True)
-    _icicle = traitlets.Bytes(b"").tag(sync=True)
-    # both ways: the icicle's node kind ("" hides it) and what sizes its boxes ("gpu" | "cpu")
-    icicle_by = traitlets.Unicode("").tag(sync=True)
-    icicle_measure = traitlets.Unicode("gpu").tag(sync=True)
-    # browser -> kernel: a clicked icicle node {"node": int, "token": any}
-    _icicle_pick = traitlets.Dict().tag(sync=True)
-    # kernel -> browser: the kernel changed the selection (w.select, an icicle node):
-    # {"token", "count"}; the table lists it
-    _kernel_selection = traitlets.Dict().tag(sync=True)
-    # both ways: the step (0-based instance of the path's annotation) whose critical path is
-    # shown, -1 for none; the step picker sets it and the kernel recomputes the path
-    critical_path_instance = traitlets.Int(-1).tag(sync=True)
-    # both ways: "category" | "phase" (the front end offers a switch)
-    color_by = traitlets.Unicode("category").tag(sync=True)
-    # both ways: keys of the groups drawn collapsed (a process, or a "rank N" section), and the
-    # ranks shown (empty: all) of a TraceSet's widget
-    collapsed_groups = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    shown_ranks = traitlets.List(traitlets.Int()).tag(sync=True)
-    # both ways: the heights (px) the user dragged the timeline and the table to, {} for the
-    # defaults: {"timeline": px, "table": px}; kept with the notebook's widget state
-    split_layout = traitlets.Dict().tag(sync=True)
-    # browser -> kernel
-    _view = traitlets.Dict().tag(sync=True)
-    _selection = traitlets.Dict().tag(sync=True)
+    # the synced traits are those of jupyter_profview.widget.traits.TRAITS (made by _ViewWidget)
 
     #: the TraceSet of an all-ranks widget (:func:`jupyter_profview.widget.ranks.show_ranks`)
     traceset: Any = None
@@ -131,19 +103,20 @@ class TraceWidget(anywidget.AnyWidget):
             # built after this module was imported: send the files' contents
             self._esm = _ESM_PATH.read_text(encoding="utf-8")
             self._css = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
-        self._data = rpc.WidgetData(trace, color_by)
-        self._selected = np.zeros(0, np.int64)
-        self.selection_error: str | None = None
+        #: the view's state, changes and commands, as the server's worker holds them
+        self.session = ViewSession(trace, color_by)
+        self._data = self.session.data
         self._path: CriticalPath | None = None
         self._attribution: Attribution | None = None
         self._icicle_window: tuple[float, float] | None = None
         self.icicle_backward = "launch"
         #: recomputes the shown path for another instance (set by show_critical_path)
         self._path_source: Any = trace
-        state = initial_state(self._data)
-        super().__init__(**{**state, **kwargs})
+        self._advice_shown: Advice | None = None
+        self._advice_annotation: str | None = "ProfilerStep"
+        super().__init__(**{**self.session.state(), **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
-        self.set_trait("visible", (state["_view"]["start"], state["_view"]["end"]))
+        self.set_trait("visible", self.session.extent)
 
     # -- public API -------------------------------------------------------------
     @property
@@ -170,7 +143,7 @@ class TraceWidget(anywidget.AnyWidget):
         with self.hold_sync():
             if highlight:
                 self.highlight(rows, zoom=False)
-            self._selected = pos
+            self.session.selected = pos
             self.set_trait("selection", rows)
             self._kernel_selection = {"token": next(_tokens), "count": int(len(pos))}
         return rows
@@ -274,7 +247,7 @@ class TraceWidget(anywidget.AnyWidget):
             if self.icicle_by == by:
                 self._draw_icicle()
             else:
-                self.icicle_by = by
+                self.set_trait("icicle_by", by)
 
     def _draw_icicle(self, *, recompute: bool = True) -> None:
         """Send the icicle of ``icicle_by``; ``recompute=False`` re-lays out the tree already
@@ -318,6 +291,58 @@ class TraceWidget(anywidget.AnyWidget):
         if att is None or not 0 <= row < len(att.tree):
             return
         self.select(self.trace.events.loc[att.events_under(row)], highlight=True)
+
+    @property
+    def advice(self) -> Advice | None:
+        """The findings shown in the panel (:meth:`show_advice`), or None."""
+        return self._advice_shown
+
+    def show_advice(self, advice: Advice | None = None, *, annotation: str | None = "ProfilerStep") -> Advice:
+        """Show the findings of `advise` in a panel above the table: one line per finding with
+        its severity, time at stake and share of the window; clicking a finding highlights its
+        evidence (everything else dimmed), zooms to the first evidence in the step that holds the
+        most of it, and lists the evidence in the table (`w.selection`).  `advice` defaults to
+        `advise(trace, annotation=annotation)` (of the TraceSet for an all-ranks widget)."""
+        if advice is None:
+            source = getattr(self, "traceset", None) or self.trace
+            advice = advise(source, annotation=annotation)
+        if not isinstance(advice, Advice):
+            raise TypeError(f"show_advice takes an Advice, got {type(advice).__name__}")
+        self._advice_shown = advice
+        self._advice_annotation = annotation
+        self._advice = advice_value(advice, next(_tokens))
+        return advice
+
+    def pick_finding(self, k: int) -> pd.DataFrame:
+        """What a click on finding `k` does (also callable from Python): highlight and select its
+        evidence and zoom to it.  Returns the evidence events."""
+        advice = self._advice_shown
+        if advice is None or not 0 <= k < len(advice.findings):
+            raise IndexError(f"no finding {k} is shown")
+        row = advice.findings.iloc[k]
+        rank = int(row["rank"]) if "rank" in advice.findings.columns else None
+        ids, shift = id_mapping(self._data, rank)
+        own = np.asarray(row["events"], np.int64)
+        source = getattr(self, "traceset", None)
+        trace = source[rank] if source is not None and rank is not None else self.trace
+        lo, hi = evidence_focus(trace, own, self._advice_annotation,
+                                (advice.window[0] - shift, advice.window[1] - shift) if rank is not None
+                                else advice.window)
+        mine = ids.reindex(own).dropna().to_numpy(np.int64)
+        with self.hold_sync():
+            rows = self.select(self.trace.events.loc[mine], highlight=True)
+            if hi > lo:
+                self.zoom_to(lo + shift, hi + shift)
+        return rows
+
+    @traitlets.observe("_advice_pick")
+    def _on_advice_pick(self, change: dict[str, Any]) -> None:
+        try:
+            k = int((change["new"] or {})["finding"])
+        except (KeyError, TypeError, ValueError):
+            return
+        if self._advice_shown is not None and 0 <= k < len(self._advice_shown.findings):
+            self.pick_finding(k)
 
     @traitlets.observe("critical_path_instance")
     def _on_path_instance(self, change: dict[str, Any]) -> None:
@@ -364,11 +389,7 @@ class TraceWidget(anywidget.AnyWidget):
 
         if not _ESM_PATH.is_file():
             raise BundleMissingError(_ESM_PATH)
-        state = {name: getattr(self, name) for name in
-                 ("_info", "_tracks", "_overview", "_memory", "_nodes", "_summary", "_highlight",
-                  "_zoom_request", "_view", "_selection", "color_by", "collapsed_groups", "shown_ranks",
-                  "_critical_path", "critical_path_instance", "_icicle", "icicle_by", "icicle_measure",
-                  "split_layout")}
+        state = {t.name: getattr(self, t.name) for t in TRAITS if t.saved}
         state["_info"] = {**state["_info"], "static": True}
         start, end = self.visible
         # The page opens where the user is now, not at an earlier zoom_to/highlight request.
@@ -376,12 +397,29 @@ class TraceWidget(anywidget.AnyWidget):
         state["_zoom_request"] = {"start": start, "end": end, "token": next(_tokens)}
         text = widget_html(state, _ESM_PATH.read_bytes(),
                            _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else "",
-                           title=title or f"profview: {self.trace.metadata.get('source', self.trace.format)}")
+                           title=title or f"profview: {self.trace.info.source or self.trace.format}")
         out = Path(path)
         out.write_text(text, encoding="utf-8")
         return out
 
     # -- browser -> kernel -------------------------------------------------------
+    @traitlets.validate(*(t.name for t in TRAITS if t.session and t.set_by == "both"))
+    def _check_session_trait(self, proposal: dict[str, Any]) -> Any:
+        """A bad `color_by` or `shown_ranks` is refused before it is set (the session says why)."""
+        name, value = proposal["trait"].name, proposal["value"]
+        if hasattr(self, "session"):
+            try:
+                self.session.apply({name: value})
+            except rpc.RequestError as exc:
+                raise traitlets.TraitError(str(exc)) from None
+        return value
+
+    @traitlets.observe("color_by")
+    def _on_color_by(self, change: dict[str, Any]) -> None:
+        if hasattr(self, "session"):  # the session recoloured in the check: send the new colours
+            self._info = self._data.info()
+            self._overview = self._data.overview()
+
     @traitlets.observe("_view")
     def _on_view(self, change: dict[str, Any]) -> None:
         view = change["new"] or {}
@@ -392,65 +430,20 @@ class TraceWidget(anywidget.AnyWidget):
         if np.isfinite(start) and np.isfinite(end) and start <= end:
             self.set_trait("visible", (start, end))
 
-    @traitlets.validate("color_by")
-    def _check_color_by(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in ("category", "phase"):
-            raise traitlets.TraitError(f"color_by must be 'category' or 'phase', not {proposal['value']!r}")
-        return str(proposal["value"])
-
-    @traitlets.observe("color_by")
-    def _on_color_by(self, change: dict[str, Any]) -> None:
-        if not hasattr(self, "_data") or change["new"] == self._data.legend.color_by:
-            return
-        self._data.recolor(change["new"])
-        self._info = {**self._info, "color_by": self._data.legend.color_by,
-                      "legend": self._data.legend.entries}
-        self._overview = self._data.overview()
-
-    @traitlets.observe("shown_ranks")
-    def _on_shown_ranks(self, change: dict[str, Any]) -> None:
-        events = self.trace.events
-        if not change["new"] or "rank" not in events.columns:
-            self._data.allowed = None
-        else:
-            self._data.allowed = events["rank"].isin(list(change["new"])).to_numpy(bool)
-
     @traitlets.observe("_selection")
     def _on_selection(self, change: dict[str, Any]) -> None:
         try:
-            pos = self._data.selection_positions(change["new"])
-            self.selection_error = None
+            self.session.apply({"_selection": change["new"]})
         except rpc.RequestError as exc:
-            self.selection_error = str(exc)
-            self.log.warning("profview: ignoring bad _selection: %s", exc)
-            pos = np.zeros(0, np.int64)
-        if "range" in (change["new"] or {}):  # a range over the ranks shown only
-            pos = self._data.keep_allowed(pos)
+            self.log.warning("profview: ignoring bad %s", exc)
         rng = (change["new"] or {}).get("range") if self.selection_error is None else None
         window = (float(min(rng)), float(max(rng))) if isinstance(rng, list) and len(rng) == 2 else None
         if self.icicle_by and window != self._icicle_window and (window is not None or not change["new"]):
             self._icicle_window = window
             self._draw_icicle()
-        self._selected = pos
-        self.set_trait("selection", self.trace.events.iloc[pos])
+        self.set_trait("selection", self.trace.events.iloc[self.session.selected])
 
-    # -- commands (anywidget experimental.invoke) ------------------------------------
-    @command
-    def _detail(self, msg: Any, buffers: list[bytes]) -> rpc.Reply:
-        return rpc.detail(self._data, msg)
-
-    @command
-    def _memory_detail(self, msg: Any, buffers: list[bytes]) -> rpc.Reply:
-        return rpc.memory_detail(self._data, msg)
-
-    @command
-    def _table(self, msg: Any, buffers: list[bytes]) -> rpc.Reply:
-        return rpc.table(self._data, msg, self._selected)
-
-    @command
-    def _event(self, msg: Any, buffers: list[bytes]) -> rpc.Reply:
-        return rpc.event(self._data, msg)
-
-    @command
-    def _live(self, msg: Any, buffers: list[bytes]) -> rpc.Reply:
-        return rpc.live(self._data, msg)
+    @property
+    def selection_error(self) -> str | None:
+        """Why the browser's last `_selection` was refused, or None."""
+        return self.session.selection_error

@@ -4,6 +4,10 @@ environment, never in the project's):
     python3 -m venv /tmp/hta && /tmp/hta/bin/pip install holistictraceanalysis==0.5.0 "pandas<3"
     /tmp/hta/bin/python scripts/crosscheck/hta_critical_path.py ../shared/traces/hta \
         tests/data/hta_reference/critical_path.json.gz
+    /tmp/hta/bin/python scripts/crosscheck/hta_critical_path.py tests/data/critical_path \
+        tests/data/hta_reference/critical_path_handmade.json.gz
+
+(the second: the hand-written traces of ``tests/data/make_critical_path_traces.py``).
 
 For every file and every CPU-side ProfilerStep instance (or the whole trace when a file has none) it
 writes (gzipped JSON) HTA's path length, the events on the path ([name, start in µs from HTA's own

@@ -35,7 +35,9 @@ def test_rank_column_peak_labels_legend_and_splits(lab: LabServer, page: Any, tm
     root = nb.wait_widget()
     memory = page.locator(".pv-memory canvas").first
     # every rank's memory peak is labelled, and no two labels overlap
-    series = nb.value("sorted({str(d) for d in w.trace.memory['device'].unique()})")
+    # one series per (rank, device): the combined trace keeps each rank's device, with its rank
+    series = nb.value("sorted({(int(r), str(d)) for r, d in zip(w.trace.memory['rank'], "
+                      "w.trace.memory['device'])})")
     assert len(series) == 4
     assert wait_until(lambda: memory.get_attribute("data-peak-labels") == "4")
     boxes = json.loads(memory.get_attribute("data-peak-boxes") or "[]")

@@ -19,7 +19,8 @@ kernel named ``Memcpy ...`` / ``Memset ...``), ``dma`` for MTIA's DMA
 transfers (a device activity named ``dma...``, e.g. ``dma_request``: memory
 traffic, as HTA's ``MEMORY_KERNEL_RE``), ``communication`` for NCCL / RCCL
 kernels (name starting with ``nccl`` or ``rccl``, case-insensitive, or
-containing ``gloo:``, as HTA), else ``kernel``.
+containing ``gloo:``), else ``kernel``: the name rules of
+:mod:`jupyter_profview.kinds`.
 
 Device lanes: a process with device activity is labelled ``GPU <index>`` (the
 index from Kineto's ``process_labels`` ``GPU n``, else the ``device`` arg of its
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...kinds import COMMUNICATION_KERNEL, DMA_ACTIVITY
 from ...model import KERNEL_TYPES, empty_launches
 from .columns import ChromeColumns
 from .slices import Labels
@@ -49,7 +51,6 @@ LAUNCH_CATEGORIES = frozenset({
     "cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime", "xpu_runtime",
     "privateuse1_runtime", "privateuse1_driver",
 })
-_COMM = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
 _GPU_LABEL = re.compile(r"^GPU (\d+)$")
 
 
@@ -93,10 +94,10 @@ def kernel_types(category: np.ndarray, names: pd.Categorical) -> np.ndarray:
     """int8 codes into :data:`KERNEL_TYPES` from each activity's base type
     (``category``: strings from :data:`DEVICE_CATEGORIES`) and name."""
     cats = pd.Index(names.categories.astype(str))
-    comm = np.asarray(cats.str.contains(_COMM), bool)
+    comm = np.asarray([COMMUNICATION_KERNEL.search(n) is not None for n in cats], bool)
     memcpy = np.asarray(cats.str.startswith("Memcpy"), bool)
     memset = np.asarray(cats.str.startswith("Memset"), bool)
-    dma = np.asarray(cats.str.startswith("dma"), bool)
+    dma = np.asarray([DMA_ACTIVITY.match(n) is not None for n in cats], bool)
     codes = np.asarray(names.codes)
     out = np.full(len(codes), KERNEL_TYPES.index("kernel"), np.int8)
     out[(category == "memcpy") | memcpy[codes]] = KERNEL_TYPES.index("memcpy")

@@ -1,7 +1,8 @@
-"""Glue to the native Chrome scanner (``_native/chrome_scan.c``): feeds decompressed
-chunks and adopts the columns it produces as numpy arrays.  An uncompressed file
-of :data:`SPLIT_MIN` bytes or more is scanned in two halves on two threads and
-the scans joined (:func:`_feed_split`)."""
+"""Feeding the native Chrome scanner (``_native/chrome_scan.c``): decompressed chunks
+read ahead on a thread, with a progress bar for slow loads.  An uncompressed file of
+`SPLIT_MIN` bytes or more is scanned in two halves on two threads and the scans joined
+(`_feed_split`).  Taking the scanner's results (its C interface) is
+[jupyter_profview.formats.chrome.native_columns][]."""
 
 from __future__ import annotations
 
@@ -13,23 +14,21 @@ import re
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from ctypes import POINTER, c_char_p, c_int64, c_size_t, c_uint8
 from pathlib import Path
 from queue import Empty, Full, Queue
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._native import _COLUMNS, _ERR, _NOMEM, _OK, _UNSUP, CHUNK_SIZE, _lib
-from ...errors import ProfviewError
+from ..._native import _OK, _UNSUP, CHUNK_SIZE, _lib
 from .file_blob import FileBlob
+from .native_columns import _check_status, _columns
 
 if TYPE_CHECKING:
     from ...sources import Source
-    from .columns import ChromeColumns, SparseColumn
+    from .columns import ChromeColumns
 
 # -- Chrome traces ------------------------------------------------------------
 
@@ -141,56 +140,6 @@ def _prefetch(chunks: Iterator[bytes | memoryview], depth: int = 1) -> Iterator[
             thread.join(timeout=0.05)
 
 
-def _owned_array(lib: ctypes.CDLL, ptr: int | None, nbytes: int, dtype: Any) -> np.ndarray:
-    """A C buffer handed over by the scanner (``pv_scan_detach*``) as a numpy
-    array without copying it: the array owns the buffer (freed by ``pv_free``
-    when the array is garbage collected).  Copying would touch as much fresh
-    memory again (page faults are most of the cost of filling columns) and
-    briefly hold every column twice."""
-    if not ptr:
-        return np.empty(0, dtype)
-    raw = (ctypes.c_char * nbytes).from_address(ptr)
-    owner = weakref.finalize(raw, lib.pv_free, ptr)
-    owner.atexit = False  # at exit arrays may outlive finalizers: let the OS reclaim
-    return np.frombuffer(raw, dtype, count=nbytes // np.dtype(dtype).itemsize)  # type: ignore[call-overload]
-
-
-def _adopt(lib: ctypes.CDLL, scanner: int, column: int, dtype: Any, n: int) -> np.ndarray:
-    """Result column ``column`` (``n`` rows) as an array owning the C buffer."""
-    size = c_size_t()
-    ptr = lib.pv_scan_detach(scanner, column, ctypes.byref(size))
-    if size.value != (n * np.dtype(dtype).itemsize if ptr else 0) or (n and not ptr):
-        if ptr:
-            lib.pv_free(ptr)
-        raise RuntimeError(f"native column {column}: {size.value} bytes for {n} rows")
-    return _owned_array(lib, ptr, size.value, dtype)
-
-
-def _sparse(lib: ctypes.CDLL, scanner: int, key: int, n: int) -> SparseColumn:
-    """Numeric arg ``key`` (rows and values, collected sparse by the scanner)."""
-    from .columns import SparseColumn, _index_dtype
-
-    parts = []
-    for rows, dtype in ((1, np.int64), (0, np.float64)):
-        size = c_size_t()
-        ptr = lib.pv_scan_detach_num(scanner, key, rows, ctypes.byref(size))
-        parts.append(_owned_array(lib, ptr, size.value, dtype))
-    index, values = parts
-    if len(index) != len(values) or (len(index) and index[-1] >= n):
-        raise RuntimeError(f"native numeric arg {key}: {len(index)} rows, {len(values)} values")
-    return SparseColumn(n, index.astype(_index_dtype(n)), values)
-
-
-def _take_blob(lib: ctypes.CDLL, scanner: int, column: int) -> memoryview:
-    """The args blob: the scanner's buffer itself, as a read-only bytes-like
-    memoryview (no copy; the buffer is freed with the last view of it)."""
-    size = c_size_t()
-    ptr = lib.pv_scan_detach(scanner, column, ctypes.byref(size))
-    blob = _owned_array(lib, ptr, size.value, np.uint8)
-    blob.flags.writeable = False
-    return blob.data  # a memoryview of the array
-
-
 def _file_range(fd: int, chunk_size: int, start: int, end: int) -> Iterator[memoryview]:
     """Bytes ``[start, end)`` of the open file ``fd`` in chunks, read at their
     offset (``pread``: threads reading other ranges of the same descriptor do
@@ -218,82 +167,6 @@ def _pread_into(fd: int, buffer: memoryview, offset: int) -> int:
     data = os.pread(fd, len(buffer), offset)  # Windows, older macOS: one copy more
     buffer[: len(data)] = data
     return len(data)
-
-
-def _take_bytes(lib: ctypes.CDLL, scanner: int, column: int) -> bytes:
-    size = c_size_t()
-    ptr = lib.pv_scan_column(scanner, column, ctypes.byref(size))
-    data = ctypes.string_at(ptr, size.value) if size.value else b""
-    lib.pv_scan_release(scanner, column)
-    return data
-
-
-def _decode_json_string(raw: bytes) -> str:
-    """The text of a JSON string body (between the quotes), escapes decoded."""
-    import orjson
-
-    value = orjson.loads(b'"' + raw + b'"')
-    assert isinstance(value, str)
-    return value
-
-
-def _dictionary(lib: ctypes.CDLL, scanner: int, which: int) -> tuple[list[str], bool]:
-    """The decoded entries of one dictionary, in code order, and whether any
-    had escapes (else they are distinct: distinct raw bytes, decoded as is)."""
-    arena_p = POINTER(c_uint8)()
-    arena_len = c_size_t()
-    offs_p = POINTER(c_int64)()
-    lens_p = POINTER(ctypes.c_int32)()
-    flags_p = POINTER(ctypes.c_uint32)()
-    count = lib.pv_scan_dict(scanner, which, ctypes.byref(arena_p), ctypes.byref(arena_len),
-                             ctypes.byref(offs_p), ctypes.byref(lens_p), ctypes.byref(flags_p))
-    if count <= 0:
-        return [], False
-    arena = ctypes.string_at(arena_p, arena_len.value)
-    offs_a = np.ctypeslib.as_array(offs_p, (count,))
-    lens_a = np.ctypeslib.as_array(lens_p, (count,)).astype(np.int64)
-    flags = np.ctypeslib.as_array(flags_p, (count,))
-    plain = arena.isascii() and not (flags & 1).any()
-    if plain and offs_a[0] == 0 and offs_a[-1] + lens_a[-1] == len(arena) \
-            and np.array_equal(offs_a[1:], offs_a[:-1] + lens_a[:-1]):  # back to back, in code order
-        # Raw JSON string bodies never hold a NUL byte: join the entries with
-        # NULs (vectorised) and split once, rather than slicing each entry.
-        joined = np.zeros(len(arena) + count, np.uint8)
-        is_text = np.ones(len(joined), bool)
-        is_text[np.cumsum(lens_a + 1) - 1] = False
-        joined[is_text] = np.frombuffer(arena, np.uint8)
-        parts = joined.tobytes().decode("ascii").split("\0")
-        if len(parts) == count + 1:
-            return parts[:count], False
-    offs, lens = offs_a.tolist(), lens_a.tolist()
-    if plain:
-        text = arena.decode("ascii")  # byte offsets == character offsets
-        return [text[o : o + n] for o, n in zip(offs, lens, strict=True)], False
-    out: list[str] = []
-    for o, n, f in zip(offs, lens, flags.tolist(), strict=True):
-        raw = arena[o : o + n]
-        if f & 1:
-            prefix = f >> 8
-            out.append(raw[:prefix].decode("utf-8") + _decode_json_string(raw[prefix:]))
-        else:
-            out.append(raw.decode("utf-8"))
-    return out, bool((flags & 1).any())
-
-
-def _dedupe(values: list[str], escaped: bool, *codes: np.ndarray) -> list[str]:
-    """Merge entries that decode to the same text (e.g. "a" and "\\u0061"),
-    keeping first-occurrence order, and remap ``codes`` in place.  Only
-    entries with escapes (``escaped``) can make such duplicates."""
-    if not escaped or len(set(values)) == len(values):
-        return values
-    first: dict[str, int] = {}
-    remap = np.empty(len(values) + 1, np.int32)  # slot -1 (absent) maps to -1
-    remap[-1] = -1
-    for i, v in enumerate(values):
-        remap[i] = first.setdefault(v, len(first))
-    for c in codes:
-        c[:] = remap[c]
-    return list(first)
 
 
 def decode_chrome(source: Source, chunk_size: int = CHUNK_SIZE) -> ChromeColumns | None:
@@ -445,65 +318,3 @@ def _feed_split(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int,
         lib.pv_scan_free(second)
 
 
-def _check_status(lib: ctypes.CDLL, scanner: int, status: int, source: Source) -> None:
-    """Raise for a failed scan: ProfviewError (with the byte and record) for
-    invalid input, MemoryError when the scanner ran out of memory."""
-    if status == _NOMEM:
-        raise MemoryError("out of memory in the native scanner")
-    if status == _ERR:
-        msg, expected = c_char_p(), c_char_p()
-        offset = lib.pv_scan_error(scanner, ctypes.byref(msg), ctypes.byref(expected))
-        record = lib.pv_scan_error_record(scanner)
-        raise ProfviewError(
-            (msg.value or b"invalid JSON").decode(),
-            source=source.name,
-            position=f"byte {offset}" + (f" (traceEvents[{record}])" if record >= 0 else ""),
-            expected=(expected.value or b"").decode() or None,
-        )
-    if status != _OK:
-        raise RuntimeError(f"native scanner returned status {status}")
-
-
-def _columns(lib: ctypes.CDLL, scanner: int, file_blob: FileBlob | None = None) -> ChromeColumns:
-    """The scanner's results as ChromeColumns (the arrays adopt its buffers;
-    ``file_blob``: the args are in the file, read back through it)."""
-    from .columns import NUMERIC_ARGS, ChromeColumns
-
-    n = int(lib.pv_scan_count(scanner))
-    numeric = {key: _sparse(lib, scanner, k, n) for k, key in enumerate(NUMERIC_ARGS)}
-    cols = {name: _adopt(lib, scanner, i, dtype, n) for i, (name, dtype) in enumerate(_COLUMNS)}
-    blob_id = int(lib.pv_col_blob())
-    args_blob: bytes | memoryview | FileBlob = _take_blob(lib, scanner, blob_id)
-    if file_blob is not None:
-        args_blob = file_blob
-    top_level = _top_level(_copy_top_index(lib, scanner, blob_id + 1), _take_bytes(lib, scanner, blob_id + 2))
-    names = _dedupe(*_dictionary(lib, scanner, 0), cols["name_code"])
-    cats = _dedupe(*_dictionary(lib, scanner, 1), cols["cat_code"])
-    tokens = _dedupe(*_dictionary(lib, scanner, 2), cols["pid_code"], cols["tid_code"], cols["id_code"],
-                     cols["bind_code"])
-    return ChromeColumns(n=n, **cols, names=names, cats=cats, tokens=tokens, args_blob=args_blob,
-                         numeric_args=numeric, top_level=top_level,
-                         array_format=bool(lib.pv_scan_array_format(scanner)))
-
-
-def _top_level(index: np.ndarray, arena: bytes) -> dict[str, Any]:
-    """The top-level members other than ``traceEvents``, parsed, from the
-    scanner's (key offset, key length, value offset, value length) rows."""
-    import orjson
-
-    top_level: dict[str, Any] = {}
-    for key_off, key_len, val_off, val_len in index.tolist():
-        key = arena[key_off : key_off + key_len]  # with its quotes
-        text = key[1:-1].decode("utf-8") if b"\\" not in key else orjson.loads(key)
-        top_level[text] = orjson.loads(arena[val_off : val_off + val_len])
-    return top_level
-
-
-def _copy_top_index(lib: ctypes.CDLL, scanner: int, column: int) -> np.ndarray:
-    size = c_size_t()
-    ptr = lib.pv_scan_column(scanner, column, ctypes.byref(size))
-    out = np.empty((size.value // 32, 4), np.int64)
-    if size.value:
-        ctypes.memmove(out.ctypes.data, ptr, size.value)
-    lib.pv_scan_release(scanner, column)
-    return out

@@ -189,10 +189,12 @@ class Labels:
     def pair_label(self, pid: int, tid: int) -> str:
         label = self._pair_label.get((pid, tid))
         if label is None:
-            label = self.thread_name.get((pid, tid)) or (
-                token_label(self._tok(tid)) if tid >= 0 else MISSING_TID)
+            named = self.thread_name.get((pid, tid))
+            label = named or (token_label(self._tok(tid)) if tid >= 0 else MISSING_TID)
             if (pid, tid) in self.streams:  # Kineto names streams "stream 7 " (trailing space)
-                label = label.strip() if (pid, tid) in self.thread_name or tid < 0 else f"stream {label}"
+                label = label.strip() if named or tid < 0 else f"stream {label}"
+            elif not named and tid >= 0 and label.lstrip("-").isdigit():
+                label = f"thread {label}"  # an unnamed thread: its id, said as one
             clash = [t for (p, t), other in self._pair_label.items() if p == pid and other == label]
             if clash:
                 label = f"{label} ({token_label(self._tok(tid))})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...kinds import step_pattern
 from ...model import PHASES, Quality
 from .flows import inherit_down
 from .slices import from_codes
@@ -12,15 +13,17 @@ from .slices import from_codes
 
 def forward_in_profiler_steps(events: pd.DataFrame, quality: Quality) -> None:
     """PyTorch forward inference.  Within a step (the direct children of a
-    ``ProfilerStep#N``, or, on a thread without steps that has top-level
+    ``ProfilerStep#N`` (:func:`jupyter_profview.kinds.step_pattern`), or, on a thread without
+    steps that has top-level
     backward ops, its top-level events) ops still ``other`` that start before
     the step's first backward op are ``forward``, and so are their subtrees.
     A ``ProfilerStep#`` without any backward op (inference) is all forward."""
     if len(events) == 0:
         return
     names = events["name"].cat.categories
+    is_step_name = step_pattern().match
     is_step = np.isin(events["name"].cat.codes.to_numpy(),
-                      np.flatnonzero(names.str.startswith("ProfilerStep#")))
+                      [i for i, n in enumerate(names.astype(str)) if is_step_name(n)])
     parent = events["parent"].to_numpy()
     track = events["track"].cat.codes.to_numpy().astype(np.int64)
     codes = events["phase"].cat.codes.to_numpy().copy()

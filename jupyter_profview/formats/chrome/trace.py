@@ -42,7 +42,7 @@ GPU (PyTorch / Kineto, see :mod:`.gpu`)
 
 Times: ``ts``/``dur`` are microseconds in every file (``displayTimeUnit``
 only says how to display them and is kept in ``metadata``); they are stored
-as int64 ns relative to the first record.  ``metadata["base_time_ns"]`` is
+as int64 ns relative to the first record.  ``info.base_time_ns`` is
 the absolute time of that origin where the file says (PyTorch
 ``baseTimeNanoseconds`` + first ts), else the raw first ts.
 
@@ -54,12 +54,12 @@ before the first backward), and targets of ``ac2g`` flows (GPU kernels) take
 the phase of the CPU op that launched them (also ``async_cpu_to_gpu`` and
 the older ``async_gpu``).
 
-Metadata keys: ``track_order`` (base track labels in process/thread sort
+``trace.info``: ``track_order`` (base track labels in process/thread sort
 order), ``process_labels`` (Kineto's, by process label; a device process
-maps to its full ``GPU n · name`` label), ``gpu`` (counts of device
+maps to its full ``GPU n · name`` label), ``device_properties``,
+``distributed_info``.  Metadata keys: ``gpu`` (counts of device
 activities linked / without correlation / launch not in the trace),
-``display_time_unit``, ``device_properties``,
-``distributed_info``, ``other_metadata`` (unrecognised ``M`` records),
+``display_time_unit``, ``other_metadata`` (unrecognised ``M`` records),
 ``thread_names`` (threads named twice: every name, and the one kept; see
 :class:`~.slices.Labels`),
 ``top_level`` (all top-level keys but ``traceEvents``), ``decoder``.
@@ -180,12 +180,11 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     metadata = _metadata(c, labels, events, base)
     if launch_stats["device_activities"]:
         metadata["gpu"] = launch_stats
-    trace = make_trace(
+    return make_trace(
         "chrome", "ns", events, q, base=base, memory=parts.memory.frame(), allocations=allocations,
-        flows=flows, counters=parts.counters, metadata=metadata, args=args_rows.lookup(raw_index),
+        flows=flows, counters=parts.counters, launches=launches, metadata=metadata,
+        args=args_rows.lookup(raw_index),
     )
-    trace.launches = launches
-    return trace
 
 
 def _timed(c: ChromeColumns, q: Quality) -> np.ndarray:

@@ -1,0 +1,399 @@
+"""What the efficiency analyses read from event args, as tables (data, no analysis).
+
+Kineto writes each kernel's launch configuration and occupancy, and each collective's size and
+process group, in the event's args.  A rank of a TraceSet is read back from its Parquet cache,
+which keeps no args: so these tables are made at load time, when the args are at hand, and
+written into the rank's cache entry (`kernel_args`, `collective_args`).  A Trace read from a
+cache entry (`ts[r]`) gets them from there.
+
+- [`kernel_args`][jupyter_profview.ranks.device_args.kernel_args]: one row per kernel of
+  `trace.launches` (type `kernel` or `communication`) with the numbers Kineto gives;
+- [`collective_args`][jupyter_profview.ranks.device_args.collective_args]: one row per collective
+  call with its name, process group, group size and size in bytes.
+
+Both answer NaN where the file has no such arg (ROCm, MTIA, older Kineto, CPU traces), never an
+error, and are computed once per Trace (kept with its derived facts, `jupyter_profview.derived.cache`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..derived.cache import cached
+from ..kinds import COLLECTIVE_PARAMS, is_collective_call
+from ..model import Trace
+
+#: kernel_args column -> the Kineto kernel arg it is read from
+KERNEL_NUMBERS = {
+    "blocks_per_sm": "blocks per SM",
+    "warps_per_sm": "warps per SM",
+    "occupancy": "est. achieved occupancy %",
+    "registers": "registers per thread",
+    "shared_memory": "shared memory",
+}
+KERNEL_TEXTS = ("grid", "block")
+#: the kernel args in the order Kineto writes them (the fast path of `kernel_args`)
+KINETO_ORDER = ("registers per thread", "shared memory", "blocks per SM", "warps per SM", "grid", "block",
+                "est. achieved occupancy %")
+KERNEL_ARGS_COLUMNS = ("event", *KERNEL_TEXTS, *KERNEL_NUMBERS)
+COLLECTIVE_ARGS_COLUMNS = ("event", "name", "op", "process_group", "group_size", "bytes", "start",
+                           "dur", "side")
+#: bytes per element: torch's ScalarType names (record_param_comms' `dtype`) and the `Input type`
+#: names of a torch op's args
+DTYPE_BYTES = {
+    "float": 4, "double": 8, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2, "char": 1,
+    "byte": 1, "bool": 1, "complexfloat": 8, "complexdouble": 16, "complexhalf": 4,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+    "c10::half": 2, "c10::bfloat16": 2, "long int": 8, "short int": 2, "signed char": 1,
+    "unsigned char": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
+    "c10::complex<float>": 8, "c10::complex<double>": 16,
+}
+#: the collective kinds the bus-bandwidth factors know, in the order names are tested
+OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "send", "recv")
+PG_KEYS = ("Process Group Name", "pg_name")
+#: the args a collective call's size and group are read from
+CALL_KEYS = (*PG_KEYS, "Group size", "Process Group Ranks", "dtype", "In msg nelems", "Out msg nelems",
+             "Input Dims", "Input type")
+#: collectives whose first recorded input is the gathered output, not one rank's share
+OUTPUT_FIRST = re.compile(r"_base|into_tensor", re.IGNORECASE)
+
+
+def cached_table(trace: Trace, name: str) -> pd.DataFrame | None:
+    """Table `name` of the cache entry `trace` was read from (`ts[r]`), or None."""
+    entry = trace.metadata.get("cache_entry")
+    path = Path(entry) / f"{name}.parquet" if entry else None
+    if path is None or not path.is_file():
+        return None
+    from .cache import read_table
+
+    return read_table(path)
+
+
+# -- kernels ------------------------------------------------------------------------------------
+def kernel_rows(launches: pd.DataFrame) -> np.ndarray:
+    """Rows of `launches` that are kernels (type `kernel` or `communication`)."""
+    return np.flatnonzero(launches["type"].isin(["kernel", "communication"]).to_numpy(bool))
+
+
+def kernel_args(trace: Trace) -> pd.DataFrame:
+    """One row per kernel of `trace.launches` (in its order): `event`, `grid` and `block` (the
+    file's text, e.g. `[8, 1, 1]`, `""` where absent), `blocks_per_sm`, `warps_per_sm`,
+    `occupancy` (`est. achieved occupancy %`), `registers` (per thread), `shared_memory` (bytes):
+    float64, NaN where absent."""
+    return cached(trace, "kernel_args", lambda: _kernel_args(trace))
+
+
+def _kernel_args(trace: Trace) -> pd.DataFrame:
+    if trace.metadata.get("cache_entry") is not None:
+        table = cached_table(trace, "kernel_args")
+        if table is not None:
+            return table
+    la = trace.launches
+    ids = la["kernel"].to_numpy(np.int64)[kernel_rows(la)]
+    out: dict[str, Any] = {"event": ids}
+    fast = getattr(trace._args, "in_order", None)
+    if fast is not None and len(ids):
+        # Kineto writes these keys in this order: one regex over the texts, no parse per kernel
+        found, parse = fast(ids, list(KINETO_ORDER), arrays=KERNEL_TEXTS)
+        texts = dict(zip(KINETO_ORDER, found, strict=True))
+    else:
+        texts, parse = {}, np.arange(len(ids))
+    args = args_of(trace, ids[parse])
+    for col in KERNEL_TEXTS:
+        shown: dict[Any, str] = {}
+        values = _texts_shown(texts[col]) if texts else np.full(len(ids), "", dtype=object)
+        values[parse] = [_shown(a.get(col), shown) for a in args]
+        out[col] = pd.Categorical(values)
+    for col, key in KERNEL_NUMBERS.items():
+        values = _numbers(texts[key]) if texts else np.full(len(ids), np.nan)
+        values[parse] = [_number(a.get(key)) for a in args]
+        out[col] = values
+    return pd.DataFrame(out, columns=list(KERNEL_ARGS_COLUMNS))
+
+
+def _numbers(texts: np.ndarray) -> np.ndarray:
+    """Number texts (bytes, None where absent) as float64, NaN where absent or not a number."""
+    out = np.full(len(texts), np.nan)
+    has = np.flatnonzero(texts != None)  # noqa: E711 (elementwise)
+    try:
+        out[has] = np.asarray(texts[has].tolist(), dtype="S").astype(np.float64)
+    except ValueError:  # an array where a number was expected
+        out[has] = [_number(_json(t)) for t in texts[has].tolist()]
+    return out
+
+
+def _texts_shown(texts: np.ndarray) -> np.ndarray:
+    """Array texts (bytes, None where absent) as `str` of the parsed list (`""` where absent),
+    each distinct text parsed once."""
+    out = np.full(len(texts), "", dtype=object)
+    has = np.flatnonzero(texts != None)  # noqa: E711 (elementwise)
+    if len(has):
+        codes, distinct = pd.factorize(np.asarray(texts[has].tolist(), dtype=object))
+        shown = np.array([_text(_json(t)) for t in distinct] + [""], dtype=object)
+        out[has] = shown[codes]
+    return out
+
+
+def _json(text: bytes) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def args_of(trace: Trace, ids: np.ndarray) -> list[dict[str, Any]]:
+    """`trace.args(id)` of each of `ids` (`{}` for -1):
+    [Trace.args_of][jupyter_profview.model.Trace.args_of]."""
+    return trace.args_of(ids)
+
+
+def _shown(value: Any, seen: dict[Any, str]) -> str:
+    """`str(value)` (`""` for None), each distinct list formatted once."""
+    if value is None:
+        return ""
+    key = tuple(value) if isinstance(value, list) and all(isinstance(v, int) for v in value) else None
+    if key is None:
+        return str(value)
+    if key not in seen:
+        seen[key] = str(value)
+    return seen[key]
+
+
+# -- collectives --------------------------------------------------------------------------------
+def collective_args(trace: Trace) -> pd.DataFrame:
+    """One row per collective call of `trace` (sorted by `start`), see the rules below.
+
+    A call is (`jupyter_profview.kinds.is_collective_call`,
+    `trace.launches`' `communication` type):
+
+    - a device kernel of type `communication` (NCCL / RCCL): the kernel is the transfer, its
+      duration the transfer's (`side` `device`);
+    - else a CPU slice `nccl:*` / `gloo:*` / `rccl:*` that launched no such kernel (gloo runs the
+      transfer inside it on its own thread), or a `record_param_comms` around no such slice whose
+      `Collective name` is a transfer (not `wait` or `barrier`) (`side` `cpu`).
+
+    Columns: `event`, `name` (the kernel's `Collective name` arg, else the annotation it was
+    launched from, else its own name; a CPU call's name, or a `record_param_comms`' `Collective
+    name`), `op` (`allreduce`, `allgather`, `reducescatter`, `alltoall`, `broadcast`, `reduce`,
+    `send`, `recv` or `""`: the kind the bus bandwidth needs, from the name), `process_group`
+    (`Process Group Name`, `""` where unknown), `group_size` (`Group size`, else the size of
+    `Process Group Ranks` or of the process group in `distributedInfo`, else, for a call of no
+    known group, the run's `world_size`; NaN otherwise), `bytes`, `start`, `dur` (ns), `side`.
+
+    `bytes` is the size nccl-tests' bandwidths are defined on: `max(In msg nelems, Out msg
+    nelems)` × the size of `dtype` (the gathered output of an all_gather, the input of a
+    reduce_scatter, the buffer of the others), else the product of the first `Input Dims` entry ×
+    the size of the first `Input type` (× the group size for gloo's all_gather, whose input is
+    one rank's share; not for `_all_gather_base` / `all_gather_into_tensor`, which record the
+    output first).  Args are read from the call itself, then from the `record_param_comms` it sits
+    in (a kernel: the one that launched it).  NaN where none is given.
+    """
+    return cached(trace, "collective_args", lambda: _collective_args(trace))
+
+
+def _collective_args(trace: Trace) -> pd.DataFrame:
+    if trace.metadata.get("cache_entry") is not None:
+        table = cached_table(trace, "collective_args")
+        if table is not None:
+            return table
+    ev = trace.events
+    if len(ev) == 0:
+        return empty_collectives()
+    la = trace.launches
+    comm = la[la["type"].astype(str) == "communication"] if len(la) else la
+    tree = _Tree(ev)
+    devices = set(la["gpu"].astype(str)) if len(la) else set()
+    on_device = tree.matching(ev["process"], lambda p: p in devices)
+    cpu_pos = np.flatnonzero(tree.is_call & ~on_device & (ev["kind"].astype(str).to_numpy() != "instant"))
+    # the slices above each kernel's launch (their ids), innermost first
+    launch = comm["launch"].to_numpy(dtype=np.float64, na_value=np.nan) if len(comm) else np.zeros(0)
+    above = tree.ancestors(np.where(np.isnan(launch), -1, launch).astype(np.int64))
+    covered = np.zeros(len(ev), bool)
+    for level in above:
+        covered[tree.pos(level[level >= 0])] = True
+    annotation_ids = tree.first(above, tree.is_call & ~tree.is_params)
+    params_ids = tree.first(above, tree.is_params)
+    # CPU calls: not above a kernel; a record_param_comms only when no annotation is inside it
+    parent_ids = tree.parents[cpu_pos]
+    inner_of = np.zeros(len(ev), bool)
+    annotations = cpu_pos[~tree.is_params[cpu_pos]]
+    inner_of[tree.pos(tree.parents[annotations][tree.parents[annotations] >= 0])] = True
+    keep = ~covered[cpu_pos] & ~(tree.is_params[cpu_pos] & inner_of[cpu_pos])
+    cpu_pos, parent_ids = cpu_pos[keep], parent_ids[keep]
+    ids = tree.ids
+    kernel_ids = comm["kernel"].to_numpy(np.int64)
+    outer = np.where((parent_ids >= 0) & tree.is_params[tree.pos(np.maximum(parent_ids, 0))], parent_ids, -1)
+    wanted = np.concatenate([kernel_ids, annotation_ids, params_ids, ids[cpu_pos], outer])
+    args = args_of(trace, wanted)
+    nk, nc = len(kernel_ids), len(cpu_pos)
+    k_own, k_ann, k_par = args[:nk], args[nk:2 * nk], args[2 * nk:3 * nk]
+    c_own, c_par = args[3 * nk:3 * nk + nc], args[3 * nk + nc:]
+    dist = trace.info.distributed_info
+    rows = []
+    kernel_names = [str(n) for n in pd.Categorical(comm["name"]).astype(object)] if len(comm) else []
+    for k, (start, dur) in enumerate(zip(comm["kernel_start"].tolist(), comm["kernel_dur"].tolist(),
+                                         strict=True)):
+        sources = [k_own[k], k_ann[k], k_par[k]]
+        given = next((a["Collective name"] for a in sources if a.get("Collective name")), None)
+        name = str(given or (tree.name_of(int(annotation_ids[k])) if annotation_ids[k] >= 0 else "")
+                   or kernel_names[k])
+        rows.append(_call(int(kernel_ids[k]), name, int(start), int(dur), "device", sources, dist,
+                          kernel_name=kernel_names[k]))
+    starts, durs = ev["start"].to_numpy(np.int64)[cpu_pos], ev["dur"].to_numpy(np.int64)[cpu_pos]
+    for k, pos in enumerate(cpu_pos.tolist()):
+        name = tree.names[tree.codes[pos]]
+        if tree.is_params[pos]:
+            name = str(c_own[k].get("Collective name") or name)
+            if not op_kind(name):  # `wait`, `barrier`: no transfer
+                continue
+        rows.append(_call(int(ids[pos]), name, int(starts[k]), int(durs[k]), "cpu", [c_own[k], c_par[k]],
+                          dist))
+    if not rows:
+        return empty_collectives()
+    out = pd.DataFrame(rows, columns=list(COLLECTIVE_ARGS_COLUMNS))
+    return out.sort_values(["start", "event"], kind="stable").reset_index(drop=True)
+
+
+def empty_collectives() -> pd.DataFrame:
+    return pd.DataFrame({"event": np.zeros(0, np.int64), "name": pd.Series([], dtype=object),
+                         "op": pd.Series([], dtype=object), "process_group": pd.Series([], dtype=object),
+                         "group_size": np.zeros(0), "bytes": np.zeros(0), "start": np.zeros(0, np.int64),
+                         "dur": np.zeros(0, np.int64), "side": pd.Series([], dtype=object)})
+
+
+class _Tree:
+    """Parents and names of `trace.events` as arrays, by position (`pos` maps event ids)."""
+
+    def __init__(self, ev: pd.DataFrame) -> None:
+        self.ids = ev.index.to_numpy(np.int64)
+        self.dense = bool(len(self.ids) == 0 or (self.ids[0] == 0 and self.ids[-1] == len(self.ids) - 1
+                                                  and ev.index.is_monotonic_increasing))
+        self.order = None if self.dense else np.argsort(self.ids, kind="stable")
+        self.parents = ev["parent"].to_numpy(np.int64)
+        names = pd.Categorical(ev["name"])
+        self.codes = names.codes
+        self.names = [str(c) for c in names.categories] + [""]
+        self.is_call = self.matching(ev["name"], is_collective_call)
+        self.is_params = self.matching(ev["name"], lambda n: n == COLLECTIVE_PARAMS)
+
+    def matching(self, column: pd.Series, predicate: Any) -> np.ndarray:
+        """Rows whose value satisfies `predicate`, tested once per category."""
+        cat = pd.Categorical(column)
+        hits = np.array([bool(predicate(str(c))) for c in cat.categories] + [False], bool)
+        return hits[cat.codes]
+
+    def pos(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of event ids (all >= 0 and present)."""
+        ids = np.asarray(ids, np.int64)
+        if self.dense or self.order is None:
+            return ids
+        return self.order[np.searchsorted(self.ids, ids, sorter=self.order)]
+
+    def name_of(self, eid: int) -> str:
+        return self.names[self.codes[int(self.pos(np.array([eid]))[0])]]
+
+    def ancestors(self, ids: np.ndarray, depth: int = 4) -> list[np.ndarray]:
+        """The ids `depth` levels above each of `ids` (-1 past the root or for -1), innermost first."""
+        out, node = [], np.asarray(ids, np.int64)
+        for _ in range(depth):
+            up = np.full(len(node), -1, np.int64)
+            has = node >= 0
+            up[has] = self.parents[self.pos(node[has])]
+            out.append(up)
+            node = up
+        return out
+
+    def first(self, levels: list[np.ndarray], wanted: np.ndarray) -> np.ndarray:
+        """Per row, the innermost id of `levels` whose position is `wanted`, else -1."""
+        out = np.full(len(levels[0]) if levels else 0, -1, np.int64)
+        for level in levels:
+            has = (out < 0) & (level >= 0)
+            hit = np.zeros(len(level), bool)
+            hit[has] = wanted[self.pos(level[has])]
+            out[hit] = level[hit]
+        return out
+
+
+def _call(eid: int, name: str, start: int, dur: int, side: str, sources: list[dict[str, Any]],
+          dist: dict[str, Any], kernel_name: str = "") -> dict[str, Any]:
+    args = {}
+    for key in CALL_KEYS:  # the first source that gives it
+        for source in sources:
+            value = source.get(key)
+            if value is not None and value != "":
+                args[key] = value
+                break
+    op = op_kind(name) or op_kind(kernel_name)
+    pg = args.get("Process Group Name", args.get("pg_name"))
+    group = _number(args.get("Group size"))
+    if math.isnan(group):
+        group = _group_size(args.get("Process Group Ranks"), None if pg is None else str(pg), dist)
+    return {"event": eid, "name": name, "op": op, "process_group": "" if pg is None else str(pg),
+            "group_size": group,
+            "bytes": _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name))),
+            "start": start, "dur": dur, "side": side}
+
+
+@functools.lru_cache(maxsize=4096)
+def op_kind(name: str) -> str:
+    """The collective kind of a call or kernel name (`OPS`), `""` when none is named."""
+    flat = re.sub(r"[^a-z]", "", name.lower())
+    return next((op for op in OPS if op in flat), "")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def _group_size(ranks: Any, pg: str | None, dist: dict[str, Any]) -> float:
+    parsed = _literal(ranks) if ranks is not None else None
+    if isinstance(parsed, (list, tuple)) and parsed:
+        return float(len(parsed))
+    configs = dist.get("pg_config") or []
+    if pg is not None:
+        for config in configs if isinstance(configs, list) else []:
+            if isinstance(config, dict) and str(config.get("pg_name")) == pg:
+                return _number(config.get("pg_size"))
+        return math.nan
+    return _number(dist.get("world_size"))
+
+
+def _literal(value: Any) -> Any:
+    if isinstance(value, str) and len(value) < 100_000:
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _bytes(args: dict[str, Any], op: str, group: float, output_first: bool = False) -> float:
+    size = DTYPE_BYTES.get(str(args.get("dtype") or "").lower())
+    nelems = [_number(args.get(k)) for k in ("In msg nelems", "Out msg nelems")]
+    nelems = [n for n in nelems if not math.isnan(n)]
+    if size is not None and nelems:
+        return max(nelems) * size
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
+        return math.nan
+    first, kind = dims[0], str(types[0]).lower()
+    if not isinstance(first, list) or not all(isinstance(d, int) for d in first) or kind not in DTYPE_BYTES:
+        return math.nan
+    total = float(math.prod(first)) * DTYPE_BYTES[kind]
+    # gloo's all_gather records its input (one rank's share); `_all_gather_base` and
+    # `all_gather_into_tensor` record the output first
+    return total * group if op == "allgather" and not output_first else total
