@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 EXAMPLES = ROOT / "jupyter_profview" / "examples"
 SHARED = (Path("/work/shared/traces/hta"), Path("/work/shared/seeds"))  # on the project's machine only
-NOT_TRACES = {"README.md", "LICENSE", "torch_overlap_key_averages.json"}
+NOT_TRACES = {"README.md", "LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}
 HUGE = 2**62
 
 
@@ -402,6 +402,21 @@ def cases() -> list[Case]:
     add("collective_skew", "", lambda t: a.collective_skew(t), "both")
     for per_rank in (False, True):
         add("stragglers", f"per_rank={per_rank}", lambda t, p=per_rank: a.stragglers(t, per_rank=p), "both")
+
+    # the derived layer's public tables
+    for ann in ("ProfilerStep", "no_such_annotation", "", "["):
+        add("steps", f"annotation={ann}", lambda t, ann=ann: a.steps(t, ann))
+    add("device_activities", "", lambda t: a.device_activities(t))
+
+    # advice, kernel efficiency, collectives
+    for ann in ("ProfilerStep", None, "no_such_annotation"):
+        add("advise", f"annotation={ann}", lambda t, ann=ann: a.advise(t, annotation=ann).explain())
+    for rank in (0, 99):
+        add("advise", f"rank={rank}", lambda t, r=rank: a.advise(t, rank=r).explain(), "set")
+    for by in ("kernel", "name", "op", "no_such_grouping"):
+        add("kernel_efficiency", f"by={by}", lambda t, by=by: a.kernel_efficiency(t, by=by))
+    add("collective_bandwidth", "", lambda t: a.collective_bandwidth(t))
+    add("collective_summary", "", lambda t: vars(a.collective_summary(t)))
 
     # lining the ranks up (TraceSet.aligned)
     for label, kw in (("step=first", None), ("step=-1", {"step": -1}), ("collective=first", "first"),

@@ -9,8 +9,9 @@ trace in tests/data/hta.
 - Self time: `summary(by="name")` sums the events table's `self` (and `dur`, and counts).
 - Device time: `attribute`'s roots hold every device activity of the file once, with its duration.
 
-Where analyses disagree today the case is a strict xfail naming the disagreement and who unifies it
-(helper "derived" writes the one definition of a step; "selftime" rewrites attribution.py).
+The disagreements of the first version (GPU-side step copies counted as steps by step_times and
+compare; attribute's IndexError without nodes; an outlasting annotation nested under the one it
+outlasts) were fixed by the derived and selftime merges: no case is marked.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,30 +36,6 @@ HTA = Path(__file__).parent / "data" / "hta"
 TRACES = sorted(p.name for p in HTA.glob("*.json.gz"))
 STEP = re.compile(r"^ProfilerStep#\d+$")
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
-
-#: the traces whose GPU-side ProfilerStep copies (gpu_user_annotation) step_times and compare count as
-#: steps, where critical_path_steps and attribute do not
-GPU_STEP_COPIES = {"amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"}
-STEP_COPIES = (
-    "derived: step_times and compare's step pairing take the device-side gpu_user_annotation "
-    "copy of ProfilerStep#N as one more step (the AMD trace: 3 steps, the file has 2 CPU-side); "
-    "critical_path_steps and attribute do not. One definition of a step (derived.steps) fixes it"
-)
-#: traces with device activity and no python_function frame: attribute(by=module/stack) raises
-NO_FRAMES = {
-    "amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-    "critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
-    "nccl_parser_config_nccl_data.json.gz",
-    "trace_compare_base_base.json.gz",
-    "trace_compare_test_test.json.gz",
-    "trace_filter_sampled_rank-0.json.gz",
-    "trace_filter_sampled_rank-1.json.gz",
-}
-NO_ANNOTATIONS = {"critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz"}
-ATTRIBUTE_EMPTY = (
-    "selftime: attribute() raises IndexError (attribution.py:295) on a trace with device "
-    "activity and no node of kind `by` (no with_stack / with_modules frames, no annotation)"
-)
 
 _LOADED: dict[str, profview.Trace] = {}
 
@@ -110,20 +86,8 @@ def steps_by(how: str, trace: profview.Trace) -> list[tuple[str, int, int]]:
 STEP_ANALYSES = ["critical_path_steps", "step_times", "compare", "attribute", "critical_path"]
 
 
-def _step_params() -> list[Any]:
-    out = []
-    for name in TRACES:
-        for how in STEP_ANALYSES:
-            marks = []
-            if name in GPU_STEP_COPIES and how in ("step_times", "compare"):
-                marks.append(pytest.mark.xfail(strict=True, reason=STEP_COPIES))
-            if name in NO_ANNOTATIONS and how == "attribute":
-                marks.append(pytest.mark.xfail(strict=True, raises=IndexError, reason=ATTRIBUTE_EMPTY))
-            out.append(pytest.param(name, how, id=f"{name}-{how}", marks=marks))
-    return out
-
-
-@pytest.mark.parametrize(("name", "how"), _step_params())
+@pytest.mark.parametrize("how", STEP_ANALYSES)
+@pytest.mark.parametrize("name", TRACES)
 def test_every_analysis_finds_the_files_steps(name: str, how: str) -> None:
     trace = trace_of(name)
     found = steps_by(how, trace)
@@ -131,44 +95,12 @@ def test_every_analysis_finds_the_files_steps(name: str, how: str) -> None:
     assert found == steps_by("critical_path_steps", trace)  # the same instances, the same starts
 
 
-def _attribute_params(kinds: tuple[str, ...]) -> list[Any]:
-    out = []
-    for name in TRACES:
-        for by in kinds:
-            crash = (by in ("module", "stack") and name in NO_FRAMES) or (
-                by == "annotation" and name in NO_ANNOTATIONS
-            )
-            marks = (
-                [pytest.mark.xfail(strict=True, raises=IndexError, reason=ATTRIBUTE_EMPTY)] if crash else []
-            )
-            out.append(pytest.param(name, by, id=f"{name}-{by}", marks=marks))
-    return out
-
-
-OUTLASTS = (
-    "selftime: an annotation that starts inside another and outlasts it (edge_mtia's "
-    "hccl:all_to_all, as on HTA's MTIA trace) is a root in trace.events (depth 0) but the child of "
-    "the annotation it outlasts in attribute (depth 2), which then takes its time and kernels"
-)
-
-
-@pytest.mark.parametrize(
-    ("name", "by"),
-    [
-        *_attribute_params(("annotation",)),
-        pytest.param(
-            "edge_mtia",
-            "annotation",
-            id="edge_mtia-annotation",
-            marks=pytest.mark.xfail(strict=True, reason=OUTLASTS),
-        ),
-    ],
-)
-def test_annotation_nesting_is_the_events_tables(name: str, by: str) -> None:
+@pytest.mark.parametrize("name", [*TRACES, "edge_mtia"])  # edge_mtia: an annotation outlasts its parent
+def test_annotation_nesting_is_the_events_tables(name: str) -> None:
     """attribute(by="annotation"): each annotation's path (its enclosing annotations' names) and depth
     are the ones read off `trace.events.parent`."""
     trace = trace_of(name)
-    members = attribute_members(trace, by)
+    members = attribute_members(trace, "annotation")
     tree = members.tree
     ev = trace.events
     names = ev["name"].astype(str)
@@ -209,7 +141,8 @@ def test_summary_sums_the_events_tables_self(name: str) -> None:
     )
 
 
-@pytest.mark.parametrize(("name", "by"), _attribute_params(("annotation", "op", "module", "stack")))
+@pytest.mark.parametrize("by", ["annotation", "op", "module", "stack"])
+@pytest.mark.parametrize("name", TRACES)
 def test_attribution_holds_every_device_activity_once(name: str, by: str) -> None:
     """The roots' `gpu_total` / `kernels` are the file's device activities: every kernel, memcpy
     and memset (counted from the JSON) once, with its duration."""

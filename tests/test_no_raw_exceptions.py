@@ -21,49 +21,27 @@ import re
 import traceback
 from typing import Any
 
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_profview import analysis
-from jupyter_profview.analysis.attribution import node_mask
 from jupyter_profview.errors import ProfviewError
 from tests.robust_cases import HUGE, Case, cases, run_case, trace_ids, trace_of
 
-_ATTRIBUTE_EMPTY = (
-    "selftime (analysis/attribution.py, being rewritten): attribute() raises IndexError "
-    "(attribution.py:295, `kernel_row[...]` of an empty row table) when the trace has device "
-    "activity but no node of kind `by` in the window"
-)
-#: traces with launches and no python_function frame (recorded without with_stack / with_modules)
-_NO_FRAMES = (
-    "edge_(collectives|device_only|empty_step|kernel_without_launch|mtia|overlap_sync)|set_edge"
-    "|set_hta_sampled|tests:data:chrome_flows_v1.json|tests:data:hta:(amd_trace_mi250_minitoy_train"
-    "_ROCm6_2_kineto|critical_path_cuda_event_sync_multi_stream_event_sync_trace|nccl_parser_config"
-    "_nccl_data|trace_compare_base_base|trace_compare_test_test|trace_filter_sampled_rank-[01])"
-    r"\.json\.gz"
-)
-#: traces with launches and no user_annotation / cpu_op
-_NO_ANNOTATIONS = (
-    r"edge_device_only|tests:data:chrome_flows_v1\.json"
-    r"|tests:data:hta:critical_path_cuda_event_sync_multi_stream_event_sync_trace\.json\.gz"
-)
-_NO_OPS = r"edge_device_only|tests:data:chrome_flows_v1\.json"
-#: ... of which those whose launches are in the trace (a window keeps only launches inside it)
-_LAUNCHES_NO_ANNOTATIONS = (
-    r"tests:data:chrome_flows_v1\.json"
-    r"|tests:data:hta:critical_path_cuda_event_sync_multi_stream_event_sync_trace\.json\.gz"
+_DERIVED_SET = (
+    "derived (derived/cache.py:27): steps(), device_activities() and critical_path_steps() given a "
+    "TraceSet raise AttributeError ('TraceSet' object has no attribute '_derived'): answer per rank "
+    "or raise a ProfviewError"
 )
 #: (analysis, case label regex, trace id regex, owner and reason): the raw exceptions of today in
 #: files other helpers are rewriting (critpath: critical_path.py; selftime: attribution.py,
 #: nesting.py; derived: derived/ and the step / communication definitions).  Each entry matches
 #: exactly the cases that fail (strict xfails): remove it when its fix is merged.
 KNOWN: list[tuple[str, str, str, str]] = [
-    ("attribute", "by=(module|stack),backward=(launch|forward)", _NO_FRAMES, _ATTRIBUTE_EMPTY),
-    ("attribute", "by=annotation,backward=(launch|forward)", _NO_ANNOTATIONS, _ATTRIBUTE_EMPTY),
-    ("attribute", "window=(trace|huge)", _LAUNCHES_NO_ANNOTATIONS, _ATTRIBUTE_EMPTY),
-    ("attribute", "by=op,backward=(launch|forward)", _NO_OPS, _ATTRIBUTE_EMPTY),
+    ("steps", ".*", "set_.*", _DERIVED_SET),
+    ("device_activities", ".*", "set_.*", _DERIVED_SET),
+    ("critical_path_steps", ".*", "set_.*", _DERIVED_SET),
 ]
 
 CASES = cases()
@@ -122,7 +100,15 @@ def test_analysis_returns_or_raises_profview_error(trace_id: str, case: Case, ca
 def test_every_public_analysis_is_called() -> None:
     """The cases cover `analysis.__all__` (a new analysis must be added to robust_cases)."""
     called = {c.analysis.split(".")[0] for c in CASES}
-    helpers = {"union_length", "bytes_column", "self_intervals", "CriticalPath", "Comparison"}
+    helpers = {
+        "union_length",
+        "bytes_column",
+        "self_intervals",
+        "CriticalPath",
+        "Comparison",
+        "Advice",
+        "CollectiveSummary",
+    }
     missing = set(analysis.__all__) - called - helpers
     assert not missing, f"add cases for {sorted(missing)} to tests/robust_cases.py"
     assert {
@@ -185,29 +171,16 @@ def test_numeric_parameters(
     )
 
 
-def _known_window_crash(trace: Any, by: str, start: int, end: int) -> bool:
-    """`_ATTRIBUTE_EMPTY` (selftime): a window holding launches and no node of kind `by` (the bound
-    inclusive, as attribution.py reads it).  The parametrized cases above hold that bug as strict
-    xfails; drop this filter with them once it is fixed."""
-    launches = trace.launches["launch_start"].to_numpy(np.float64, na_value=np.nan)
-    nodes = trace.events["start"].to_numpy(np.int64)[node_mask(trace, by)]
-    return (
-        bool(((launches >= start) & (launches <= end)).any())
-        and not ((nodes >= start) & (nodes <= end)).any()
-    )
-
-
 @pytest.mark.parametrize("trace_id", RANGE_TRACES)
 @settings(
     max_examples=25,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(start=times, end=times, by=st.sampled_from(["annotation", "op"]))
 def test_attribute_any_window(trace_id: str, cache_dir: str, start: int, end: int, by: str) -> None:
     trace = trace_of(trace_id, cache_dir)
-    assume(not _known_window_crash(trace, by, start, end))
     _raises_only_profview_error(lambda: analysis.attribute(trace, by, window=(start, end)))
 
 
