@@ -641,7 +641,7 @@ def test_combined_keeps_each_ranks_threads_apart(ts: TraceSet, docs: dict[int, A
     both = ts.combined()
     want = sum(len({(e["pid"], e["tid"]) for e in events_of(d)}) for d in docs.values())
     assert len(np.unique(thread_keys(both.events))) == want
-    assert sorted(both.metadata["ranks"]) == sorted(docs) and both.metadata["align"] is None
+    assert sorted(both.info.ranks) == sorted(docs) and both.info.align is None
     with pytest.raises(ProfviewError, match="align"):
         ts.combined(align="middle")
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = next((d for d in (ROOT / "shared", ROOT.parent / "shared", ROOT.parent.parent / "shared")
                if (d / "seeds").is_dir()), None)
 NOT_TRACES = {".md", ".py", ""}
-SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json"}  # numbers, not traces
+SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}  # numbers
 SKIP_DIRS = {"hta_reference"}  # HTA's answers, not traces
 
 
