@@ -704,6 +704,24 @@ def test_input_dims_from_the_args_blob(decoder: str) -> None:
     assert got["be"] == "[[8, 9]]"
 
 
+@pytest.mark.parametrize("source", ["bytes", "file"])
+def test_input_dims_of_a_begin_whose_end_has_no_args(source: str, tmp_path: Path) -> None:
+    """An ``E`` record without args adds nothing to its ``B``'s: the search reads only the
+    ``B``'s args (it once read at offset -1: an OSError from a file, the wrong bytes from memory)."""
+    events = [{"ph": "B", "pid": 1, "tid": 1, "name": "be", "ts": 5, "args": {"Input Dims": [[7, 2]]}},
+              {"ph": "X", "pid": 1, "tid": 1, "name": "x", "ts": 6, "dur": 1, "args": {"Input Dims": [[3]]}},
+              {"ph": "E", "pid": 1, "tid": 1, "ts": 9}]
+    text = json.dumps({"traceEvents": events}).encode()
+    path = tmp_path / "be.json"
+    path.write_bytes(text)
+    trace = profview.load(text if source == "bytes" else path)
+    names = trace.events["name"].astype(str).tolist()
+    got = dict(zip(names, trace._args.texts(trace.events.index.to_numpy(), "Input Dims"), strict=True))
+    assert got == {e["name"]: str(e["args"]["Input Dims"]) for e in events if "name" in e}
+    shapes = profview.compare(trace, trace).ops_by_shape
+    assert sorted(shapes.index.get_level_values("shapes")) == ["[[3]]", "[[7, 2]]"]
+
+
 # -- layering: formats -> model -> analysis -> front ends ------------------------------------------
 
 def test_comparing_and_the_verdict_load_no_widget_code() -> None:

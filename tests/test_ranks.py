@@ -397,7 +397,7 @@ def test_aligned_on_a_step_starts_it_together(ts: TraceSet) -> None:
     skew = collective_skew(on_reduce)
     assert skew[(skew["name"] == "gloo:all_reduce") & (skew["seq"] == 1)]["end_spread"].tolist() == [0]
     assert (skew[skew["name"] == "gloo:all_reduce"]["end_spread"] > 0).sum() == 2  # only that one lines up
-    with pytest.raises(ValueError, match="one of step= or collective="):
+    with pytest.raises(ProfviewError, match="one of step= or collective="):
         ts.aligned()
 
 

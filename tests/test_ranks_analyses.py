@@ -23,15 +23,20 @@ import pytest
 import jupyter_profview as profview
 from jupyter_profview import TraceSet, load_many
 from jupyter_profview.analysis import (
+    attribute,
+    collective_calls,
+    collective_skew,
     comm_comp_overlap,
     idle_time,
     kernel_breakdown,
     launch_stats,
     linked_events,
     live_at,
+    op_efficiency,
     peak_time,
     queue_length,
     queue_length_series,
+    stragglers,
     summary,
     temporal_breakdown,
     top,
@@ -128,6 +133,31 @@ def test_gpu_time_columns_move_to_the_common_clock(gpu_set: TraceSet, gpu_alone:
         linked_events(gpu_set, [0])
 
 
+def test_collective_calls_answer_each_rank_alone(gpu_set: TraceSet, gpu_alone: profview.Trace) -> None:
+    calls = collective_calls(gpu_set)
+    calls_alone = collective_calls(gpu_alone)
+    nccl = [e for e in read_json(GPU_FILE)["traceEvents"]
+            if e.get("ph") == "X" and str(e.get("name", "")).startswith("nccl:")]
+    assert len(calls_alone) >= len(nccl) > 0
+    for rank, offset in gpu_set.offsets.items():
+        pd.testing.assert_frame_equal(rows_of(calls, rank), shifted(calls_alone, ["start", "end"], offset),
+                                      check_categorical=False, check_dtype=False)
+
+
+def test_a_rank_the_set_lacks_or_a_trace_for_a_set_is_a_profview_error(gpu_set: TraceSet,
+                                                                        gpu_alone: profview.Trace) -> None:
+    with pytest.raises(ProfviewError, match="no rank 7"):
+        attribute(gpu_set, rank=7)
+    with pytest.raises(KeyError, match="no rank 7"):  # and still a mapping's missing key
+        gpu_set[7]
+    for cross_rank in (stragglers, collective_skew):
+        with pytest.raises(ProfviewError, match="TraceSet"):
+            cross_rank(gpu_alone)
+    assert len(op_efficiency(gpu_alone)) > 0  # its shapes are in the file's args, which a set does not keep
+    with pytest.raises(ProfviewError, match="shapes"):
+        op_efficiency(gpu_set)
+
+
 def test_top_of_a_set_is_on_the_common_clock(gpu_set: TraceSet, gpu_alone: profview.Trace) -> None:
     got = top(gpu_set, n=4, by="dur")
     alone = top(gpu_alone, n=4, by="dur")
@@ -184,6 +214,8 @@ def test_memory_peak_and_live_set_per_rank(memory_set: TraceSet) -> None:
         assert rows_of(same, rank)["owner"].tolist() == live_at(alone, at - offset)["owner"].tolist()
     with pytest.raises(ProfviewError, match="no rank 7"):
         live_at(memory_set, {7: 0})
+    nobody = live_at(memory_set, {})  # no rank named: no row, the columns of every answer
+    assert len(nobody) == 0 and list(nobody.columns) == list(live_at(memory_set, at).columns)
 
 
 # -- layers --------------------------------------------------------------------------------------

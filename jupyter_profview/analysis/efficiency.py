@@ -36,13 +36,18 @@ from __future__ import annotations
 import ast
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from ..errors import ProfviewError
 from ..model import Trace
 from .columns import among, thread_keys
+from .traceset import is_traceset
+
+if TYPE_CHECKING:
+    from ..ranks.traceset import TraceSet
 
 MODELLED = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
             "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
@@ -160,10 +165,15 @@ def op_flops(name: str, dims: list[list[int]],
     return math.nan, None
 
 
-def op_efficiency(trace: Trace, *, device: str | None = None) -> pd.DataFrame:
+def op_efficiency(trace: Trace | TraceSet, *, device: str | None = None) -> pd.DataFrame:
     """Achieved TFLOP/s and GB/s of every modelled op against the device's peak (module doc).
     ``device``: the name to look the peaks up by, for a trace whose ``deviceProperties`` name is
-    generic (ROCm reports ``AMD Radeon Graphics`` for an MI250)."""
+    generic (ROCm reports ``AMD Radeon Graphics`` for an MI250).  Not for a TraceSet: its ranks
+    keep no args, so no shapes (a [ProfviewError][jupyter_profview.ProfviewError]; load the rank's
+    file with `profview.load`)."""
+    if is_traceset(trace):
+        raise ProfviewError("op_efficiency reads each op's input shapes (its args), which the ranks of a "
+                            "TraceSet do not keep", expected="one rank's file, loaded with profview.load")
     ev = trace.events
     la = trace.launches
     names = ev["name"]

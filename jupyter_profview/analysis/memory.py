@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfviewError
-from ..model import Trace
+from ..model import Trace, empty_allocations
 from .traceset import concat, is_traceset, to_common_clock
 
 if TYPE_CHECKING:
@@ -86,6 +86,10 @@ def live_at(trace: Trace | TraceSet, time: Any, device: str | None = None) -> pd
             mine = live_at(trace[rank], at - trace.offsets[rank], device).reset_index(drop=True)
             mine.insert(0, "rank", np.int64(rank))
             frames.append(mine)
+        if not frames:  # no rank named (an empty mapping, or peak_time of a set without memory)
+            empty = empty_allocations()
+            empty.insert(0, "rank", pd.Series(dtype=np.int64))
+            return empty
         return to_common_clock(concat(frames), trace)
     alloc = trace.allocations
     if device is not None:

@@ -23,8 +23,10 @@ import numpy as np
 import pandas as pd
 
 from ..derived import union_length
+from ..errors import ProfviewError
 from ..model import Trace
-from ..ranks.derived import collective_calls, profiler_steps, trace_steps
+from ..ranks.derived import collective_calls as trace_collective_calls
+from ..ranks.derived import profiler_steps, trace_steps
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -43,6 +45,23 @@ def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
         return profiler_steps(ts)
     rank = ts.info.distributed_info.get("rank", 0)
     return trace_steps(ts, rank)
+
+
+def collective_calls(trace: Trace | TraceSet) -> pd.DataFrame:
+    """The collective instances of one trace: ``id`` (event id), ``name``, ``pg`` (process group,
+    ``""`` where unknown), ``seq`` (k-th occurrence of (pg, name), from 0), ``start``/``end`` (ns,
+    the trace's own clock), ``thread`` (see
+    [collective_calls][jupyter_profview.ranks.derived.collective_calls]).  A TraceSet: every rank's,
+    with ``rank``, on the common clock (``ts.collectives``)."""
+    if is_traceset(trace):
+        return trace.collectives
+    return trace_collective_calls(trace)
+
+
+def _needs_ranks(ts: object, analysis: str) -> None:
+    if not is_traceset(ts):
+        raise ProfviewError(f"{analysis} compares the ranks of a distributed run, not one "
+                            f"{type(ts).__name__}", expected="a TraceSet (profview.load_many)")
 
 
 def _per_step_waits(steps: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
@@ -86,6 +105,7 @@ def stragglers(ts: TraceSet, *, per_rank: bool = False) -> pd.DataFrame:
     the table per (step, rank) instead: ``step``, ``rank``, ``start``,
     ``end``, ``dur``, ``wait``, ``compute``.
     """
+    _needs_ranks(ts, "stragglers")
     steps = step_times(ts)
     calls = ts.collectives
     table = _per_step_waits(steps, calls)
@@ -126,6 +146,7 @@ def collective_skew(ts: TraceSet) -> pd.DataFrame:
     arrived last: the one everyone waited for), ``max_dur``, ``min_dur``.
     Sorted by ``first_start``.
     """
+    _needs_ranks(ts, "collective_skew")
     return match_instances(ts.collectives, ["pg", "name", "seq"])
 
 

@@ -23,6 +23,13 @@ from .parallel import error_of, plan_workers, run, tasks_for
 LRU_SIZE = 3
 
 
+class UnknownRank(ProfviewError, KeyError):
+    """``ts[r]`` for a rank the TraceSet does not hold: a [ProfviewError][jupyter_profview.ProfviewError]
+    (what every analysis given ``rank=`` raises), and a ``KeyError`` as any mapping's missing key."""
+
+    __str__ = ProfviewError.__str__  # the message as written, not KeyError's quoted repr
+
+
 class TraceSet:
     """The ranks of one run, each cached as Parquet; nothing is held in RAM
     until asked for.
@@ -85,7 +92,8 @@ class TraceSet:
 
     def __getitem__(self, rank: int) -> Trace:
         if rank not in self._manifests:
-            raise KeyError(f"no rank {rank} in this TraceSet (ranks: {ranks_text(self.ranks)})")
+            raise UnknownRank(f"no rank {rank!r} in this TraceSet",
+                              expected=f"one of its ranks: {ranks_text(self.ranks)}")
         if rank in self._lru:
             self._lru.move_to_end(rank)
             return self._lru[rank]
@@ -221,7 +229,8 @@ class TraceSet:
         *end* together (its ranks leave it at about the same time).  The aligned point is
         at its earliest time on the current clock."""
         if (step is None) == (collective is None):
-            raise ValueError("aligned() takes one of step= or collective=")
+            raise ProfviewError("aligned() takes one of step= or collective=",
+                                expected="ts.aligned(step=N) or ts.aligned(collective=name)")
         local: dict[int, int] = {}
         if step is not None:
             steps = profiler_steps(self)  # the CPU-side steps (derived.steps), on this set's clock

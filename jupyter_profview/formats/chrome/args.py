@@ -67,7 +67,8 @@ class _ArgsLookup:
         k = np.searchsorted(self.end_ids, ids)
         k_ok = k < len(self.end_ids)
         has_end = np.zeros(len(ids), bool)
-        has_end[k_ok] = self.end_ids[k[k_ok]] == ids[k_ok]
+        # an end record without args (offset -1) has nothing to add
+        has_end[k_ok] = (self.end_ids[k[k_ok]] == ids[k_ok]) & (self.end_offset[k[k_ok]] >= 0)
         row = np.concatenate([np.flatnonzero(own), np.flatnonzero(has_end)])
         off = np.concatenate([self.offset[ids[own]], self.end_offset[k[has_end]]])
         end = off + np.concatenate([self.length[ids[own]], self.end_length[k[has_end]]])
