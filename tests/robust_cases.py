@@ -151,7 +151,9 @@ def trace_files() -> list[TraceFile]:
     for root in (DATA, EXAMPLES, *SHARED):
         if root.is_dir():
             candidates += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".py"
-                                 and p.name not in NOT_TRACES and "hta_reference" not in p.parts)
+                                 and p.name not in NOT_TRACES and "hta_reference" not in p.parts
+                                 # no caches or other hidden leftovers of earlier runs
+                                 and not any(part.startswith(".") for part in p.relative_to(root).parts))
     candidates += [DATA / "xspace" / "tf_keras", DATA / "xspace"]
     seen: dict[str, TraceFile] = {}
     for path in candidates:

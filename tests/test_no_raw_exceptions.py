@@ -29,20 +29,9 @@ from jupyter_profview import analysis
 from jupyter_profview.errors import ProfviewError
 from tests.robust_cases import HUGE, Case, cases, run_case, trace_ids, trace_of
 
-_DERIVED_SET = (
-    "derived (derived/cache.py:27): steps(), device_activities() and critical_path_steps() given a "
-    "TraceSet raise AttributeError ('TraceSet' object has no attribute '_derived'): answer per rank "
-    "or raise a ProfviewError"
-)
-#: (analysis, case label regex, trace id regex, owner and reason): the raw exceptions of today in
-#: files other helpers are rewriting (critpath: critical_path.py; selftime: attribution.py,
-#: nesting.py; derived: derived/ and the step / communication definitions).  Each entry matches
-#: exactly the cases that fail (strict xfails): remove it when its fix is merged.
-KNOWN: list[tuple[str, str, str, str]] = [
-    ("steps", ".*", "set_.*", _DERIVED_SET),
-    ("device_activities", ".*", "set_.*", _DERIVED_SET),
-    ("critical_path_steps", ".*", "set_.*", _DERIVED_SET),
-]
+#: (analysis, case label regex, trace id regex, owner and reason): raw exceptions known today,
+#: each a strict xfail (it fails once the case passes): remove it when its fix is merged.
+KNOWN: list[tuple[str, str, str, str]] = []
 
 CASES = cases()
 TRACES = trace_ids()

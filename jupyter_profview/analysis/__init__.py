@@ -22,7 +22,6 @@ column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per r
 
 from __future__ import annotations
 
-from ..derived import device_activities, steps
 from .advice import Advice, advise
 from .attribution import attribute
 from .collectives import CollectiveSummary, collective_bandwidth, collective_summary
@@ -30,6 +29,7 @@ from .compare import Comparison, compare
 from .critical_path import CriticalPath, critical_path
 from .critical_path import steps as critical_path_steps
 from .efficiency import op_efficiency
+from .facts import device_activities, steps
 from .gpu import (
     comm_comp_overlap,
     idle_time,

@@ -106,7 +106,7 @@ from ...derived import cpu_steps
 from ...errors import ProfviewError
 from ...kinds import STEP_ANNOTATION
 from ...model import Trace
-from ..traceset import is_traceset
+from ..traceset import is_traceset, per_rank
 from .graph import BLOCKING_CALLS, BREAKDOWN_TYPES, EDGE_TYPES, GRAPH_CATEGORIES, Graph
 from .result import CriticalPath
 from .solve import solve
@@ -118,11 +118,14 @@ __all__ = ["BLOCKING_CALLS", "BREAKDOWN_TYPES", "EDGE_TYPES", "GRAPH_CATEGORIES"
            "critical_path", "steps"]
 
 
-def steps(trace: Trace, annotation: str = STEP_ANNOTATION) -> pd.DataFrame:
+def steps(trace: Trace | TraceSet, annotation: str = STEP_ANNOTATION) -> pd.DataFrame:
     """The instances of `annotation` that the `instance` of
     [`critical_path`][jupyter_profview.analysis.critical_path.critical_path] counts: the CPU-side
     steps of [`cpu_steps`][jupyter_profview.derived.step_instances.cpu_steps] (slices named
-    `annotation` or `annotation#N`, by start), as `instance` (0-based), `event`, `name`, `start`, `dur`."""
+    `annotation` or `annotation#N`, by start), as `instance` (0-based), `event`, `name`, `start`, `dur`.
+    A TraceSet: rank by rank (`rank` first, `start` on the set's clock)."""
+    if is_traceset(trace):
+        return per_rank(steps, trace, annotation, rebase=True)
     table = cpu_steps(trace, annotation)
     start = table["start"].to_numpy(np.int64)
     return pd.DataFrame({"instance": np.arange(len(table)), "event": table["event"].to_numpy(np.int64),
