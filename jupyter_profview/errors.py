@@ -42,3 +42,14 @@ def line_position(data: bytes, offset: int) -> str:
     line = data.count(b"\n", 0, offset) + 1
     column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
     return f"line {line}, column {column} (byte {offset})"
+
+
+class PathRefused(ProfviewError):
+    """A path the server (or a directory walk) will not open: outside the served root, hidden,
+    not a regular file, missing or unresolvable.  ``status`` is the HTTP status that says so
+    (400 malformed, 403 refused, 404 missing); the message names the path as it was asked for,
+    relative to the root, never a server path or file content."""
+
+    def __init__(self, message: str, *, source: str | None = None, status: int = 403) -> None:
+        super().__init__(message, source=source)
+        self.status = status

@@ -1,6 +1,8 @@
 """MegEngine graph-profiler JSON (seed 004: ResNet-50 inference, batch 10).
 
-One JSON object, read with orjson; times in seconds::
+One JSON object, read with the standard library's ``json`` (bounded: a gzip input holding more
+values than its stored size allows is refused while it streams in, see
+``limits.json_value_budget``); times in seconds::
 
     {"profiler": {"host": {opr: {thread: {start, kern, end}}}, "device": {opr: {comp_node: {...}}},
                   "opr_footprint": {opr: {param, in_shapes, out_shapes, memory, computation}}},
@@ -50,6 +52,7 @@ buffer).  :func:`jupyter_profview.analysis.live_at` lists what is live at
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -143,12 +146,19 @@ def _decode(source: Source) -> dict[str, Any]:
     if not data.strip():
         raise ProfviewError("the input is empty", source=source.name,
                             expected="a MegEngine profiler JSON object")
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+    expected = "one JSON object with 'profiler' and 'graph_exec'"
+    try:  # the standard library's parser: under a memory limit it raises MemoryError, never crashes
+        doc = json.loads(data)
+    except json.JSONDecodeError as exc:
         raise ProfviewError(f"invalid JSON ({exc.msg})", source=source.name,
-                            position=document.position(exc.pos),
-                            expected="one JSON object with 'profiler' and 'graph_exec'") from None
+                            position=document.position(exc.pos), expected=expected) from None
+    except UnicodeDecodeError as exc:
+        raise ProfviewError("not UTF-8 text", source=source.name, position=document.position(exc.start),
+                            expected=expected) from None
+    except RecursionError:
+        raise ProfviewError("nesting too deep", source=source.name, expected=expected) from None
+    except ValueError:  # an integer beyond Python's digit limit
+        raise ProfviewError("an integer too long to read", source=source.name, expected=expected) from None
     return _Check(source.name).obj(doc, "the top level")
 
 

@@ -39,6 +39,8 @@ def ns_from_text(text: str) -> int | None:
     """Microseconds as a JSON number text -> exact int nanoseconds (``x *
     1000`` rounded to an integer, ties to even), or None beyond ±INT64_MAX."""
     whole, _, frac = text.partition(".")
+    if len(whole.lstrip("-0")) > 20 and "e" not in text and "E" not in text:
+        return None  # beyond int64 ns, and before int() meets Python's 4300-digit limit
     if len(frac) <= 3 and "e" not in text and "E" not in text:
         ns = int(whole + frac.ljust(3, "0"))  # the common case: digits only
     else:
