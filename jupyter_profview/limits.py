@@ -17,7 +17,7 @@ MAX_TEXT_RECORDS = 20_000_000
 #: uncompressed file can never exceed it, real gzip traces use ~1-2 per stored byte, a bomb of
 #: ``,{}`` hundreds.
 JSON_VALUES_PER_STORED_BYTE = 16
-JSON_VALUES_FLOOR = 4_000_000
+JSON_VALUES_FLOOR = 2_000_000
 #: Decompressed JSON bytes held at once beyond this must not come from an input expanding more
 #: than :data:`MAX_EXPANSION` times (real traces compress ~10-30x, filler ~1000x).
 JSON_BIG = 128 * 1024 * 1024  # > MAX_STRING: a giant string is named as such first
@@ -26,6 +26,7 @@ MAX_EXPANSION = 100
 #: Pickled snapshots (``formats/torch_snapshot.py``): objects per stored byte (with the same
 #: floor as JSON), memo entries (at most one per object) and the nesting depth of the result.
 PICKLE_OBJECTS_PER_STORED_BYTE = 16
+PICKLE_OBJECTS_FLOOR = 1_000_000  # built as the pickle streams in: ~64 MB of empty lists at most
 PICKLE_MAX_DEPTH = 64
 #: Digits of one integer in any text format (int64 needs 19): more is refused before Python's
 #: own 4300-digit limit raises a ValueError.
@@ -39,4 +40,4 @@ def json_value_budget(stored_size: int) -> int:
 
 def pickle_object_budget(stored_size: int) -> int:
     """Objects a pickle of ``stored_size`` stored bytes may build."""
-    return max(JSON_VALUES_FLOOR, stored_size * PICKLE_OBJECTS_PER_STORED_BYTE)
+    return max(PICKLE_OBJECTS_FLOOR, stored_size * PICKLE_OBJECTS_PER_STORED_BYTE)

@@ -1,0 +1,176 @@
+"""Issue 25, items 3-5: crafted files for every JSON and pickle loader are refused with a
+ProfviewError naming the file, in bounded memory, never a raw exception or a crash.
+
+Each load runs in a fresh interpreter (``tests/test_bombs.py``'s ``run``: peak RSS growth after
+a warm-up, optionally under an address-space limit), so a SIGSEGV or a MemoryError fails the
+test.  The bombs are generated here, from the filler the issue names."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_profview import load
+from jupyter_profview.errors import ProfviewError
+from tests.test_bombs import CHROME_WARM, assert_error, bomb, run
+
+MIB = 1 << 20
+
+
+def _snapshot(body: bytes) -> bytes:
+    """A protocol-4 pickle ``{"segments": <body>`` (the head ``sniff`` knows), not closed."""
+    return b"\x80\x04}\x94\x8c\x08segments\x94" + body
+
+
+# -- 4: gzip bombs of JSON values ---------------------------------------------------------------
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_chrome_bomb_of_empty_objects(tmp_path: Path, native: bool) -> None:
+    path = bomb(tmp_path / "objs.json.gz", b'{"traceEvents": [{}', b",{} ", b"]}", gib=0.5)
+    result = run(path, warm=CHROME_WARM.encode(), native=native)
+    assert_error(result, path, "JSON values from", "gzip bomb")
+    # refused within the first chunks (it grew to 4 GB before); the native scanner's read-ahead
+    # and column arrays cost more than the Python decoder's squeezed text
+    assert result["growth_mb"] < (300 if native else 200), result
+    assert int(result["position"].split()[1].replace(",", "")) < 64 * MIB, result
+
+
+def test_torch_memory_bomb_of_empty_arrays(tmp_path: Path) -> None:
+    path = bomb(tmp_path / "mem.raw.json.gz", b"[[1, 2, 3, 4],", b"[], ", b"[]]", gib=0.25)
+    result = run(path, "torch_memory_timeline", b"[[1, 2, 3, 4]]")
+    assert_error(result, path, "JSON values from")
+    assert result["growth_mb"] < 200, result
+
+
+def test_megengine_bomb_under_a_memory_limit_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """orjson crashed (SIGSEGV) here under RLIMIT_AS; ``run`` fails on any non-zero exit."""
+    path = bomb(tmp_path / "mge.json.gz", b'{"profiler": [{}', b",{} ", b"]}", gib=0.25)
+    result = run(path, "megengine_json", b"{}", limit_mb=1500)
+    assert_error(result, path, "JSON values from")
+
+
+def test_megengine_uncompressed_many_objects_under_a_memory_limit(tmp_path: Path) -> None:
+    """No budget applies to an uncompressed file (its size bounds it): the parser must fail as
+    a ProfviewError (MemoryError turned into one by ``load``), not kill the process."""
+    path = tmp_path / "mge.json"
+    path.write_bytes(b'{"profiler": [{}' + b",{}" * (40 * MIB) + b"]}")
+    result = json.loads(subprocess.run(
+        [sys.executable, "-c", _CHILD_RAW, str(path)], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, check=True).stdout)
+    assert result["error"].startswith(f"{path}: "), result
+
+
+_CHILD_RAW = """
+import json, os, resource, sys
+import jupyter_profview as profview
+vm = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+resource.setrlimit(resource.RLIMIT_AS, (vm + 1000 * 2**20, resource.RLIM_INFINITY))
+try:
+    profview.load(sys.argv[1], format="megengine_json")
+    print(json.dumps({"error": ""}))
+except profview.ProfviewError as exc:
+    print(json.dumps({"error": str(exc)}))
+"""
+
+
+# -- 3: pickle bombs --------------------------------------------------------------------------
+def test_snapshot_long_binput_does_not_allocate_a_memo_array(tmp_path: Path) -> None:
+    """35 bytes: ``LONG_BINPUT 2**26`` made the C unpickler allocate a 2**26-slot memo (1.1 GB)."""
+    data = _snapshot(b"]r" + (2**26).to_bytes(4, "little") + b"s.")
+    data += b"\x00" * (35 - len(data))
+    path = tmp_path / "memo.pickle"
+    path.write_bytes(data)
+    result = run(path, "torch_cuda_snapshot")
+    assert result["growth_mb"] < 50, result
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["4MB", "gzip-256MiB"])
+def test_snapshot_set_opcodes_are_refused(tmp_path: Path, gz: bool) -> None:
+    """``EMPTY_SET`` repeated: each one byte was a 216-byte set (4 MB -> ~1 GB)."""
+    head = _snapshot(b"")
+    if gz:
+        path = bomb(tmp_path / "sets.pickle.gz", head, pickle.EMPTY_SET, b"", gib=0.25)
+    else:
+        path = tmp_path / "sets.pickle"
+        path.write_bytes(head + pickle.EMPTY_SET * (4 * MIB))
+    result = run(path, "torch_cuda_snapshot")
+    assert_error(result, path, "refused: opcode EMPTY_SET")
+    assert result["position"] == f"byte {len(head) + 1}", result
+
+
+def test_snapshot_object_budget(tmp_path: Path) -> None:
+    """``EMPTY_LIST`` (allowed) repeated: refused past the opcode budget of its stored size."""
+    path = bomb(tmp_path / "lists.pickle.gz", _snapshot(b""), pickle.EMPTY_LIST, b"", gib=0.25)
+    result = run(path, "torch_cuda_snapshot")
+    assert_error(result, path, "pickle opcodes for its size")
+    assert result["growth_mb"] < 200, result
+
+
+# -- 5: raw exceptions -> ProfviewError ---------------------------------------------------------
+def _nested(depth: int) -> bytes:
+    """``{"segments": [], "device_traces": [[{"action": [[[...]]]}]]}`` nested ``depth`` deep."""
+    body = b"]\x94" + b"\x8c\x0ddevice_traces\x94]\x94]\x94}\x94\x8c\x06action\x94"
+    body += (b"]\x94" * depth) + (b"a" * (depth - 1)) + b"s" + b"a" + b"a" + b"u."
+    return b"\x80\x04}\x94(\x8c\x08segments\x94" + body
+
+
+def test_snapshot_deep_nesting_is_a_profview_error() -> None:
+    shallow = pickle.loads(_nested(3))  # the crafted bytes are the structure meant
+    assert shallow["device_traces"][0][0]["action"] == [[[]]]
+    with pytest.raises(ProfviewError, match="nested more than 64 deep"):
+        load(_nested(10**6), format="torch_cuda_snapshot")
+
+
+def test_snapshot_cycle_is_a_profview_error() -> None:
+    cyclic: list = []
+    cyclic.append(cyclic)
+    with pytest.raises(ProfviewError, match="nested more than"):
+        load(pickle.dumps({"segments": [], "device_traces": [cyclic]}, protocol=4), format="torch_cuda_snapshot")
+
+
+@pytest.mark.parametrize("protocol", [0, 4])
+def test_snapshot_5000_digit_int_is_a_profview_error(protocol: int) -> None:
+    big = 12345678901234567890123
+    data = pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": big}]]},
+                        protocol=protocol)
+    if protocol == 0:  # LONG as decimal text
+        data = data.replace(str(big).encode(), b"1" + b"0" * 5000)
+    else:  # LONG1 of 10 bytes -> LONG4 of 2,077 bytes (10**5000)
+        small = big.to_bytes(10, "little")
+        huge = (10**5000).to_bytes(2077, "little")
+        data = data.replace(pickle.LONG1 + b"\x0a" + small, pickle.LONG4 + len(huge).to_bytes(4, "little") + huge)
+    assert huge_int_in(data)
+    with pytest.raises(ProfviewError, match="integer of"):
+        load(data, format="torch_cuda_snapshot")
+
+
+def huge_int_in(data: bytes) -> bool:
+    """The crafted pickle holds the 5,000-digit integer (read with Python's own unpickler, digit
+    limit lifted)."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return bool(pickle.loads(data)["device_traces"][0][0]["size"] == 10**5000)
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
+def test_torch_memory_5001_digit_int_is_a_profview_error() -> None:
+    with pytest.raises(ProfviewError, match="more than 40 digits"):
+        load(b"[[1" + b"0" * 5000 + b", 2, 3, 4]]", format="torch_memory_timeline")
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_chrome_5001_digit_ts_is_a_profview_error(native: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFVIEW_NATIVE", native)
+    doc = b'[{"ph": "X", "name": "a", "ts": 1' + b"0" * 5000 + b', "dur": 1}]'
+    with pytest.raises(ProfviewError, match="'ts'.*out of range"):
+        load(doc, format="chrome")
+    with pytest.raises(ProfviewError, match="'ts'.*out of range"):
+        load(gzip.compress(doc), format="chrome")
