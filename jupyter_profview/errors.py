@@ -29,6 +29,18 @@ class ProfviewError(ValueError):
             text += f" (expected {expected})"
         super().__init__(text)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # every field survives pickling (the server's worker process sends it to the server)
+        return (_rebuild, (type(self), self.reason, dict(vars(self))))
+
+
+def _rebuild(cls: type[ProfviewError], reason: str, fields: dict[str, object]) -> ProfviewError:
+    exc = cls.__new__(cls)
+    ProfviewError.__init__(exc, reason, source=fields.get("source"), position=fields.get("position"),  # type: ignore[arg-type]
+                           expected=fields.get("expected"))  # type: ignore[arg-type]
+    exc.__dict__.update(fields)
+    return exc
+
 
 class NativeUnavailableWarning(RuntimeWarning):
     """The native Chrome scanner is missing or refused: traces load on the

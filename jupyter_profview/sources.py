@@ -390,8 +390,11 @@ def confine(root: str | os.PathLike[str], asked: str, *, scope: Path | None = No
         target = (base / asked.lstrip("/")).resolve()
     except (OSError, RuntimeError, ValueError) as exc:
         raise PathRefused(f"cannot be resolved: {_os_reason(exc)}", source=shown, status=400) from None
-    if not target.is_relative_to(base) or (scope is not None and not target.is_relative_to(scope)):
-        raise PathRefused("is outside the served path", source=shown, status=403)
+    if not target.is_relative_to(base):
+        raise PathRefused("is outside the server root", source=shown, status=403)
+    if scope is not None and not target.is_relative_to(scope):
+        raise PathRefused("is outside the served path (profview serve --parent serves its parent)",
+                          source=shown, status=403)
     if not allow_hidden and any(part.startswith(".") for part in target.relative_to(base).parts):
         raise PathRefused("is hidden (ContentsManager.allow_hidden is off)", source=shown, status=403)
     try:
