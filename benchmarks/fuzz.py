@@ -1,13 +1,15 @@
 """Fuzz campaign of every parser (issue 25): hostile inputs made by hypothesis from small real
 seeds, each one loaded; anything but a result or a ProfviewError is a failure.
 
-    nice -n 10 .venv/bin/python benchmarks/fuzz.py --cases 100000            # every parser
+    nice -n 10 .venv/bin/python benchmarks/fuzz.py --cases 100000 --jobs 9   # every parser
     .venv/bin/python benchmarks/fuzz.py --cases 300 --parsers chrome xspace   # a short run
 
 Per parser: ``cases`` inputs, each a seed (a small real trace of that format, from
-``jupyter_profview/examples`` and ``tests/data``) put through 1-6 mutations that hypothesis
-draws (byte flips, JSON / protobuf / pickle tokens, huge numbers, deletions, duplications,
-splices with another seed, truncation, a gzip wrapper).  Counted:
+``jupyter_profview/examples`` and ``tests/data``) put through 1-6 mutations (byte flips,
+JSON / protobuf / pickle tokens, huge numbers, deletions, duplications,
+splices with another seed, truncation, a gzip wrapper).  Hypothesis draws one seed per block of
+:data:`BLOCK` cases and the block's mutations come from ``random.Random(seed)``: its engine costs
+far more than a parser on a small input, so one example per case would fuzz ~10x less.  Counted:
 
 * raw exceptions: anything a loader raises that is not a ``ProfviewError`` (a MemoryError too:
   memory must stay bounded), with the first input of each kind saved under ``--out``;
@@ -24,7 +26,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import multiprocessing
 import os
+import random
 import resource
 import sys
 import time
@@ -32,6 +36,7 @@ import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -173,9 +178,15 @@ def mutate(data: bytes, ops: list[tuple[int, int, int, int]], other: bytes, wrap
     return out
 
 
-OPS = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 2**31), st.integers(0, 2**31),
-                         st.integers(0, 2**31)), min_size=1, max_size=6)
-WRAP = st.sampled_from([0] * 18 + [1, 2])
+BLOCK = 100  # cases per hypothesis example: its engine costs ~100x a parser's small input
+
+
+def draw_case(rnd: random.Random, n_seeds: int) -> tuple[int, int, list[tuple[int, int, int, int]], int]:
+    """One case's seed, splice partner, 1-6 mutations and wrapper, from ``rnd``."""
+    ops = [(rnd.randrange(8), rnd.getrandbits(31), rnd.getrandbits(31), rnd.getrandbits(31))
+           for _ in range(rnd.randint(1, 6))]
+    wrap = rnd.choices((0, 1, 2), (18, 1, 1))[0]
+    return rnd.randrange(n_seeds), rnd.randrange(n_seeds), ops, wrap
 
 
 # -- one parser -----------------------------------------------------------------------------------
@@ -234,7 +245,9 @@ def _chrome_case(tally: Tally, data: bytes) -> None:
         tally.accepted += 1
 
 
-def run_parser(name: str, cases: int, out: Path, seed: int) -> dict[str, Any]:
+def run_parser(name: str, cases: int, out: Path, seed: int, progress: bool = False) -> dict[str, Any]:
+    """Fuzz parser ``name`` with ``cases`` inputs (in a process of its own: ``peak_rss_mb`` is
+    that process's)."""
     seeds = SEEDS[name]()
     tally = Tally(name, out)
     load = None if name == "chrome" else _load_format(name)
@@ -264,26 +277,35 @@ def run_parser(name: str, cases: int, out: Path, seed: int) -> dict[str, Any]:
 
     began = time.perf_counter()
     batch = 0
+
+    def report() -> dict[str, Any]:
+        return {"parser": name, "cases": tally.cases, "accepted": tally.accepted, "refused": tally.refused,
+                "raw_exceptions": sum(tally.raw.values()), "raw_kinds": dict(tally.raw),
+                "divergences": tally.divergences, "seconds": round(time.perf_counter() - began, 1),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+
     while tally.cases < cases:
-        n = min(BATCH, cases - tally.cases)
+        n = -(-min(BATCH, cases - tally.cases) // BLOCK)
 
         @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
-        @given(st.integers(0, len(seeds) - 1), st.integers(0, len(seeds) - 1), OPS, WRAP)
-        def case(i: int, j: int, ops: list[tuple[int, int, int, int]], wrap: int) -> None:
-            one(mutate(seeds[i], ops, seeds[j], wrap))
+        @given(st.integers(0, 2**63))
+        def case(block_seed: int) -> None:
+            rnd = random.Random(block_seed)
+            for _ in range(min(BLOCK, cases - tally.cases)):
+                i, j, ops, wrap = draw_case(rnd, len(seeds))
+                one(mutate(seeds[i], ops, seeds[j], wrap))
 
         before = tally.cases
         # each batch a different hypothesis seed: derandomised runs would repeat themselves
         case._hypothesis_internal_use_seed = seed * 1_000_003 + batch  # type: ignore[attr-defined]
         case()
         batch += 1
+        if progress:
+            print(json.dumps({"progress": report()}), file=sys.stderr, flush=True)
         if tally.cases == before:  # hypothesis found nothing new to try
             break
-    return {"parser": name, "cases": tally.cases, "accepted": tally.accepted, "refused": tally.refused,
-            "raw_exceptions": sum(tally.raw.values()), "raw_kinds": dict(tally.raw),
-            "divergences": tally.divergences, "seconds": round(time.perf_counter() - began, 1),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+    return report()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parsers", nargs="*", default=list(SEEDS), choices=list(SEEDS))
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--limit-mb", type=int, default=3000, help="address-space limit (0: none)")
+    parser.add_argument("--progress", action="store_true", help="a JSON line on stderr per batch")
+    parser.add_argument("--jobs", type=int, default=1, help="parsers fuzzed at once (one process each)")
     parser.add_argument("--out", type=Path, default=Path("fuzz-failures"), help="first input of each failure")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -300,14 +324,17 @@ def main(argv: list[str] | None = None) -> int:
     sys.setrecursionlimit(10_000)
     failed = False
     rows = []
-    for name in args.parsers:
-        row = run_parser(name, args.cases, args.out, args.seed)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        failed |= row["raw_exceptions"] > 0 or row["divergences"] > 0
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = [pool.submit(run_parser, name, args.cases, args.out, args.seed, args.progress)
+                   for name in args.parsers]
+        for future in as_completed(futures):
+            row = future.result()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            failed |= row["raw_exceptions"] > 0 or row["divergences"] > 0
     total = {"cases": sum(r["cases"] for r in rows), "raw_exceptions": sum(r["raw_exceptions"] for r in rows),
              "divergences": sum(r["divergences"] for r in rows),
-             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+             "peak_rss_mb": max(r["peak_rss_mb"] for r in rows),  # of one process (each parser has its own)
              "command": " ".join([Path(sys.executable).name, *sys.argv])}
     print(json.dumps({"total": total}), flush=True)
     return 1 if failed else 0

@@ -131,7 +131,8 @@ def test_snapshot_cycle_is_a_profview_error() -> None:
     cyclic: list = []
     cyclic.append(cyclic)
     with pytest.raises(ProfviewError, match="nested more than"):
-        load(pickle.dumps({"segments": [], "device_traces": [cyclic]}, protocol=4), format="torch_cuda_snapshot")
+        load(pickle.dumps({"segments": [], "device_traces": [cyclic]}, protocol=4),
+             format="torch_cuda_snapshot")
 
 
 @pytest.mark.parametrize("protocol", [0, 4])
@@ -144,7 +145,8 @@ def test_snapshot_5000_digit_int_is_a_profview_error(protocol: int) -> None:
     else:  # LONG1 of 10 bytes -> LONG4 of 2,077 bytes (10**5000)
         small = big.to_bytes(10, "little")
         huge = (10**5000).to_bytes(2077, "little")
-        data = data.replace(pickle.LONG1 + b"\x0a" + small, pickle.LONG4 + len(huge).to_bytes(4, "little") + huge)
+        data = data.replace(pickle.LONG1 + b"\x0a" + small,
+                            pickle.LONG4 + len(huge).to_bytes(4, "little") + huge)
     assert huge_int_in(data)
     with pytest.raises(ProfviewError, match="integer of"):
         load(data, format="torch_cuda_snapshot")

@@ -200,3 +200,33 @@ def test_no_listening_socket_without_the_token(top: Path) -> None:
             with socket.socket() as s:
                 s.settimeout(2)
                 assert s.connect_ex((address, port)) != 0, address
+
+
+def test_a_load_past_the_timeout_restarts_the_worker(tmp_path: Path) -> None:
+    """8: a session that loads for longer than the store's timeout (here 4 GiB of whitespace to
+    inflate, 1 s allowed) is ended and the stuck worker replaced: the next trace loads."""
+    import asyncio
+
+    from jupyter_profview.server.store import SessionGone, TraceStore
+    from tests.test_bombs import bomb
+
+    slow = bomb(tmp_path / "slow.json.gz", b'{"traceEvents": [', b" \n\t\r\n", b"]}", gib=4)
+    shutil.copy(DATA / FIXTURE, tmp_path / FIXTURE)
+
+    async def scenario() -> None:
+        store = TraceStore(load_timeout=120)
+        try:
+            warm = store.open(tmp_path / FIXTURE, FIXTURE, root=tmp_path)  # the worker is up
+            assert (await store.ready(warm.id)).state == "ready"
+            store.load_timeout = 1.0
+            stuck = store.open(slow, slow.name, root=tmp_path)
+            with pytest.raises(SessionGone, match="longer than 1 s"):
+                await store.ready(stuck.id)
+            assert stuck.state == "error" and stuck.error.startswith("slow.json.gz: ")
+            store.load_timeout = 120
+            again = store.open(tmp_path / FIXTURE, FIXTURE, root=tmp_path)
+            assert (await store.ready(again.id)).state == "ready"
+        finally:
+            store.shutdown()
+
+    asyncio.run(scenario())

@@ -60,8 +60,8 @@ import pandas as pd
 
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
-from ..model import Quality, Trace, memory_frame
 from ..limits import MAX_INT_DIGITS, PICKLE_MAX_DEPTH, pickle_object_budget
+from ..model import Quality, Trace, memory_frame
 from ..sources import MAX_STRING, Source
 from . import TraceFormat
 

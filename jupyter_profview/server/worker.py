@@ -103,10 +103,10 @@ def open_session(sid: str, path: str, name: str | None = None,
         else:
             trace = load(p, name=name)
     except ProfviewError as exc:  # named relative to the root, as asked: never a server path
-        root = (confinement or {}).get("root")
-        if root and exc.source and exc.source.startswith(root.rstrip("/") + "/"):
-            raise ProfviewError(exc.reason, source=exc.source[len(root.rstrip("/")) + 1:], position=exc.position,
-                            expected=exc.expected) from None
+        root = str((confinement or {}).get("root", "")).rstrip("/") + "/"
+        if root != "/" and exc.source and exc.source.startswith(root):
+            raise ProfviewError(exc.reason, source=exc.source[len(root):], position=exc.position,
+                                expected=exc.expected) from None
         raise
     if name is not None:
         trace.metadata["source"] = name
