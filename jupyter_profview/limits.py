@@ -41,3 +41,29 @@ def json_value_budget(stored_size: int) -> int:
 def pickle_object_budget(stored_size: int) -> int:
     """Objects a pickle of ``stored_size`` stored bytes may build."""
     return max(PICKLE_OBJECTS_FLOOR, stored_size * PICKLE_OBJECTS_PER_STORED_BYTE)
+
+
+#: what one parsed JSON value may cost a parser that builds Python objects (an empty dict with its
+#: slot in a list: ~72 bytes; orjson's strings and floats less) -- with margin
+BYTES_PER_JSON_VALUE = 128
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: the smaller of the system's available memory and
+    what its address-space limit leaves (None when neither is known, e.g. not on Linux)."""
+    import resource
+
+    left: list[int] = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    left.append(int(line.split()[1]) * 1024)
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm") as f:
+                used = int(f.read().split()[0]) * resource.getpagesize()
+            left.append(max(0, soft - used))
+    except (OSError, ValueError):
+        pass
+    return min(left) if left else None

@@ -60,10 +60,27 @@ def test_megengine_uncompressed_many_objects_under_a_memory_limit(tmp_path: Path
     a ProfviewError (MemoryError turned into one by ``load``), not kill the process."""
     path = tmp_path / "mge.json"
     path.write_bytes(b'{"profiler": [{}' + b",{}" * (40 * MIB) + b"]}")
-    result = json.loads(subprocess.run(
-        [sys.executable, "-c", _CHILD_RAW, str(path)], capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, check=True).stdout)
+    result = _limited(path, "megengine_json")
     assert result["error"].startswith(f"{path}: "), result
+
+
+def test_chrome_python_decoder_checks_orjsons_allocation(tmp_path: Path) -> None:
+    """The Python decoder (``PROFVIEW_NATIVE=0``, and every input the native one leaves to it)
+    parses with orjson only when the values fit in what the process may still allocate."""
+    path = tmp_path / "objs.json"
+    path.write_bytes(b'{"traceEvents": [{}' + b",{}" * (20 * MIB) + b"]}")
+    result = _limited(path, "chrome", native="0")
+    assert result["error"].startswith(f"{path}: the whole document: "), result
+    assert "JSON values would need" in result["error"], result
+
+
+def _limited(path: Path, fmt: str, native: str = "1") -> dict:
+    """``profview.load(path, format=fmt)`` in a subprocess with 1000 MB of address space left."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD_RAW, str(path), fmt], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PROFVIEW_NATIVE": native})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
 
 
 _CHILD_RAW = """
@@ -72,7 +89,7 @@ import jupyter_profview as profview
 vm = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 resource.setrlimit(resource.RLIMIT_AS, (vm + 1000 * 2**20, resource.RLIM_INFINITY))
 try:
-    profview.load(sys.argv[1], format="megengine_json")
+    profview.load(sys.argv[1], format=sys.argv[2])
     print(json.dumps({"error": ""}))
 except profview.ProfviewError as exc:
     print(json.dumps({"error": str(exc)}))

@@ -4,7 +4,8 @@
 "state"}``: loading starts in the worker process.
 ``GET api/sessions/<id>``: status (``state`` loading | ready | error, ``elapsed`` s, ``size`` bytes,
 ``error``; once ready ``events`` and, for a run directory, ``run``: ``{"mode": "ranks", "ranks"}``
-or ``{"mode": "one-file", "file", "files", "reason"}`` when the ``ranks`` extra is missing).
+or ``{"mode": "one-file", "file", "files", "reason"}`` when the ``ranks`` extra is missing, and
+``skipped``: one note per directory entry the path rule refused, its name and why).
 ``GET api/sessions/<id>/state``: waits for the load; the initial synced traits, framed (:mod:`.wire`).
 ``POST api/sessions/<id>/call/<command>``: a command of the widget's RPC (``_detail``, ``_table`` ...),
 body = its JSON request, reply framed.
