@@ -193,3 +193,40 @@ def test_chrome_5001_digit_ts_is_a_profview_error(native: str, monkeypatch: pyte
         load(doc, format="chrome")
     with pytest.raises(ProfviewError, match="'ts'.*out of range"):
         load(gzip.compress(doc), format="chrome")
+
+
+# -- what the fuzz campaign found (benchmarks/fuzz.py): each was a raw exception -----------------
+EXAMPLES = Path(__file__).resolve().parents[1] / "jupyter_profview" / "examples"
+
+
+def test_fuzz_found_node_shapes_huge_numbers() -> None:
+    line = (EXAMPLES / "001_11cf062b29f34b60.txt").read_bytes().splitlines()[0]
+    assert line.endswith(b", GPU, 0") and b"(int32 4x1)" in line
+    load(line + b"\n", format="tf_node_shapes")  # the line as it is loads
+    with pytest.raises(ProfviewError, match="device index"):
+        load(line[:-1] + b"1" * 4400 + b"\n", format="tf_node_shapes")
+    with pytest.raises(ProfviewError, match="dimension of more than 40 digits"):
+        load(line.replace(b"(int32 4x1)", b"(int32 4x" + b"1" * 4800 + b")") + b"\n", format="tf_node_shapes")
+
+
+def test_fuzz_found_chrome_exponent_past_decimals_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFVIEW_NATIVE", "0")
+    with pytest.raises(ProfviewError, match="'ts'.*out of range"):
+        load(b'[{"ph": "X", "name": "a", "ts": 17001e999999999999000000000050, "dur": 1}]', format="chrome")
+
+
+def test_fuzz_found_torch_memory_time_overflowing_ns() -> None:
+    sizes = "[0, 1, 2, 3, 4, 5, 6, 7, 8]"
+    load(f"[[1000, 2000], [{sizes}, {sizes}]]".encode(), format="torch_memory_timeline")
+    with pytest.raises(ProfviewError, match=r"times\[1\] is beyond"):
+        load(f"[[1000, {2**61}], [{sizes}, {sizes}]]".encode(), format="torch_memory_timeline")
+
+
+def test_fuzz_found_megengine_lone_surrogate() -> None:
+    doc = json.loads((EXAMPLES / "004_825e28a4f520ddc2.txt").read_text())
+    first = next(iter(doc["graph_exec"]["operator"].values()))
+    first["name"] = "conv\ud800"
+    data = json.dumps(doc).encode()  # ensure_ascii: the surrogate as the escape \ud800
+    assert b"\\ud800" in data
+    with pytest.raises(ProfviewError, match="lone UTF-16 surrogate"):
+        load(data, format="megengine_json")

@@ -77,6 +77,7 @@ from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace, memory_frame
 from ..sources import Source
+from ..text_stream import utf8_clean
 from . import TraceFormat
 
 DEVICE = "chainer"
@@ -200,6 +201,8 @@ def _parse(source: Source) -> tuple[dict[int, tuple[int, str]], list[_Function]]
         except (ValueError, RecursionError):  # an integer past Python's digit limit, deep nesting
             raise lines.error("JSON attributes too long or too deeply nested to read",
                               "a JSON object of attributes") from None
+        if "\\u" in raw and not utf8_clean(attrs):
+            raise lines.error("a string holds a lone UTF-16 surrogate", "a JSON object of attributes")
         if not isinstance(attrs, dict):
             raise lines.error(f"found JSON {type(attrs).__name__}", "a JSON object of attributes")
         rank = attrs.get("rank")

@@ -66,6 +66,7 @@ from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace
 from ..sources import Source
+from ..text_stream import utf8_clean
 from . import TraceFormat
 from .megengine_memory import Table, buffers, memory_tables, parse_vars, step_spans
 
@@ -159,6 +160,9 @@ def _decode(source: Source) -> dict[str, Any]:
         raise ProfviewError("nesting too deep", source=source.name, expected=expected) from None
     except ValueError:  # an integer beyond Python's digit limit
         raise ProfviewError("an integer too long to read", source=source.name, expected=expected) from None
+    if b"\\u" in data and not utf8_clean(doc):
+        raise ProfviewError("a string holds a lone UTF-16 surrogate (\\ud800-\\udfff)", source=source.name,
+                            expected=expected)
     return _Check(source.name).obj(doc, "the top level")
 
 

@@ -111,7 +111,7 @@ class _Reader:
             raise self.error(f"{name[:60]!r} is not a node name", line, 1, "a TF node name or name:OpType")
         if not _DEVICE.fullmatch(device):
             raise self.error(f"bad device {device[:30]!r}", line, cols[-2], "a device type like GPU or CPU")
-        if not index.isdigit():
+        if not index.isdigit() or len(index) > MAX_INT_DIGITS:
             raise self.error(f"bad device index {index[:30]!r}", line, cols[-1], "a device index like 0")
         row = _Row(match["op"], match["type"], line, f"{device}:{int(index)}")
         for text, col in zip(inputs, cols[1:], strict=False):

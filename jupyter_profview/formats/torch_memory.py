@@ -85,6 +85,9 @@ def _from_series(doc: list[Any], name: str, quality: Quality) -> tuple[list[int]
     for k, (t, row) in enumerate(zip(times, sizes, strict=True)):
         quality.records_read += 1
         t = _int(t, f"times[{k}]", name, "a time in µs")
+        if abs(t) >= _LIMIT // 1000:  # in ns it must still fit int64
+            raise ProfviewError(f"times[{k}] is beyond ±2**62 ns", source=name, position=f"times[{k}]",
+                                expected="a time in µs since the epoch")
         if not isinstance(row, list) or len(row) != len(CATEGORIES) + 1:
             raise ProfviewError(f"sizes[{k}] is {str(row)[:60]}", source=name, position=f"sizes[{k}]",
                                 expected=f"{len(CATEGORIES) + 1} byte counts: 0 then one per category")
