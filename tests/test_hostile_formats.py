@@ -230,3 +230,43 @@ def test_fuzz_found_megengine_lone_surrogate() -> None:
     assert b"\\ud800" in data
     with pytest.raises(ProfviewError, match="lone UTF-16 surrogate"):
         load(data, format="megengine_json")
+
+
+NUMBERS = [b"1" * 20, b"1" * 40, b"1" * 400, b"-" + b"1" * 40, b"1e400", b"-1e400", b"1e-400", b"-0",
+           b"1.5e308", b"0.1", b"1" * 5001, b"17001e999999999999000000000050"]
+
+
+@pytest.mark.parametrize("number", NUMBERS, ids=[n[:12].decode() + f"({len(n)})" for n in NUMBERS])
+@pytest.mark.parametrize("where", ["arg", "ts", "dur", "top", "pid"])
+def test_both_chrome_decoders_agree_on_numbers(number: bytes, where: str) -> None:
+    """5: the native decoder and the Python one accept the same numbers with the same columns, or
+    both refuse (the native one returning None hands the input to the Python one, as load does)."""
+    from jupyter_profview.formats.chrome.decode import decode_python, normalized
+    from jupyter_profview.formats.chrome.native import decode_chrome
+    from jupyter_profview.sources import Source
+
+    fields = {"arg": b'"ts": 1, "dur": 1, "args": {"a": %s}', "ts": b'"ts": %s, "dur": 1',
+              "dur": b'"ts": 1, "dur": %s', "pid": b'"ts": 1, "dur": 1, "pid": %s',
+              "top": b'"ts": 1, "dur": 1'}
+    body = fields[where] % number if where != "top" else fields[where]
+    event = b'{"ph": "X", "name": "a", ' + body + b"}"
+    doc = b'{"traceEvents": [' + event + b"]" + (b', "x": ' + number if where == "top" else b"") + b"}"
+    outcomes = []
+    for decode in (decode_python, decode_chrome):
+        try:
+            outcomes.append(decode(Source(doc)))
+        except ProfviewError:
+            outcomes.append("refused")
+    py, native = outcomes
+    native = py if native is None else native
+    assert (py == "refused") == (native == "refused"), (py, native)
+    if py != "refused":
+        assert normalized(py) == normalized(native)
+
+
+def test_fuzz_found_megengine_param_integer_past_64_bits() -> None:
+    doc = json.loads((EXAMPLES / "004_825e28a4f520ddc2.txt").read_text())
+    footprint = next(iter(doc["profiler"]["opr_footprint"].values()))
+    footprint["param"] = {"pad": 10**30}
+    trace = load(json.dumps(doc).encode(), format="megengine_json")
+    assert len(trace.events) > 0

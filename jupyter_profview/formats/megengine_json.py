@@ -185,6 +185,15 @@ def _operators(c: _Check, graph: dict[str, Any]) -> tuple[Table, list[str], dict
     return ops, seq, step
 
 
+def _compact(value: dict[str, Any]) -> str:
+    """Compact JSON text with sorted keys (orjson; an integer past 64 bits, which it cannot
+    write, through the standard library)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _footprints(c: _Check, prof: dict[str, Any]) -> Table:
     foot: Table = {}
     for oid, raw in c.obj(prof.get("opr_footprint", {}), "profiler.opr_footprint").items():
@@ -192,10 +201,10 @@ def _footprints(c: _Check, prof: dict[str, Any]) -> Table:
         r = c.obj(raw, p)
         shapes = {k: [c.shape(s, f"{p}.{k}[{i}]") for i, s in enumerate(c.lst(r.get(k, []), f"{p}.{k}"))]
                   for k in ("in_shapes", "out_shapes")}
-        param = orjson.dumps(c.obj(r.get("param", {}), f"{p}.param"), option=orjson.OPT_SORT_KEYS)
+        param = _compact(c.obj(r.get("param", {}), f"{p}.param"))
         foot[oid] = {"flops": c.count(r.get("computation"), f"{p}.computation"),
                      "memory_bytes": c.count(r.get("memory"), f"{p}.memory"),
-                     **shapes, "param": param.decode(), "raw": r}
+                     **shapes, "param": param, "raw": r}
     return foot
 
 

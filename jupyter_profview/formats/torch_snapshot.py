@@ -129,6 +129,10 @@ class _SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
     ``limits.pickle_object_budget``), integers of at most ``MAX_INT_DIGITS`` digits.  Its memo is
     a dict, so a ``LONG_BINPUT 2**26`` costs one entry, not a 2**26-slot array."""
 
+    read: Any  # set by pickle._Unpickler.load (its frame reader) ...
+    readline: Any
+    append: Any  # ... and its stack's append
+
     def __init__(self, file: Any, budget: int) -> None:
         super().__init__(file)
         self.budget = budget
