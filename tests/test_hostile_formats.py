@@ -272,3 +272,29 @@ def test_fuzz_found_megengine_param_integer_past_64_bits() -> None:
     footprint["param"] = {"pad": 10**30}
     trace = load(json.dumps(doc).encode(), format="megengine_json")
     assert len(trace.events) > 0
+
+
+def test_load_many_walks_a_directory_by_the_servers_rule(tmp_path: Path) -> None:
+    """The files ``load_many(directory)`` takes: regular, inside the directory, not hidden (the
+    rule of ``sources.confine``); the others are named in a warning, never opened."""
+    import os
+    import shutil
+
+    from jupyter_profview.ranks.discover import find_files
+    from tests.server_helpers import RANK_FILES
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for f in RANK_FILES[:2]:
+        shutil.copy(f, run / f.name)
+    (tmp_path / "outside.json").write_text("{}")
+    (run / "rank-5.json").symlink_to(tmp_path / "outside.json")
+    os.mkfifo(run / "rank-6.json")
+    (run / ".rank-7.json").write_text("{}")
+    with pytest.warns(UserWarning, match="skipped") as record:
+        files = find_files(run)
+    assert [f.name for f in files] == sorted(f.name for f in RANK_FILES[:2])
+    text = str(record[0].message)
+    for note in ("rank-5.json: is outside the server root", "rank-6.json: is not a regular file",
+                 ".rank-7.json: is hidden"):
+        assert note in text, text
