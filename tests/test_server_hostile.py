@@ -230,3 +230,16 @@ def test_a_load_past_the_timeout_restarts_the_worker(tmp_path: Path) -> None:
             store.shutdown()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("name", ["_detail", "_memory_detail", "_event", "_live", "_table"])
+@pytest.mark.parametrize("msg", ["x", [1, 2], {"t0": "a", "t1": None, "id": {"x": 1}}, 10**30])
+def test_every_command_answers_garbage_with_a_reply_or_a_4xx(server: Http, name: str, msg: object) -> None:
+    """The one error boundary: whatever a command raises in the worker is a 4xx (or the
+    command's own error reply), never a 500."""
+    status, reply = _post(server, FIXTURE)
+    sid = reply["id"]
+    assert _wait(server, sid)["state"] == "ready"
+    status, body = server.request("POST", f"/profview/api/sessions/{sid}/call/{name}", msg)
+    assert status in (200, 400, 404), (status, body[:300])
+    server.request("DELETE", f"/profview/api/sessions/{sid}")

@@ -99,6 +99,12 @@ class _Base(APIHandler):
             raise tornado.web.HTTPError(400, public_message(exc)) from None
         except SessionGone as exc:
             raise tornado.web.HTTPError(404, str(exc.args[0]) if exc.args else "no such session") from None
+        except tornado.web.HTTPError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug: the log has it, the browser a 4xx without detail
+            log.error("profview: %s %s failed", self.request.method, self.request.path, exc_info=exc)
+            raise tornado.web.HTTPError(400, f"the request could not be answered ({type(exc).__name__}; "
+                                             "see the server log)") from None
 
     def confine(self, asked: Any) -> Path:
         """The path ``asked`` names, by the server's one rule (``profview serve`` narrows it to
@@ -114,6 +120,7 @@ class SessionsHandler(_Base):
     async def post(self) -> None:
         body = self.json_body()
         api_path = body.get("path") if isinstance(body, dict) else None
+
         async def open_() -> Any:
             target = self.confine(api_path)
             cm = self.contents_manager
@@ -144,7 +151,7 @@ class SessionHandler(_Base):
     @tornado.web.authenticated
     @authorized("read")
     async def delete(self, sid: str) -> None:
-        closed = await self.store.close(sid)
+        closed = await self.guarded(self.store.close(sid))
         self.set_status(204 if closed else 404)
         self.finish()
 

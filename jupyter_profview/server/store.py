@@ -95,6 +95,8 @@ class TraceStore:
         fn = _WorkerCall(name)
         try:
             return await loop.run_in_executor(self.pool(), fn, *args)
+        except KeyError as exc:  # the worker does not hold that session (restarted, closed)
+            raise SessionGone(str(exc.args[0]) if exc.args else "no such session") from None
         except BrokenProcessPool:
             log.error("profview: the worker process died; its %d sessions are lost", len(self.sessions))
             self._pool = None
