@@ -97,7 +97,7 @@ def cmd_doctor(args: argparse.Namespace) -> None:
 def cmd_serve(args: argparse.Namespace) -> None:
     from .server.serve import serve
 
-    serve(args.path, port=args.port, host=args.host)
+    serve(args.path, port=args.port, host=args.host, parent=args.parent)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default: 127.0.0.1, this machine only)")
+    p.add_argument("--parent", action="store_true",
+                   help="serve every trace in PATH's parent directory, not only PATH")
     p.set_defaults(func=cmd_serve)
     return parser
 

@@ -29,6 +29,18 @@ class ProfviewError(ValueError):
             text += f" (expected {expected})"
         super().__init__(text)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # every field survives pickling (the server's worker process sends it to the server)
+        return (_rebuild, (type(self), self.reason, dict(vars(self))))
+
+
+def _rebuild(cls: type[ProfviewError], reason: str, fields: dict[str, object]) -> ProfviewError:
+    exc = cls.__new__(cls)
+    ProfviewError.__init__(exc, reason, source=fields.get("source"), position=fields.get("position"),  # type: ignore[arg-type]
+                           expected=fields.get("expected"))  # type: ignore[arg-type]
+    exc.__dict__.update(fields)
+    return exc
+
 
 class NativeUnavailableWarning(RuntimeWarning):
     """The native Chrome scanner is missing or refused: traces load on the
@@ -42,3 +54,14 @@ def line_position(data: bytes, offset: int) -> str:
     line = data.count(b"\n", 0, offset) + 1
     column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
     return f"line {line}, column {column} (byte {offset})"
+
+
+class PathRefused(ProfviewError):
+    """A path the server (or a directory walk) will not open: outside the served root, hidden,
+    not a regular file, missing or unresolvable.  ``status`` is the HTTP status that says so
+    (400 malformed, 403 refused, 404 missing); the message names the path as it was asked for,
+    relative to the root, never a server path or file content."""
+
+    def __init__(self, message: str, *, source: str | None = None, status: int = 403) -> None:
+        super().__init__(message, source=source)
+        self.status = status

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Union
 
-from .errors import ProfviewError
+from . import limits
+from .errors import PathRefused, ProfviewError
 from .limits import MAX_LINE, MAX_STRING, SQUEEZE_RUN  # noqa: F401  (part of this module's API)
 
 if TYPE_CHECKING:
@@ -59,10 +61,14 @@ class Source:
         if isinstance(source, (str, os.PathLike)):
             self._path = Path(source)
             self.name = name or str(source)
-            if not self._path.exists():
-                raise ProfviewError("no such file", source=self.name)
-            if self._path.is_dir():
+            try:
+                mode = self._path.stat().st_mode
+            except (OSError, ValueError) as exc:  # missing, a symlink loop, a NUL byte, too long
+                raise ProfviewError(_os_reason(exc), source=self.name) from None
+            if stat.S_ISDIR(mode):
                 raise ProfviewError("is a directory, not a trace file", source=self.name)
+            if not stat.S_ISREG(mode):  # refused before opening: a FIFO would block the reader
+                raise ProfviewError("is not a regular file (a FIFO, socket or device)", source=self.name)
         elif isinstance(source, (bytes, bytearray, memoryview)):
             self._data = source if isinstance(source, bytes) else memoryview(source).cast("B")
             self.name = name or "<bytes>"
@@ -166,6 +172,7 @@ class Source:
                 yield view[i : i + chunk_size]
             return
         raw = self._open_raw()
+        guard = _JsonGuard(self) if self.is_gzip and _looks_like_json(self.head(64)) else None
         try:
             inflated = [0]  # decompressed so far, for error positions
             counted = _Counted(raw, self)
@@ -185,6 +192,8 @@ class Source:
                 if not block:
                     return
                 self.consumed += len(block)
+                if guard is not None:
+                    guard.check(block)
                 yield block
         finally:
             raw.close()
@@ -306,3 +315,112 @@ class _Counted:
         data = self.raw.read(n)
         self.source.raw_consumed += len(data)
         return data
+
+
+def _looks_like_json(head: bytes) -> bool:
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] in (b"{", b"[")
+
+
+class _JsonGuard:
+    """The budget of a compressed JSON input (see :mod:`~jupyter_profview.limits`), checked on
+    each decompressed chunk before any parser sees it: at most ``json_value_budget(stored size)``
+    values, and no more than ``JSON_BIG`` bytes other than whitespace at an expansion beyond
+    ``MAX_EXPANSION``.  An
+    uncompressed input needs no guard: its size bounds both."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.budget = limits.json_value_budget(source.size)
+        self.values = 0
+        self.held = 0  # decompressed bytes that are not whitespace
+
+    def check(self, block: bytes | memoryview) -> None:
+        data = bytes(block) if isinstance(block, memoryview) else block
+        self.values += data.count(b",") + data.count(b"[") + data.count(b"{")
+        # whitespace is squeezed while streaming (it costs nothing): only the rest is held
+        self.held += len(data) - sum(data.count(c) for c in (b" ", b"\n", b"\t", b"\r"))
+        src = self.source
+        expansion = self.held / max(src.raw_consumed, 1)
+        if self.values > self.budget:
+            raise ProfviewError(
+                f"more than {self.budget:,} JSON values from {src.size:,} compressed bytes (a gzip bomb?)",
+                source=src.name, position=f"after {src.consumed:,} decompressed bytes",
+                expected=f"at most {limits.JSON_VALUES_PER_STORED_BYTE} values per stored byte")
+        if self.held > limits.JSON_BIG and expansion > limits.MAX_EXPANSION:
+            raise ProfviewError(
+                f"the input expands {expansion:.0f}x (real traces compress far less: a gzip bomb?)",
+                source=src.name, position=f"after {src.consumed:,} decompressed bytes",
+                expected=f"at most {limits.MAX_EXPANSION}x beyond {limits.JSON_BIG >> 20} MiB")
+
+
+def _os_reason(exc: BaseException) -> str:
+    """What went wrong with a path, without the path itself (the caller names it)."""
+    if isinstance(exc, ValueError):
+        return "the path holds a NUL byte"
+    if isinstance(exc, RuntimeError):
+        return "a symlink loop"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return type(exc).__name__
+
+
+#: one path component / a whole path longer than this is refused before the OS sees it
+MAX_NAME = 255
+MAX_PATH = 4096
+
+
+def confine(root: str | os.PathLike[str], asked: str, *, scope: Path | None = None,
+            allow_hidden: bool = False, directory: bool = True) -> Path:
+    """The one rule for every path the server opens (and every file a directory session walks):
+    ``asked`` (relative to ``root``) resolved -- symlinks followed -- must stay inside ``root``
+    (and inside ``scope`` when given), name nothing hidden below it (unless ``allow_hidden``)
+    and be a regular file (or, with ``directory``, a directory).  Returns the resolved path;
+    anything else raises [PathRefused][jupyter_profview.errors.PathRefused] naming ``asked``
+    only, checked before anything is opened."""
+    shown = asked if isinstance(asked, str) and len(asked) <= 200 else f"{str(asked)[:200]}..."
+    if not isinstance(asked, str) or not asked.strip("/"):
+        raise PathRefused("'path' must name a file under the server root", status=400)
+    if "\0" in asked:
+        raise PathRefused("the path holds a NUL byte", source=repr(shown), status=400)
+    if len(asked) > MAX_PATH or any(len(part) > MAX_NAME for part in asked.split("/")):
+        raise PathRefused(f"the path is longer than {MAX_PATH} characters or a name than {MAX_NAME}",
+                          source=shown, status=400)
+    base = Path(root).expanduser().resolve()
+    try:
+        target = (base / asked.lstrip("/")).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise PathRefused(f"cannot be resolved: {_os_reason(exc)}", source=shown, status=400) from None
+    if not target.is_relative_to(base):
+        raise PathRefused("is outside the server root", source=shown, status=403)
+    if scope is not None and not target.is_relative_to(scope):
+        raise PathRefused("is outside the served path (profview serve --parent serves its parent)",
+                          source=shown, status=403)
+    if not allow_hidden and any(part.startswith(".") for part in target.relative_to(base).parts):
+        raise PathRefused("is hidden (ContentsManager.allow_hidden is off)", source=shown, status=403)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        raise PathRefused("no such file", source=shown, status=404) from None
+    except (OSError, ValueError) as exc:
+        raise PathRefused(f"cannot be read: {_os_reason(exc)}", source=shown, status=400) from None
+    if not (stat.S_ISREG(mode) or (directory and stat.S_ISDIR(mode))):
+        raise PathRefused("is not a regular file (a FIFO, socket or device)", source=shown, status=403)
+    return target
+
+
+def walk(root: str | os.PathLike[str], directory: Path, *, scope: Path | None = None,
+         allow_hidden: bool = False) -> tuple[list[Path], list[str]]:
+    """The files directly in ``directory`` that [confine][jupyter_profview.sources.confine]
+    admits (sorted, resolved), and a note per entry it skipped (the entry's name and why:
+    never its content nor where a symlink points)."""
+    base = Path(root).expanduser().resolve()
+    admitted: list[Path] = []
+    skipped: list[str] = []
+    for entry in sorted(directory.iterdir()):
+        asked = entry.relative_to(base).as_posix() if entry.is_relative_to(base) else entry.name
+        try:
+            admitted.append(confine(base, asked, scope=scope, allow_hidden=allow_hidden, directory=False))
+        except PathRefused as exc:
+            if not entry.is_dir():  # sub-directories are not part of a run
+                skipped.append(f"{entry.name}: {exc.reason}")
+    return admitted, skipped

@@ -292,3 +292,16 @@ class ChunkReader(io.RawIOBase):
         memoryview(buffer).cast("B")[:n] = self._chunk[:n]
         self._chunk = self._chunk[n:]
         return n
+
+
+def utf8_clean(doc: object) -> bool:
+    """Every string of a parsed JSON ``doc`` encodes to UTF-8: no lone surrogate from a
+    ``\\udXXX`` escape (the standard library's ``json`` accepts them; Arrow strings and the
+    browser's wire do not)."""
+    import json
+
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

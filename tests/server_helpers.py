@@ -50,8 +50,8 @@ NO_RANKS_EXTRA = "import sys\nsys.modules['pyarrow'] = None\nsys.modules['duckdb
 
 
 class Http:
-    def __init__(self, base: str, token: str) -> None:
-        self.base, self.token = base, token
+    def __init__(self, base: str, token: str, pid: int | None = None) -> None:
+        self.base, self.token, self.pid = base, token, pid  # pid: the server process
 
     def request(self, method: str, path: str, body: Any = None, token: bool = True) -> tuple[int, bytes]:
         data = None if body is None else json.dumps(body).encode()
@@ -120,7 +120,7 @@ def jupyter_server(root: Path, log: Path, *args: str, env: dict[str, str] | None
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
     try:
         _wait_up(proc, f"http://127.0.0.1:{port}/api/status", log)
-        yield Http(f"http://127.0.0.1:{port}", token)
+        yield Http(f"http://127.0.0.1:{port}", token, proc.pid)
     finally:
         _stop(proc)
 
@@ -132,14 +132,15 @@ def without_ranks_extra(tmp: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def profview_serve(path: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[tuple[Http, str]]:
+def profview_serve(path: Path, log: Path, env: dict[str, str] | None = None,
+                   args: tuple[str, ...] = ()) -> Iterator[tuple[Http, str]]:
     """``profview serve path`` in a subprocess: its API (with the printed token) and the printed URL."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(log.parent / "runtime"),
            "PROFVIEW_CACHE_DIR": str(log.parent / "profview-cache"), **(env or {})}
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "jupyter_profview", "serve", str(path),
-                                 "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
+                                 "--port", str(port), *args], env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_up(proc, f"{base}/api/status", log)
@@ -148,7 +149,7 @@ def profview_serve(path: Path, log: Path, env: dict[str, str] | None = None) -> 
         url = line.split(" ", 2)[2]
         assert url.startswith(f"{base}/profview/view?path={path.name}&token=")
         token = url.rsplit("token=", 1)[1]
-        yield Http(base, token), url
+        yield Http(base, token, proc.pid), url
     finally:
         _stop(proc)
     assert proc.returncode is not None

@@ -11,7 +11,7 @@ The format (text, one item per line)::
                                 "input" / "output" (backward)
     <id>                        x n_out
     <FunctionName>
-    {"rank": 25, ...}           JSON attributes (parsed with orjson, never eval)
+    {"rank": 25, ...}           JSON attributes (parsed with json, never eval)
 
 Records are not in execution order: forward functions run by ascending
 ``rank``, then backward functions by descending ``rank`` (file order breaks
@@ -64,19 +64,20 @@ peak"); both work on any trace whose ``allocations`` times follow this rule.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace, memory_frame
 from ..sources import Source
+from ..text_stream import utf8_clean
 from . import TraceFormat
 
 DEVICE = "chainer"
@@ -192,11 +193,16 @@ def _parse(source: Source) -> tuple[dict[int, tuple[int, str]], list[_Function]]
         if not fn.name or " " in fn.name:
             raise lines.error(f"found {fn.name[:60]!r}", "a function name such as 'ReLU'")
         raw = lines.next("a JSON attributes line")
-        try:
-            attrs = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
+        try:  # the standard library's parser: under a memory limit it raises, never crashes
+            attrs = json.loads(raw)
+        except json.JSONDecodeError as exc:
             raise lines.error(f"invalid JSON ({exc.msg})", "a JSON object of attributes",
                               column=exc.colno) from None
+        except (ValueError, RecursionError):  # an integer past Python's digit limit, deep nesting
+            raise lines.error("JSON attributes too long or too deeply nested to read",
+                              "a JSON object of attributes") from None
+        if "\\u" in raw and not utf8_clean(attrs):
+            raise lines.error("a string holds a lone UTF-16 surrogate", "a JSON object of attributes")
         if not isinstance(attrs, dict):
             raise lines.error(f"found JSON {type(attrs).__name__}", "a JSON object of attributes")
         rank = attrs.get("rank")

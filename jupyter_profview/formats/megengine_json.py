@@ -1,6 +1,8 @@
 """MegEngine graph-profiler JSON (seed 004: ResNet-50 inference, batch 10).
 
-One JSON object, read with orjson; times in seconds::
+One JSON object, read with the standard library's ``json`` (bounded: a gzip input holding more
+values than its stored size allows is refused while it streams in, see
+``limits.json_value_budget``); times in seconds::
 
     {"profiler": {"host": {opr: {thread: {start, kern, end}}}, "device": {opr: {comp_node: {...}}},
                   "opr_footprint": {opr: {param, in_shapes, out_shapes, memory, computation}}},
@@ -50,6 +52,7 @@ buffer).  :func:`jupyter_profview.analysis.live_at` lists what is live at
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -63,6 +66,7 @@ from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace
 from ..sources import Source
+from ..text_stream import utf8_clean
 from . import TraceFormat
 from .megengine_memory import Table, buffers, memory_tables, parse_vars, step_spans
 
@@ -143,12 +147,22 @@ def _decode(source: Source) -> dict[str, Any]:
     if not data.strip():
         raise ProfviewError("the input is empty", source=source.name,
                             expected="a MegEngine profiler JSON object")
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+    expected = "one JSON object with 'profiler' and 'graph_exec'"
+    try:  # the standard library's parser: under a memory limit it raises MemoryError, never crashes
+        doc = json.loads(data)
+    except json.JSONDecodeError as exc:
         raise ProfviewError(f"invalid JSON ({exc.msg})", source=source.name,
-                            position=document.position(exc.pos),
-                            expected="one JSON object with 'profiler' and 'graph_exec'") from None
+                            position=document.position(exc.pos), expected=expected) from None
+    except UnicodeDecodeError as exc:
+        raise ProfviewError("not UTF-8 text", source=source.name, position=document.position(exc.start),
+                            expected=expected) from None
+    except RecursionError:
+        raise ProfviewError("nesting too deep", source=source.name, expected=expected) from None
+    except ValueError:  # an integer beyond Python's digit limit
+        raise ProfviewError("an integer too long to read", source=source.name, expected=expected) from None
+    if b"\\u" in data and not utf8_clean(doc):
+        raise ProfviewError("a string holds a lone UTF-16 surrogate (\\ud800-\\udfff)", source=source.name,
+                            expected=expected)
     return _Check(source.name).obj(doc, "the top level")
 
 
@@ -171,6 +185,15 @@ def _operators(c: _Check, graph: dict[str, Any]) -> tuple[Table, list[str], dict
     return ops, seq, step
 
 
+def _compact(value: dict[str, Any]) -> str:
+    """Compact JSON text with sorted keys (orjson; an integer past 64 bits, which it cannot
+    write, through the standard library)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _footprints(c: _Check, prof: dict[str, Any]) -> Table:
     foot: Table = {}
     for oid, raw in c.obj(prof.get("opr_footprint", {}), "profiler.opr_footprint").items():
@@ -178,10 +201,10 @@ def _footprints(c: _Check, prof: dict[str, Any]) -> Table:
         r = c.obj(raw, p)
         shapes = {k: [c.shape(s, f"{p}.{k}[{i}]") for i, s in enumerate(c.lst(r.get(k, []), f"{p}.{k}"))]
                   for k in ("in_shapes", "out_shapes")}
-        param = orjson.dumps(c.obj(r.get("param", {}), f"{p}.param"), option=orjson.OPT_SORT_KEYS)
+        param = _compact(c.obj(r.get("param", {}), f"{p}.param"))
         foot[oid] = {"flops": c.count(r.get("computation"), f"{p}.computation"),
                      "memory_bytes": c.count(r.get("memory"), f"{p}.memory"),
-                     **shapes, "param": param.decode(), "raw": r}
+                     **shapes, "param": param, "raw": r}
     return foot
 
 

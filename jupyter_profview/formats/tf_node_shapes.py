@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
+from ..limits import MAX_INT_DIGITS
 from ..model import Quality, Trace
 from ..sources import Source
 from . import TraceFormat
@@ -86,7 +87,11 @@ class _Reader:
         if match is None:
             raise self.error(f"bad {what} shape {text[:60]!r}", line, col,
                              "a shape like (128x224x224x3), (int32 4x1) or (1)")
-        dims = tuple(-1 if d in ("?", "-1") else int(d) for d in (match["dims"] or "").split("x") if d)
+        parts = [d for d in (match["dims"] or "").split("x") if d]
+        if any(len(d) > MAX_INT_DIGITS for d in parts):  # before int() meets Python's digit limit
+            raise self.error(f"a {what} dimension of more than {MAX_INT_DIGITS} digits", line, col,
+                             "a shape like (128x224x224x3), (int32 4x1) or (1)")
+        dims = tuple(-1 if d in ("?", "-1") else int(d) for d in parts)
         dtype = match["dtype"] or "float32"
         size = DTYPE_SIZES.get(dtype)
         nbytes = None if size is None or -1 in dims else math.prod(dims) * size
@@ -106,7 +111,7 @@ class _Reader:
             raise self.error(f"{name[:60]!r} is not a node name", line, 1, "a TF node name or name:OpType")
         if not _DEVICE.fullmatch(device):
             raise self.error(f"bad device {device[:30]!r}", line, cols[-2], "a device type like GPU or CPU")
-        if not index.isdigit():
+        if not index.isdigit() or len(index) > MAX_INT_DIGITS:
             raise self.error(f"bad device index {index[:30]!r}", line, cols[-1], "a device index like 0")
         row = _Row(match["op"], match["type"], line, f"{device}:{int(index)}")
         for text, col in zip(inputs, cols[1:], strict=False):

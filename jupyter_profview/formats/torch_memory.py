@@ -30,7 +30,10 @@ it is recognised and refused with a ProfviewError that says which file to
 export instead.
 
 Hostile input: the JSON is streamed in with long whitespace runs squeezed and
-strings limited to 64 MiB (:meth:`Source.json_document`).
+strings limited to 64 MiB (:meth:`Source.json_document`); a gzip input holding more JSON values
+than its stored size allows (``limits.json_value_budget``) is refused while it streams in, before
+the standard library's parser (which raises MemoryError, never crashes, under a memory limit)
+sees it; an integer too long for Python's digit limit is a ProfviewError.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import numpy as np
 
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
+from ..limits import MAX_INT_DIGITS
 from ..model import Quality, Trace, memory_frame
 from ..sources import Source
 from . import TraceFormat
@@ -81,6 +85,9 @@ def _from_series(doc: list[Any], name: str, quality: Quality) -> tuple[list[int]
     for k, (t, row) in enumerate(zip(times, sizes, strict=True)):
         quality.records_read += 1
         t = _int(t, f"times[{k}]", name, "a time in µs")
+        if abs(t) >= _LIMIT // 1000:  # in ns it must still fit int64
+            raise ProfviewError(f"times[{k}] is beyond ±2**62 ns", source=name, position=f"times[{k}]",
+                                expected="a time in µs since the epoch")
         if not isinstance(row, list) or len(row) != len(CATEGORIES) + 1:
             raise ProfviewError(f"sizes[{k}] is {str(row)[:60]}", source=name, position=f"sizes[{k}]",
                                 expected=f"{len(CATEGORIES) + 1} byte counts: 0 then one per category")
@@ -153,6 +160,9 @@ def load(source: Source) -> Trace:
                             expected=EXPECTED) from None
     except RecursionError:
         raise ProfviewError("nesting too deep", source=source.name, expected=EXPECTED) from None
+    except ValueError:  # an integer beyond Python's digit limit (json.JSONDecodeError is caught above)
+        raise ProfviewError(f"an integer of more than {MAX_INT_DIGITS} digits", source=source.name,
+                            expected=EXPECTED) from None
     quality = Quality()
     if not isinstance(doc, list):
         raise ProfviewError(f"top level is {type(doc).__name__}", source=source.name, expected=EXPECTED)

@@ -25,6 +25,7 @@ import gzip
 import json
 import os
 import re
+import warnings
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import ProfviewError
+from ..sources import walk
 
 HEAD_BYTES = 256 * 1024
 #: The most a trace file is assumed to shrink under gzip (decompressed / compressed size).
@@ -75,7 +77,12 @@ def find_files(source: Any) -> list[Path]:
         text = os.fspath(source)
         path = Path(text)
         if path.is_dir():
-            files = [p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES)]
+            # the server's rule (sources.confine): regular files inside the directory, not hidden
+            admitted, skipped = walk(path, path)
+            files = [p for p in admitted if p.name.endswith(TRACE_SUFFIXES)]
+            skipped = [note for note in skipped if note.split(":")[0].endswith(TRACE_SUFFIXES)]
+            if skipped:
+                warnings.warn(f"skipped in {text}: " + "; ".join(skipped), stacklevel=3)
             if not files and any(path.rglob("*.xplane.pb*")):
                 # a TensorBoard log directory: the latest run's hosts (one rank each, by file name)
                 from ..formats.xspace import find_in_directory

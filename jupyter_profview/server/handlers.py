@@ -4,23 +4,33 @@
 "state"}``: loading starts in the worker process.
 ``GET api/sessions/<id>``: status (``state`` loading | ready | error, ``elapsed`` s, ``size`` bytes,
 ``error``; once ready ``events`` and, for a run directory, ``run``: ``{"mode": "ranks", "ranks"}``
-or ``{"mode": "one-file", "file", "files", "reason"}`` when the ``ranks`` extra is missing).
+or ``{"mode": "one-file", "file", "files", "reason"}`` when the ``ranks`` extra is missing, and
+``skipped``: one note per directory entry the path rule refused, its name and why).
 ``GET api/sessions/<id>/state``: waits for the load; the initial synced traits, framed (:mod:`.wire`).
 ``POST api/sessions/<id>/call/<command>``: a command of the widget's RPC (``_detail``, ``_table`` ...),
 body = its JSON request, reply framed.
 ``POST api/sessions/<id>/traits``: traits set by the browser (``_selection``, ``color_by``,
 ``_view``); reply framed: the traits changed in answer.
 ``DELETE api/sessions/<id>``: close (evict) the session.
-Errors are JSON ``{"message": ...}``: 400 for a bad trace (the ProfviewError text) or request,
-403 outside the root, 404 for a missing file or session.
+Errors are JSON ``{"message": ...}``: 400 for a bad trace or request, 403 outside the served path
+(or hidden, or not a regular file), 404 for a missing file or session, 413 for a body over
+:data:`MAX_BODY`.  One error boundary (:meth:`_Base.guarded`): whatever a handler or the worker
+raises becomes one of these, with a message that names the file as it was asked for (relative to
+the root) and never holds a server path or the file's content.
+
+Which paths: [confine][jupyter_profview.sources.confine], the one rule for every path the server
+opens (the directory session's files too, see ``worker.open_session``).
 
 Auth is jupyter-server's: authenticated (token, or the login cookie -- then POST and DELETE need the
-``X-XSRFToken`` header, as for every APIHandler) and authorized (``read`` on ``contents``).
+``X-XSRFToken`` header, as for every APIHandler) and authorized (``read`` on ``contents``).  The
+body of a request is read only once it is authenticated, and never beyond :data:`MAX_BODY`: a
+trace is opened by its path, never uploaded.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -29,35 +39,39 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from ..errors import ProfviewError
+from ..errors import PathRefused, ProfviewError
+from ..sources import confine
 from . import wire
-from .store import SessionGone, TraceStore
+from .store import SessionGone, TraceStore, public_message
 
 SID = r"(?P<sid>[0-9a-f]{16})"
+#: bytes of a request body: a path, a selection, a command's arguments
+MAX_BODY = 1 << 20
+log = logging.getLogger(__name__)
 
 
-def resolve(root: str | Path, api_path: str, allow_hidden: bool = False) -> Path:
-    """The file or directory ``api_path`` names under ``root``; 403 if it resolves outside
-    (``..``, an absolute path or a symlink leading out) or is hidden (as the contents API
-    refuses it unless ``allow_hidden``), 404 if it does not exist."""
-    base = Path(root).expanduser().resolve()
-    if not isinstance(api_path, str) or not api_path.strip("/"):
-        raise tornado.web.HTTPError(400, "'path' must name a file under the server root")
-    target = (base / api_path.lstrip("/")).resolve()
-    if not target.is_relative_to(base):
-        raise tornado.web.HTTPError(403, f"{api_path!r} is outside the server root")
-    if not allow_hidden and any(part.startswith(".") for part in target.relative_to(base).parts):
-        raise tornado.web.HTTPError(403, f"{api_path!r} is hidden (ContentsManager.allow_hidden is off)")
-    if not target.exists():
-        raise tornado.web.HTTPError(404, f"no such file: {api_path!r}")
-    return target
-
-
+@tornado.web.stream_request_body
 class _Base(APIHandler):
     #: jupyter-server authorization: every request of the viewer reads files under the root (POST
     #: and DELETE open and close sessions, nothing is written), so each asks for ``read`` on
     #: ``contents`` -- a user the server's Authorizer does not let read files gets 403.
     auth_resource = "contents"
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Before any body byte is read: refuse an unauthenticated request and a body over
+        :data:`MAX_BODY` (tornado reads the body only after this, chunk by chunk)."""
+        self._body = bytearray()
+        await super().prepare()
+        if self.request.method in ("POST", "PUT", "PATCH"):
+            if not self.current_user:
+                raise tornado.web.HTTPError(403)
+            length = self.request.headers.get("Content-Length", "0")
+            if not length.isdigit() or int(length) > MAX_BODY:
+                raise tornado.web.HTTPError(413, f"a request body of at most {MAX_BODY:,} bytes")
+            self.request.connection.set_max_body_size(MAX_BODY)  # type: ignore[union-attr]
+
+    def data_received(self, chunk: bytes) -> None:
+        self._body += chunk
 
     @property
     def store(self) -> TraceStore:
@@ -65,9 +79,9 @@ class _Base(APIHandler):
 
     def json_body(self) -> Any:
         try:
-            return json.loads(self.request.body or b"null")
-        except ValueError as exc:
-            raise tornado.web.HTTPError(400, f"request body is not JSON: {exc}") from None
+            return json.loads(bytes(self._body) or b"null")
+        except ValueError:
+            raise tornado.web.HTTPError(400, "the request body is not JSON") from None
 
     def send_frame(self, body: bytes) -> None:
         self.set_header("Content-Type", wire.CONTENT_TYPE)
@@ -78,10 +92,26 @@ class _Base(APIHandler):
         """Await ``coro`` turning the store's failures into HTTP errors with a JSON message."""
         try:
             return await coro
+        except PathRefused as exc:
+            raise tornado.web.HTTPError(exc.status, str(exc)) from None
         except ProfviewError as exc:
-            raise tornado.web.HTTPError(400, str(exc)) from None
+            log.info("profview: %s", exc)
+            raise tornado.web.HTTPError(400, public_message(exc)) from None
         except SessionGone as exc:
             raise tornado.web.HTTPError(404, str(exc.args[0]) if exc.args else "no such session") from None
+        except tornado.web.HTTPError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug: the log has it, the browser a 4xx without detail
+            log.error("profview: %s %s failed", self.request.method, self.request.path, exc_info=exc)
+            raise tornado.web.HTTPError(400, f"the request could not be answered ({type(exc).__name__}; "
+                                             "see the server log)") from None
+
+    def confine(self, asked: Any) -> Path:
+        """The path ``asked`` names, by the server's one rule (``profview serve`` narrows it to
+        the path it serves: ``profview_scope``)."""
+        cm = self.contents_manager
+        return confine(cm.root_dir, asked, scope=self.settings.get("profview_scope"),
+                       allow_hidden=bool(getattr(cm, "allow_hidden", False)))
 
 
 class SessionsHandler(_Base):
@@ -90,9 +120,15 @@ class SessionsHandler(_Base):
     async def post(self) -> None:
         body = self.json_body()
         api_path = body.get("path") if isinstance(body, dict) else None
-        cm = self.contents_manager
-        target = resolve(cm.root_dir, api_path, bool(getattr(cm, "allow_hidden", False)))  # type: ignore[arg-type]
-        sess = self.store.open(target, Path(api_path).name)  # type: ignore[arg-type]
+
+        async def open_() -> Any:
+            target = self.confine(api_path)
+            cm = self.contents_manager
+            return self.store.open(target, Path(api_path).name, root=cm.root_dir,  # type: ignore[arg-type]
+                                   scope=self.settings.get("profview_scope"),
+                                   allow_hidden=bool(getattr(cm, "allow_hidden", False)))
+
+        sess = await self.guarded(open_())
         self.set_status(202)
         self.finish(json.dumps(sess.status()))
 
@@ -115,7 +151,7 @@ class SessionHandler(_Base):
     @tornado.web.authenticated
     @authorized("read")
     async def delete(self, sid: str) -> None:
-        closed = await self.store.close(sid)
+        closed = await self.guarded(self.store.close(sid))
         self.set_status(204 if closed else 404)
         self.finish()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProfviewError
+from ..sources import walk
 from ..widget.requests import RequestError
 from ..widget.session import ViewSession
 from . import wire
@@ -34,7 +35,7 @@ def warm() -> int:
     return os.getpid()
 
 
-def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
+def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, dict[str, Any]]:
     """A run directory: all its ranks as one Trace with ``ranks.load_many`` (the ``ranks`` extra;
     Parquet cache in the user cache dir, never next to the traces), else its first trace file.
 
@@ -45,7 +46,11 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     try:
         ranks = importlib.import_module("jupyter_profview.ranks")
         cache = importlib.import_module("jupyter_profview.ranks.cache")
-        ts = ranks.load_many(path, progress=False, cache=cache.user_cache_dir())
+        run = [p for p in files if p.name.lower().endswith(TRACE_SUFFIXES)] if files is not None else path
+        if not run:
+            raise ProfviewError("no trace file in this directory", source=path.name,
+                                expected=f"a file named *{', *'.join(TRACE_SUFFIXES[:6])} ...")
+        ts = ranks.load_many(run, progress=False, cache=cache.user_cache_dir())
     except ImportError as exc:  # the package or its extra is missing: one file
         reason = str(exc) or f"{type(exc).__name__}: pip install 'jupyter_profview[ranks]'"
     else:
@@ -53,7 +58,7 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
         if not trace.info.source:
             trace.info = trace.info.replace(source=str(path))
         return trace, {"mode": "ranks", "ranks": [int(r) for r in ts.ranks]}
-    files = sorted(p for p in path.iterdir()
+    files = sorted(p for p in (path.iterdir() if files is None else files)
                    if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES))
     if not files:
         raise ProfviewError("no trace file in this directory", source=str(path),
@@ -65,7 +70,8 @@ def _load_directory(path: Path) -> tuple[Any, dict[str, Any]]:
     return trace, {"mode": "one-file", "file": files[0].name, "files": len(files), "reason": reason}
 
 
-def open_session(sid: str, path: str) -> dict[str, Any]:
+def open_session(sid: str, path: str, name: str | None = None,
+                 confinement: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load ``path`` (a file, or a run directory) for session ``sid``; returns facts for its
     status: ``events``, timings and, for a directory, ``run`` (see :func:`_load_directory`).
 
@@ -76,10 +82,24 @@ def open_session(sid: str, path: str) -> dict[str, Any]:
     began = time.perf_counter()
     p = Path(path)
     facts: dict[str, Any] = {}
-    if p.is_dir():
-        trace, facts["run"] = _load_directory(p)
-    else:
-        trace = load(p)
+    try:
+        if p.is_dir():  # its files by the server's one rule (sources.confine); the others noted
+            c = confinement or {"root": str(p)}
+            files, skipped = walk(c["root"], p, scope=c.get("scope") and Path(c["scope"]),
+                                  allow_hidden=bool(c.get("allow_hidden")))
+            trace, facts["run"] = _load_directory(p, files)
+            if skipped:
+                facts["skipped"] = skipped
+        else:
+            trace = load(p, name=name)
+    except ProfviewError as exc:  # named relative to the root, as asked: never a server path
+        root = str((confinement or {}).get("root", "")).rstrip("/") + "/"
+        if root != "/" and exc.source and exc.source.startswith(root):
+            raise ProfviewError(exc.reason, source=exc.source[len(root):], position=exc.position,
+                                expected=exc.expected) from None
+        raise
+    if name is not None:
+        trace.info = trace.info.replace(source=name)
     loaded = time.perf_counter()
     session = ViewSession(trace, "auto")
     SESSIONS[sid] = session

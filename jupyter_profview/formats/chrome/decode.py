@@ -1,8 +1,10 @@
 """Pure-Python reference decoder: Chrome Trace Event JSON -> :class:`ChromeColumns`.
 
 The whole content (streamed in, long whitespace runs squeezed, see
-:meth:`~jupyter_profview.sources.Source.json_document`) is parsed with
-:func:`orjson.loads`, then one pass over the event list fills the columns.
+:meth:`~jupyter_profview.sources.Source.json_document`; a gzip input past its value budget is
+refused while it streams, ``limits.json_value_budget``) is parsed with :func:`orjson.loads` --
+only once its values fit in the memory the process may still allocate (orjson out of memory
+may crash instead of raising) -- then one pass over the event list fills the columns.
 The native scanner (``native.decode_chrome``) must agree with this module;
 :func:`normalized` puts two ChromeColumns in a canonical form so tests can
 compare them whatever dictionary order or args serialisation each decoder
@@ -61,6 +63,7 @@ import numpy as np
 import orjson
 
 from ...errors import ProfviewError, line_position
+from ...limits import BYTES_PER_JSON_VALUE, available_memory
 from ...sources import Source
 from .columns import ABSENT_TIME, FLOW_IN, FLOW_OUT, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
 from .times import mark_times, ns_from_text, restorer
@@ -156,12 +159,27 @@ def _json_error(data: bytes, exc: orjson.JSONDecodeError, source: str, skip: int
     )
 
 
+def _check_allocation(data: bytes, source: str) -> None:
+    """orjson is fast but, out of memory, may crash the process instead of raising: it parses
+    only a document whose values (at most ``,`` + ``[`` + ``{`` + 1, see ``limits``) fit in the
+    memory this process may still allocate."""
+    values = data.count(b",") + data.count(b"[") + data.count(b"{") + 1
+    need = values * BYTES_PER_JSON_VALUE
+    left = available_memory()
+    if left is not None and need > left:
+        raise ProfviewError(
+            f"{values:,} JSON values would need ~{need >> 20:,} MiB, more than the {left >> 20:,} MiB "
+            "this process may still allocate", source=source, position="the whole document",
+            expected="a trace whose objects fit in memory")
+
+
 def parse_document(data: bytes, source: str, where: Callable[[int], str] | None = None,
                    ) -> tuple[list[Any], dict[str, Any], bool, str | None]:
     """``(events, top_level, array_format, marker)`` from the raw bytes
     (``marker``: see :func:`mark_times`; ``top_level`` is already restored;
     ``where``: positions of byte offsets, see :class:`~...text_stream.Squeezed`)."""
     skip = len(BOM) if data.startswith(BOM) else 0
+    _check_allocation(data, source)
     marked, marker = mark_times(data[skip:] if skip else data)
     try:
         doc = orjson.loads(marked)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from decimal import ROUND_HALF_EVEN, Context, Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 
 from ...errors import ProfviewError
 from .columns import ABSENT_TIME
@@ -39,10 +39,15 @@ def ns_from_text(text: str) -> int | None:
     """Microseconds as a JSON number text -> exact int nanoseconds (``x *
     1000`` rounded to an integer, ties to even), or None beyond ±INT64_MAX."""
     whole, _, frac = text.partition(".")
+    if len(whole.lstrip("-0")) > 20 and "e" not in text and "E" not in text:
+        return None  # beyond int64 ns, and before int() meets Python's 4300-digit limit
     if len(frac) <= 3 and "e" not in text and "E" not in text:
         ns = int(whole + frac.ljust(3, "0"))  # the common case: digits only
     else:
-        value = Decimal(text)
+        try:
+            value = Decimal(text)
+        except (InvalidOperation, ValueError):  # an exponent past Decimal's own limits
+            return None
         if value.is_zero() or value.adjusted() < -5:  # below 1e-4 us: 0 ns
             return 0
         if value.adjusted() > 20:
