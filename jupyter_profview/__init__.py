@@ -75,7 +75,7 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
     ranks, or those in ``ranks`` (``ts.combined()``), as ``rank N`` sections of
     their process groups, each collapsed to one busy lane until clicked; ``align="step"``
     lines the ranks up on their first common ProfilerStep) in the widget.
-    ``critical_path``: a :class:`~jupyter_profview.analysis.CriticalPath` of this trace (or of
+    ``critical_path``: a `CriticalPath` of this trace (or of
     one rank of this TraceSet) to draw on it (``TraceWidget.show_critical_path``); ``icicle``: a
     node kind (``"annotation"``, ``"module"``, ``"stack"``, ``"op"``) whose GPU-time icicle to show
     (``TraceWidget.show_icicle``); ``advice``: ``True`` (or an ``Advice`` of this trace) shows the

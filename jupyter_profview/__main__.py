@@ -1,4 +1,4 @@
-"""``python -m jupyter_profview`` and the ``profview`` console script: see :mod:`.cli`."""
+"""``python -m jupyter_profview`` and the ``profview`` console script: see `.cli`."""
 
 from __future__ import annotations
 

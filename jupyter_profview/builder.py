@@ -2,7 +2,7 @@
 time, phases and the final ordering.  Every format loader ends here, so the
 invariants documented in [jupyter_profview.model][] hold for all of them.
 
-Nesting, overlap lanes and self time: [jupyter_profview.nesting][].
+Nesting, overlap lanes and self time: `jupyter_profview.nesting`.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _clipped_durations(values: Any, quality: Quality, in_place: bool = False) ->
 
 
 def _python_frames(category: Any) -> np.ndarray | None:
-    """Mask of the Python frames (category [PYTHON_FRAME][jupyter_profview.nesting.PYTHON_FRAME]),
+    """Mask of the Python frames (category `PYTHON_FRAME`),
     None where there are none."""
     cat = _categorical(category)
     if PYTHON_FRAME not in cat.categories:
@@ -140,7 +140,7 @@ def _python_frames(category: Any) -> np.ndarray | None:
 def _nest_events(track_code: np.ndarray, start: np.ndarray, dur: np.ndarray,
                  python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``depth``, ``parent`` (input positions), overlap ``lane`` and ``self`` per
-    input event, from [nest][jupyter_profview.nesting.nest] on the events in
+    input event, from `nest` on the events in
     nesting order (``python``: the Python frames, for self time)."""
     n = len(start)
     order = nest_order(track_code, start, dur)

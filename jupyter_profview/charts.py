@@ -4,18 +4,18 @@ Offline display
 ---------------
 Altair 6 renders in the notebook by loading vega from a CDN (a blank chart
 without internet), and its vega-lite v6 mimetype output is not rendered by
-JupyterLab 4.6.  :func:`enable_offline` switches Altair to its ``svg``
+JupyterLab 4.6.  `enable_offline` switches Altair to its ``svg``
 renderer, which converts the chart to SVG in the kernel with
 ``vl-convert-python`` (vega bundled, no network) and sends only the SVG:
 it shows in JupyterLab, Notebook 7, VS Code, on GitHub and in a saved
 notebook, at the cost of Altair's interactivity (tooltips, zoom).  The
 chart functions return ordinary ``alt.Chart`` objects, so they can still be
 composed, saved (``chart.save("x.html")``) or shown with another renderer;
-:func:`to_svg` converts one chart without touching the global renderer.
+`to_svg` converts one chart without touching the global renderer.
 
 Data size: Altair refuses charts with more than 5000 rows.  The memory curve
 is downsampled per device keeping the first, lowest, highest and last sample
-of each time column (:func:`downsample_memory`), so the maximum of each
+of each time column (`downsample_memory`), so the maximum of each
 device is always kept.
 """
 
@@ -75,7 +75,7 @@ def summary_chart(
     events: pd.DataFrame | None = None,
 ) -> alt.Chart:
     """Horizontal bars of the ``n`` largest keys by ``measure`` (``self``,
-    ``total``, ``flops``, ``flop_rate``, ... any column of :func:`~jupyter_profview.analysis.summary`)."""
+    ``total``, ``flops``, ``flop_rate``, ... any column of `summary`)."""
     table = summary_table(trace, by=by, events=events)
     if measure not in table.columns:
         raise ValueError(f"measure {measure!r} is not a summary column: {list(table.columns)}")
@@ -102,7 +102,7 @@ def summary_chart(
 
 def phases_chart(trace: Trace, *, events: pd.DataFrame | None = None) -> alt.Chart:
     """Stacked bars per device: time in each phase, then idle (see
-    :func:`~jupyter_profview.analysis.phases`)."""
+    `phases`)."""
     table = phases_table(trace, events=events)
     divisor, unit = _time_axis(trace.time_unit)
     order = [*PHASES, "idle"]
@@ -124,7 +124,7 @@ def downsample_memory(memory: pd.DataFrame, max_points: int = 4000) -> pd.DataFr
 
     Each device gets an equal share of the budget.  Its time range is cut into
     columns and each column keeps its first, lowest, highest and last sample
-    (the widget's own rule, :func:`jupyter_profview.widget.memory_lod.downsample`), so
+    (the widget's own rule, `jupyter_profview.widget.memory_lod.downsample`), so
     every device's peak and its first and last samples are kept; a device with
     few enough samples is kept whole.  Rows stay in (device, time) order.
     """

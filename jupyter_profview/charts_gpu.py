@@ -1,7 +1,7 @@
-"""Altair charts of the GPU analyses (:mod:`jupyter_profview.analysis.gpu`).
+"""Altair charts of the GPU analyses (`jupyter_profview.analysis.gpu`).
 
 Each function takes a Trace (and the analysis' own parameters), runs the
-analysis and returns an ``alt.Chart``; with :func:`jupyter_profview.charts.enable_offline`
+analysis and returns an ``alt.Chart``; with `jupyter_profview.charts.enable_offline`
 they render as SVG made in the kernel.  Charts with one mark per launch are
 pre-aggregated in pandas (histogram bins, per-bucket maxima) so that they stay
 under Altair's 5000-row limit on big traces.
@@ -163,7 +163,7 @@ def _no_linked_launches(trace: Trace) -> str:
 
 def roofline_chart(efficiency: pd.DataFrame, *, peak_tflops: float | None = None,
                    peak_gbps: float | None = None) -> alt.Chart | alt.LayerChart:
-    """The roofline of :func:`jupyter_profview.analysis.op_efficiency`'s rows: achieved TFLOP/s
+    """The roofline of `jupyter_profview.analysis.op_efficiency`'s rows: achieved TFLOP/s
     against arithmetic intensity (flop/byte), both on log scales, one point per op instance
     coloured by op, under the device's roof (memory slope up to the ridge, then the compute
     peak; from the rows' ``peak_*`` or the arguments).  No roof when the device is unknown."""

@@ -5,7 +5,7 @@ column, bad arguments), 1 any other failure (e.g. the output cannot be
 written).  Errors print one line to stderr, without a traceback
 (``PROFVIEW_TRACEBACK=1`` shows it).
 
-Conversions are written by :mod:`jupyter_profview.export`.
+Conversions are written by `jupyter_profview.export`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ class ProfviewError(ValueError):
 
     The message names the source (file name or ``<bytes>``), the position in it
     (line, byte offset or record) and what was expected there.  No partially
-    loaded :class:`~jupyter_profview.model.Trace` is ever returned alongside it.
+    loaded `Trace` is ever returned alongside it.
     """
 
     def __init__(
@@ -45,7 +45,7 @@ def _rebuild(cls: type[ProfviewError], reason: str, fields: dict[str, object]) -
 class NativeUnavailableWarning(RuntimeWarning):
     """The native Chrome scanner is missing or refused: traces load on the
     pure-Python path (same results, much slower).  Issued once per process by
-    :func:`jupyter_profview.load`, with how to get the scanner."""
+    `jupyter_profview.load`, with how to get the scanner."""
 
 
 def line_position(data: bytes, offset: int) -> str:

@@ -144,7 +144,7 @@ class _ChromeWriter:
                              "ts": time, "args": {device: nbytes}})
 
     def counters(self, trace: Trace) -> None:
-        """``C`` records of the counters other than memory (written by :meth:`memory`)."""
+        """``C`` records of the counters other than memory (written by `memory`)."""
         from .formats.chrome.memory import MEMORY_COUNTER
 
         counters = trace.counters

@@ -19,7 +19,7 @@ MAX_TEXT_RECORDS = 20_000_000
 JSON_VALUES_PER_STORED_BYTE = 16
 JSON_VALUES_FLOOR = 2_000_000
 #: Decompressed JSON bytes held at once beyond this must not come from an input expanding more
-#: than :data:`MAX_EXPANSION` times (real traces compress ~10-30x, filler ~1000x).
+#: than `MAX_EXPANSION` times (real traces compress ~10-30x, filler ~1000x).
 JSON_BIG = 128 * 1024 * 1024  # > MAX_STRING: a giant string is named as such first
 MAX_EXPANSION = 100
 

@@ -53,19 +53,19 @@ def load(source: Any, format: str | None = None, *, name: str | None = None, mem
 
     ``source`` is a path (str or Path), bytes, or a binary file object; gzip
     is decompressed transparently.  The format is detected from the content
-    unless ``format=`` names one (see :func:`jupyter_profview.formats`).
+    unless ``format=`` names one (see `jupyter_profview.formats`).
     ``memory=`` adds a PyTorch memory timeline / snapshot on the trace's time
-    axis (see :func:`with_memory`).
+    axis (see `with_memory`).
 
     A directory is searched for an XSpace profile (``*.xplane.pb``, e.g. a
     TensorBoard ``logs/`` or ``plugins/profile/<run>/``; the latest run is
-    taken, see :func:`jupyter_profview.formats.xspace.find_in_directory`).  A
+    taken, see `jupyter_profview.formats.xspace.find_in_directory`).  A
     run with one host's file gives that host's Trace; a run with several hosts'
-    files is several traces: this raises a :class:`ProfviewError` that names
-    them and :func:`jupyter_profview.load_many`, which loads such a run as a
+    files is several traces: this raises a `ProfviewError` that names
+    them and `jupyter_profview.load_many`, which loads such a run as a
     TraceSet (one rank per host).
 
-    Raises :class:`ProfviewError` for anything wrong with the input, also
+    Raises `ProfviewError` for anything wrong with the input, also
     when memory runs out (naming how far the reading got; see
     ``sources.py`` for the limits that keep hostile input bounded).  Warns
     once per process (``NativeUnavailableWarning``) when the native scanner

@@ -11,7 +11,7 @@ as ``_profview``; the cell's last expression is still the cell's result.
   Chrome trace (to ``--output`` or a temporary file, kept for the session)
   and loads it, so ``_profview`` is an ordinary ``chrome`` Trace.
 * Otherwise (or with ``--python``) it records the cell's Python and C
-  function calls with :class:`~jupyter_profview.python_profile.PythonProfiler`
+  function calls with `PythonProfiler`
   (format ``python_calls``).
 
 Where the widget cannot be shown (module missing), the magics display the

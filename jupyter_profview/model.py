@@ -14,7 +14,7 @@ checks a loaded trace against them.  ``events`` rows are sorted by ``start``;
 
 Nesting follows PyTorch's rule, and partial overlaps (a ``record_function``
 starting inside its ``__enter__`` frames) are resolved as stated in
-[jupyter_profview.nesting][]: the longer event keeps the main lane, the
+`jupyter_profview.nesting`: the longer event keeps the main lane, the
 event started later owns the time both run; ``self`` sums, per thread, to the thread's busy time.
 
 Formats append their own columns (e.g. ``flops``, ``bytes``, ``external_id``);
@@ -94,7 +94,7 @@ class Quality:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Quality:
-        """The inverse of [as_dict][jupyter_profview.model.Quality.as_dict] (``unaccounted`` is
+        """The inverse of `as_dict` (``unaccounted`` is
         derived, not read)."""
         q = cls(records_read=int(data.get("records_read", 0)),
                 placed=Counter(data.get("placed", {})), skipped=Counter(data.get("skipped", {})))
@@ -302,7 +302,7 @@ class Trace:
         (its ``id`` index as a column), ``memory``, ``allocations``, ``flows``, ``nodes``,
         ``launches`` and ``counters`` where present (times as in the tables: this trace's
         clock).  Needs duckdb, imported when a query runs
-        ([trace_sql][jupyter_profview.query.trace_sql])."""
+        (`trace_sql`)."""
         from .query import trace_sql
 
         return trace_sql(self, query)

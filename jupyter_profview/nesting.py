@@ -39,7 +39,7 @@ An event that partly overlaps no other event and whose children do not partly ov
 other owns `dur` minus its children's `dur`: torch's "Self CPU".  That is nearly every event of
 every trace.
 
-**Python frames** (category [PYTHON_FRAME][jupyter_profview.nesting.PYTHON_FRAME]).  The
+**Python frames** (category `PYTHON_FRAME`).  The
 `__exit__` frames of a `record_function` start inside the range and end after it; torch does
 not make them (nor the frames they call) children of the range, so the range keeps that time in
 its "Self CPU".  Here too: a Python frame *yields* while an op or range is open that started
@@ -146,7 +146,7 @@ def nest_python(
 
 
 def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[nest_python][jupyter_profview.nesting.nest_python], in native code when the extension is built."""
+    """`nest_python`, in native code when the extension is built."""
     from . import _native
 
     if _native.available():
@@ -172,7 +172,7 @@ def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndar
 
 
 def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.ndarray:
-    """Level in the nesting tree of events nested by [nest][jupyter_profview.nesting.nest] (`depth`
+    """Level in the nesting tree of events nested by `nest` (`depth`
     there is the level within the lane): main-lane events are nested in
     main-lane events, so only overlap-lane events differ, each one level below
     its parent (parents come first in nesting order)."""
@@ -187,10 +187,10 @@ def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.nd
 
 def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
                lane: np.ndarray, python: np.ndarray | None = None) -> np.ndarray:
-    """Self time of events sorted and nested by [nest][jupyter_profview.nesting.nest] (module
+    """Self time of events sorted and nested by `nest` (module
     docstring): `dur` minus the children's `dur` on tracks without partial overlaps (no overlap
-    lane), the time each event owns on the others ([owned_time][jupyter_profview.nesting.owned_time],
-    or [yielding_owned_time][jupyter_profview.nesting.yielding_owned_time] where Python frames
+    lane), the time each event owns on the others (`owned_time`,
+    or `yielding_owned_time` where Python frames
     (`python`, a mask) partly overlap ops or ranges).  The result is >= 0 and sums, per track, to
     the track's busy time."""
     weight = end - start
@@ -217,7 +217,7 @@ def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np
 
 def python_yields_until(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
                         python: np.ndarray) -> np.ndarray:
-    """[python_yields_until_python][jupyter_profview.nesting.python_yields_until_python], in
+    """`python_yields_until_python`, in
     native code when the extension is built."""
     from . import _native
 
@@ -265,14 +265,14 @@ def python_yields_until_python(track: np.ndarray, start: np.ndarray, end: np.nda
 def yielding_owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray,
                         yields: np.ndarray) -> np.ndarray:
     """Time each event owns (module docstring) where Python frames yield: the lengths of its
-    [owned_segments][jupyter_profview.nesting.owned_segments]."""
+    `owned_segments`."""
     owner, seg_start, seg_end = owned_segments(track, start, end, python, yields)
     return np.bincount(owner, weights=seg_end - seg_start, minlength=len(start)).astype(np.int64)
 
 
 def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray | None = None,
                    yields: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[owned_segments_python][jupyter_profview.nesting.owned_segments_python], in native code
+    """`owned_segments_python`, in native code
     when the extension is built."""
     from . import _native
 
@@ -287,9 +287,9 @@ def owned_segments_python(track: np.ndarray, start: np.ndarray, end: np.ndarray,
     """The self time of events sorted by (track, start, -duration) as intervals: `(owner,
     seg_start, seg_end)`, each instant of a track's busy time in exactly one, owned by the event
     running then (module docstring).  Like
-    [owned_time_python][jupyter_profview.nesting.owned_time_python], but an instant goes to the
+    `owned_time_python`, but an instant goes to the
     latest-started open event that does not yield then (a Python frame yields before `yields`,
-    from [python_yields_until][jupyter_profview.nesting.python_yields_until]; nothing yields
+    from `python_yields_until`; nothing yields
     without `python`)."""
     n = len(start)
     if python is None or yields is None:
@@ -343,8 +343,8 @@ def owned_segments_python(track: np.ndarray, start: np.ndarray, end: np.ndarray,
 def self_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray,
                   python: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The self time of events in any order as intervals `(owner, seg_start, seg_end)` (`owner`:
-    position in the input): the events nested by [nest][jupyter_profview.nesting.nest] and cut
-    by [owned_segments][jupyter_profview.nesting.owned_segments], Python frames (`python`)
+    position in the input): the events nested by `nest` and cut
+    by `owned_segments`, Python frames (`python`)
     yielding; the lengths per owner are the `self` column's rule."""
     order = nest_order(track, start, end - start)
     t, s, e = track[order], start[order], end[order]
@@ -358,7 +358,7 @@ def self_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray,
 
 
 def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """[owned_time_python][jupyter_profview.nesting.owned_time_python], in native code when the
+    """`owned_time_python`, in native code when the
     extension is built."""
     from . import _native
 

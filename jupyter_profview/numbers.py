@@ -1,8 +1,8 @@
 """Durations and byte counts as people read them: the same text as the front end.
 
-Shared by the widget (re-exported by :mod:`.widget.numbers`), the analyses
-(the verdict of :mod:`.analysis.compare`) and the command line.  One rule, two
-implementations: :func:`format_duration` and :func:`format_bytes`
+Shared by the widget (re-exported by `.widget.numbers`), the analyses
+(the verdict of `.analysis.compare`) and the command line.  One rule, two
+implementations: `format_duration` and `format_bytes`
 here, ``formatTime`` and ``formatBytes`` in ``js/src/axis.ts``.  Both test
 suites check them against ``tests/shared_fixtures/format_numbers.json``.
 

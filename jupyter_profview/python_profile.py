@@ -1,13 +1,13 @@
 """Profile Python code into a Trace of nested function-call slices.
 
 The fallback of ``%%profview`` when torch is not importable, usable on its
-own::
+own:
 
     with PythonProfiler() as prof:
         work()
     trace = prof.trace()          # format "python_calls", time_unit "ns"
 
-Uses :func:`sys.setprofile` (and :func:`threading.setprofile` for threads
+Uses `sys.setprofile` (and `threading.setprofile` for threads
 started while profiling), so it sees every Python function call and every
 call of a C function (builtins, numpy ufunc methods ...) with the wall-clock
 time of entry and exit.  A top-level ``exec``/``eval`` (how a profiled cell is

@@ -3,7 +3,7 @@
 ``trace.sql(query)`` / ``profview.sql(trace, query)``: the Trace's DataFrames
 as the views ``events`` (with its ``id`` index as a column), ``memory``,
 ``allocations``, ``flows``, ``nodes``, ``counters``/``launches`` where present.
-A TraceSet's views over its ranks' Parquet files are in :mod:`.ranks.sql`.
+A TraceSet's views over its ranks' Parquet files are in `.ranks.sql`.
 """
 
 from __future__ import annotations

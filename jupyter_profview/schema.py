@@ -121,7 +121,7 @@ EVENTS = Table(
            "another track), or -1; the child lies inside `[start, start + dur]`"),
         _c("self", "int64", "time the event is the one running (`0 <= self <= dur`): `dur` minus "
            "the `dur` of direct children, as torch's `key_averages()` Self CPU, wherever children "
-           "do not partly overlap (see [jupyter_profview.nesting][])", TIME),
+           "do not partly overlap (see `jupyter_profview.nesting`)", TIME),
     ),
     (
         _c("external_id", "Int64", "PyTorch `External id` arg: links a CPU op to its runtime "

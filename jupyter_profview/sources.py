@@ -3,25 +3,25 @@
 Gzip is recognised by its magic number (never by the file name) and
 decompressed transparently, always as a stream: no format holds the whole
 decompressed input before looking at it.  Everything that goes wrong while
-reading becomes a :class:`~jupyter_profview.errors.ProfviewError` naming the
+reading becomes a `ProfviewError` naming the
 source and a position.
 
 Limits on hostile input (a small ``.gz`` can expand to many GiB), so that
 memory stays bounded by the real content of a trace:
 
-* whitespace costs nothing: a run of at least :data:`SQUEEZE_RUN` bytes of
-  whitespace between JSON tokens (:meth:`Source.json_document`) or of blank
-  lines (:meth:`Source.lines`) is squeezed while streaming (error positions
+* whitespace costs nothing: a run of at least `SQUEEZE_RUN` bytes of
+  whitespace between JSON tokens (`Source.json_document`) or of blank
+  lines (`Source.lines`) is squeezed while streaming (error positions
   still count the original bytes and lines);
-* a JSON string longer than :data:`MAX_STRING` bytes (as written) and a text
-  line longer than :data:`MAX_LINE` bytes are errors at their start (the
+* a JSON string longer than `MAX_STRING` bytes (as written) and a text
+  line longer than `MAX_LINE` bytes are errors at their start (the
   native Chrome scanner has the same string limit, and refuses a single
   event longer than 256 MiB);
-* a binary protobuf larger than :data:`MAX_PROTOBUF` (protobuf's own limit)
+* a binary protobuf larger than `MAX_PROTOBUF` (protobuf's own limit)
   is an error;
 * if memory still runs out (a trace whose tables do not fit),
-  :func:`jupyter_profview.load` raises ProfviewError naming the file and how
-  far it got (:attr:`Source.consumed`), never a bare MemoryError.
+  `jupyter_profview.load` raises ProfviewError naming the file and how
+  far it got (`Source.consumed`), never a bare MemoryError.
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ class Source:
             yield b"".join(parts)
 
     def expansion(self) -> float:
-        """Decompressed bytes per stored byte read so far by :meth:`chunks`
+        """Decompressed bytes per stored byte read so far by `chunks`
         (1 for uncompressed input); gzip of real trace data stays far below
         the ~1000x of a bomb's filler."""
         return self.consumed / max(self.raw_consumed, 1) if self.is_gzip else 1.0
@@ -263,7 +263,7 @@ class Source:
 
     def reader(self, limit: int | None = None) -> io.BufferedReader:
         """The decompressed content as a buffered binary file, streamed (see
-        :class:`~jupyter_profview.text_stream.ChunkReader`); more than
+        `ChunkReader`); more than
         ``limit`` bytes is a ProfviewError."""
         from .text_stream import ChunkReader
 
@@ -272,20 +272,20 @@ class Source:
     def json_document(self) -> Squeezed:
         """The whole decompressed JSON text with long whitespace runs between
         tokens squeezed (see the module doc); a string longer than
-        :data:`MAX_STRING` is a ProfviewError at its start."""
+        `MAX_STRING` is a ProfviewError at its start."""
         from .text_stream import squeeze_json
 
         return squeeze_json(self)
 
     def lines(self) -> LineReader:
-        """The decompressed text as numbered lines (see :class:`LineReader`)."""
+        """The decompressed text as numbered lines (see `LineReader`)."""
         from .text_stream import LineReader
 
         return LineReader(self)
 
     def squeezed_text(self) -> Squeezed:
         """The whole text with runs of blank lines squeezed (see
-        :meth:`lines`; for formats parsed whole, such as protobuf text)."""
+        `lines`; for formats parsed whole, such as protobuf text)."""
         from .text_stream import squeeze_lines
 
         return squeeze_lines(self)
@@ -322,7 +322,7 @@ def _looks_like_json(head: bytes) -> bool:
 
 
 class _JsonGuard:
-    """The budget of a compressed JSON input (see :mod:`~jupyter_profview.limits`), checked on
+    """The budget of a compressed JSON input (see `limits`), checked on
     each decompressed chunk before any parser sees it: at most ``json_value_budget(stored size)``
     values, and no more than ``JSON_BIG`` bytes other than whitespace at an expansion beyond
     ``MAX_EXPANSION``.  An

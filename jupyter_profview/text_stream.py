@@ -1,19 +1,19 @@
 """Streaming readers that keep memory bounded on hostile input (see the
-limits in :mod:`jupyter_profview.sources`).
+limits in `jupyter_profview.sources`).
 
-* :func:`squeeze_json`: a JSON document whose long whitespace runs between
+* `squeeze_json`: a JSON document whose long whitespace runs between
   tokens are squeezed to one byte while the input streams in, with JSON
   strings tracked (escapes included) so that whitespace inside a string is
   kept and a string longer than ``MAX_STRING`` is an error at its start.
   Squeezing never changes whether the document is valid: a run becomes
   ``"\\n"`` if it held a newline (invalid inside a string, like the run)
   else ``" "``.
-* :class:`LineReader`: numbered lines of a text format; runs of blank lines
+* `LineReader`: numbered lines of a text format; runs of blank lines
   are squeezed (and counted) while streaming, a line longer than
   ``MAX_LINE`` is an error.
-* :func:`squeeze_lines`: the whole text with runs of blank lines squeezed,
+* `squeeze_lines`: the whole text with runs of blank lines squeezed,
   for formats parsed whole (protobuf text), with the original line numbers.
-* :class:`ChunkReader`: the decompressed bytes as a raw binary file read
+* `ChunkReader`: the decompressed bytes as a raw binary file read
   chunk by chunk (for parsers that take a file, such as pickle), with a
   limit on the total.
 """
@@ -177,7 +177,7 @@ class LineReader:
     """``for number, line in source.lines()``: each line (``str``, newline
     removed) with its 1-based number in the original.  Runs of blank lines
     of at least SQUEEZE_RUN bytes are skipped while streaming and counted in
-    :attr:`squeezed` (so ``records = number of the last line``); a line
+    `squeezed` (so ``records = number of the last line``); a line
     longer than MAX_LINE or not valid UTF-8 is a ProfviewError, and so is the
     line after ``limits.MAX_TEXT_RECORDS`` lines were yielded (whatever is in
     them: a gzip bomb of repeated lines is refused there, memory bounded by the
@@ -247,7 +247,7 @@ class LineReader:
 
 def squeeze_lines(source: Source) -> Squeezed:
     """The text of ``source`` with runs of blank lines squeezed (bytes, lines
-    joined with ``\\n``); :meth:`Squeezed.line` maps line numbers back."""
+    joined with ``\\n``); `Squeezed.line` maps line numbers back."""
     result = Squeezed(b"", source.name)
     kept: list[bytes] = []
     reader = LineReader(source, raw=True)
@@ -263,8 +263,8 @@ def squeeze_lines(source: Source) -> Squeezed:
 class ChunkReader(io.RawIOBase):
     """A readable raw file over ``source.chunks()``: nothing is read ahead
     beyond one chunk, and more than ``limit`` decompressed bytes (if given)
-    is a ProfviewError.  Wrap it in :class:`io.BufferedReader` for
-    ``readline``/``peek`` (see :meth:`~jupyter_profview.sources.Source.reader`)."""
+    is a ProfviewError.  Wrap it in `io.BufferedReader` for
+    ``readline``/``peek`` (see `reader`)."""
 
     def __init__(self, source: Source, limit: int | None = None) -> None:
         super().__init__()

@@ -4,19 +4,19 @@ The pure-Python implementations are the reference; the native ones must give
 identical results (tests compare them).  ``available()`` is False where the
 shared library was not built (no C compiler at install time), when it is
 refused (built from other sources: its ``pv_abi_version()`` is not
-:data:`ABI_VERSION`, or its numeric-arg keys differ; such a library is never
+`ABI_VERSION`, or its numeric-arg keys differ; such a library is never
 used) or when the environment variable ``PROFVIEW_NATIVE=0`` asks for the
-pure-Python paths.  :func:`status` says which and why;
-:func:`warn_if_unavailable` warns once per process (``NativeUnavailableWarning``)
+pure-Python paths.  `status` says which and why;
+`warn_if_unavailable` warns once per process (``NativeUnavailableWarning``)
 with how to get the native scanner.
 
-* :func:`decode_chrome` -- streaming Chrome-trace scanner (``chrome_scan.c``)
-  producing :class:`~jupyter_profview.formats.chrome.columns.ChromeColumns`.
-* :func:`nest` -- :func:`jupyter_profview.nesting.nest_python` (``nest.c``).
-* :func:`owned_time` -- :func:`jupyter_profview.nesting.owned_time_python` (``nest.c``).
-* :func:`python_yields` -- :func:`jupyter_profview.nesting.python_yields_until_python` (``nest.c``).
-* :func:`owned_segments` -- :func:`jupyter_profview.nesting.owned_segments_python` (``nest.c``).
-* :func:`xplane_lines` -- the per-event loop of ``formats.xspace_build.Builder`` (``xplane.c``).
+* `decode_chrome` -- streaming Chrome-trace scanner (``chrome_scan.c``)
+  producing `ChromeColumns`.
+* `nest` -- `jupyter_profview.nesting.nest_python` (``nest.c``).
+* `owned_time` -- `jupyter_profview.nesting.owned_time_python` (``nest.c``).
+* `python_yields` -- `jupyter_profview.nesting.python_yields_until_python` (``nest.c``).
+* `owned_segments` -- `jupyter_profview.nesting.owned_segments_python` (``nest.c``).
+* `xplane_lines` -- the per-event loop of ``formats.xspace_build.Builder`` (``xplane.c``).
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def _lib() -> ctypes.CDLL:
 
 
 def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`jupyter_profview.nesting.nest_python` in C (same inputs and outputs)."""
+    """`jupyter_profview.nesting.nest_python` in C (same inputs and outputs)."""
     lib = _lib()
     track = np.ascontiguousarray(track, dtype=np.int64)
     start = np.ascontiguousarray(start, dtype=np.int64)
@@ -240,7 +240,7 @@ def nest(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndar
 
 
 def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """:func:`jupyter_profview.nesting.owned_time_python` in C (same inputs and output)."""
+    """`jupyter_profview.nesting.owned_time_python` in C (same inputs and output)."""
     lib = _lib()
     track, start, end = (np.ascontiguousarray(a, dtype=np.int64) for a in (track, start, end))
     n = len(start)
@@ -254,7 +254,7 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 
 def python_yields(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
                   python: np.ndarray) -> np.ndarray:
-    """:func:`jupyter_profview.nesting.python_yields_until_python` in C (same inputs and output)."""
+    """`jupyter_profview.nesting.python_yields_until_python` in C (same inputs and output)."""
     lib = _lib()
     track, start, end, parent = (np.ascontiguousarray(a, dtype=np.int64) for a in (track, start, end, parent))
     flags = np.ascontiguousarray(python, dtype=np.uint8)
@@ -270,7 +270,7 @@ def python_yields(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent:
 
 def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray | None,
                    until: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`jupyter_profview.nesting.owned_segments_python` in C (same inputs and outputs)."""
+    """`jupyter_profview.nesting.owned_segments_python` in C (same inputs and outputs)."""
     lib = _lib()
     track, start, end = (np.ascontiguousarray(a, dtype=np.int64) for a in (track, start, end))
     n = len(start)

@@ -1,23 +1,23 @@
 """Analyses: functions from a Trace to DataFrames (times in the trace's ``time_unit``).
 
-* :mod:`.summary` -- per-key totals, self time and shares; phases per device; top events.
-* :mod:`.memory` -- the memory peak and what is live at a given time.
-* :mod:`.ranks` -- across the ranks of a TraceSet: step times, stragglers, collective skew.
-* :mod:`.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
-* :mod:`.attribution` -- GPU time by the model's structure: annotations, modules, frames, ops.
-* :mod:`.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
-* :mod:`.kernels` -- each kernel's SM efficiency, occupancy and tensor-core use (Kineto's kernel args).
-* :mod:`.collectives` -- each collective's bytes, algorithm and bus bandwidth; matched across ranks.
-* :mod:`.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
-* :mod:`.advice` -- what is wrong: findings with the time at stake and their evidence (:func:`advise`).
-* :mod:`.compare` -- two runs side by side (:func:`compare`); its presentation in :mod:`.compare_view`.
+* `.summary` -- per-key totals, self time and shares; phases per device; top events.
+* `.memory` -- the memory peak and what is live at a given time.
+* `.ranks` -- across the ranks of a TraceSet: step times, stragglers, collective skew.
+* `.gpu` -- kernels, launches, idle time, overlap and queues per GPU (from ``trace.launches``).
+* `.attribution` -- GPU time by the model's structure: annotations, modules, frames, ops.
+* `.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
+* `.kernels` -- each kernel's SM efficiency, occupancy and tensor-core use (Kineto's kernel args).
+* `.collectives` -- each collective's bytes, algorithm and bus bandwidth; matched across ranks.
+* `.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
+* `.advice` -- what is wrong: findings with the time at stake and their evidence (`advise`).
+* `.compare` -- two runs side by side (`compare`); its presentation in `.compare_view`.
 
-The trace's derived facts every analysis reads are public here too: :func:`steps` (the
-instances of ``ProfilerStep``) and :func:`device_activities` (every device activity with its kind
-and launch), from :mod:`jupyter_profview.derived`.
+The trace's derived facts every analysis reads are public here too: `steps` (the
+instances of ``ProfilerStep``) and `device_activities` (every device activity with its kind
+and launch), from `jupyter_profview.derived`.
 
 Each analysis of one Trace also accepts a TraceSet and answers rank by rank, with a ``rank``
-column (:mod:`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
+column (`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def attribute(trace: Trace | TraceSet, by: str = "annotation", *, rank: int | No
 
 @dataclass(frozen=True)
 class Attribution:
-    """:func:`attribute`'s tree with its members: ``nodes`` (``event``: a node instance's id in
+    """`attribute`'s tree with its members: ``nodes`` (``event``: a node instance's id in
     ``trace.events``, ``row``: its row of ``tree``) and ``kernels`` (``event``: a device
     activity's id, ``row``: the row its time counts for)."""
 
@@ -141,7 +141,7 @@ class Attribution:
 
 def attribute_members(trace: Trace, by: str = "annotation", *, backward: str = "launch",
                       window: tuple[float, float] | None = None, merge_steps: bool = False) -> Attribution:
-    """:func:`attribute` of one Trace with the events behind every row (the widget's icicle
+    """`attribute` of one Trace with the events behind every row (the widget's icicle
     highlights them)."""
     tree = _Tree(trace, by, backward, window, merge_steps)
     frame = tree.frame()

@@ -1,64 +1,71 @@
 """Compare two runs: what got slower, where, and why.
 
-``compare(a, b)`` takes two traces (paths, loaded :class:`~jupyter_profview.model.Trace`
+``compare(a, b)`` takes two traces (paths, loaded `Trace`
 objects, or anything with an ``events`` table such as a rank set whose events carry a
-``rank`` column) and returns a :class:`Comparison` of tables, a text verdict and a chart
-(:mod:`.compare_view`), and a side-by-side widget view (:mod:`jupyter_profview.widget.compare`).
+``rank`` column) and returns a `Comparison` of tables, a text verdict and a chart
+(`.compare_view`), and a side-by-side widget view (`jupyter_profview.widget.compare`).
 
 Definitions (times in the traces' ``time_unit``; both traces must share it)
 -----------------------------------------------------------------------------
 
 ops
-    Host-side slices (``kind == "slice"``): CPU ops, annotations, runtime calls, the
+:   Host-side slices (``kind == "slice"``): CPU ops, annotations, runtime calls, the
     ops of the graph formats -- every slice except device kernels (below), the step
-    markers (``ProfilerStep#N``, compared in :attr:`Comparison.steps`) and the
+    markers (``ProfilerStep#N``, compared in `Comparison.steps`) and the
     profiler's own span (category ``Trace``).  One row per ``by`` key (default
     ``name``): ``count_a``/``count_b``, ``total_*`` (sum of ``dur``) and ``self_*``
-    (sum of ``self``, see :mod:`.summary`).
+    (sum of ``self``, see `.summary`).
+
 kernels
-    Device slices, recognised by their category (``kernel``, ``gpu_memcpy``,
+:   Device slices, recognised by their category (``kernel``, ``gpu_memcpy``,
     ``gpu_memset``, ``memcpy``, ``memset``; case-insensitive): the same columns by
-    name, and by (group, category) in :attr:`Comparison.kernels_by_type`, group
+    name, and by (group, category) in `Comparison.kernels_by_type`, group
     being the GPU analyses' ``computation`` / ``communication`` / ``memory``.
     Formats whose categories are op types (TF StepStats, MegEngine) keep their
     device rows in ops.
+
 ops by shape
-    :attr:`Comparison.ops_by_shape`: ops keyed by (key, input shapes), the shapes
+:   `Comparison.ops_by_shape`: ops keyed by (key, input shapes), the shapes
     being ``str`` of PyTorch's ``args["Input Dims"]`` (read for all events with one
     search of the args text, see ``formats/chrome/args.py``) or of an
     ``input_shapes`` / ``in_shapes`` column.
+
 phases
-    :attr:`Comparison.phases`: the column sums of
-    :func:`~jupyter_profview.analysis.phases` over devices (and ranks), in one
-    vectorised pass (:func:`phase_totals`).
+:   `Comparison.phases`: the column sums of
+    `phases` over devices (and ranks), in one
+    vectorised pass (`phase_totals`).
+
 delta, ratio
-    ``delta = self_b - self_a`` and ``ratio = self_b / self_a`` (NaN where
+:   ``delta = self_b - self_a`` and ``ratio = self_b / self_a`` (NaN where
     ``self_a`` is 0).  Self time, not total, because self times never double
     count: the deltas of all ops add up to the change of busy time, so "x % of the
     change is op X" is meaningful.  ``delta_total`` (``total_b - total_a``) is
     there too, for a parent op whose own work is small.  Rows are sorted by
     ``|delta|``, largest first.
+
 status
-    ``added`` (only in B), ``removed`` (only in A), ``same`` when the counts are
+:   ``added`` (only in B), ``removed`` (only in A), ``same`` when the counts are
     equal and ``|delta| <= max(atol, rtol * max(self_a, self_b))`` (defaults:
     ``rtol=0.05``; ``atol`` 1 us for traces with a clock, 0 for step axes),
     ``changed`` otherwise.
+
 steps
-    PyTorch ``ProfilerStep#N`` slices on the host (:func:`jupyter_profview.analysis.steps`,
+:   PyTorch ``ProfilerStep#N`` slices on the host (`jupyter_profview.analysis.steps`,
     ``side == "cpu"``; their device-side copies are neither steps nor ops), paired by position
     (the first step of A
     with the first of B, whatever their numbers).  Formats without step markers
     (TF StepStats, MegEngine, Chainer, TF node order: one iteration per file) get
     one row, ``iteration``, spanning the whole trace (first start to last end).
+
 alignment
-    ``align="step"``: B's time ``t_b`` lines up with A's ``t_b - offset`` where
+:   ``align="step"``: B's time ``t_b`` lines up with A's ``t_b - offset`` where
     ``offset`` is B's first step start minus A's (0, i.e. ``"start"``, when either
     trace has no steps); ``"start"``: both traces from their first event; a number:
     that offset.  Used by the side-by-side view.
 
 Traces with a ``rank`` column in both event tables (rank sets) are compared
 overall (ops summed over ranks, phases summed over ranks) and per rank
-(:attr:`Comparison.ops_by_rank`; steps per rank in :attr:`Comparison.steps`).
+(`Comparison.ops_by_rank`; steps per rank in `Comparison.steps`).
 """
 
 from __future__ import annotations
@@ -189,7 +196,7 @@ def _pair_steps(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 
 
 class Comparison:
-    """Run A against run B; see :func:`compare` and the module docstring for the definitions."""
+    """Run A against run B; see `compare` and the module docstring for the definitions."""
 
     def __init__(self, a: Any, b: Any, *, align: str | float = "step", by: str = "name",
                  rtol: float = 0.05, atol: float | None = None) -> None:
@@ -241,10 +248,10 @@ class Comparison:
 
     @cached_property
     def kernels_by_type(self) -> pd.DataFrame:
-        """:attr:`kernels` by (``group``, ``category``): ``group`` is ``computation``,
+        """`kernels` by (``group``, ``category``): ``group`` is ``computation``,
         ``communication`` or ``memory``, the split of the GPU analyses
-        (:data:`jupyter_profview.analysis.gpu.TYPE_GROUPS` over the kernel types of
-        :func:`jupyter_profview.formats.chrome.gpu.kernel_types`: ``memcpy`` / ``memset`` by
+        (`jupyter_profview.analysis.gpu.TYPE_GROUPS` over the kernel types of
+        `jupyter_profview.formats.chrome.gpu.kernel_types`: ``memcpy`` / ``memset`` by
         category or a ``Memcpy``/``Memset`` name, ``communication`` for NCCL / RCCL / gloo
         kernels, else ``kernel``); ``category`` is the events' own (``kernel``,
         ``gpu_memcpy``, ``gpu_memset`` ...)."""
@@ -258,7 +265,7 @@ class Comparison:
 
     @cached_property
     def ops_by_rank(self) -> pd.DataFrame:
-        """:attr:`ops` per (rank, key), for two rank sets; raises for single traces."""
+        """`ops` per (rank, key), for two rank sets; raises for single traces."""
         if not self.ranked:
             raise ProfviewError("per-rank tables need a rank column in both traces' events",
                                 expected="two TraceSets (profview.ranks)")
@@ -266,7 +273,7 @@ class Comparison:
 
     @cached_property
     def ops_by_shape(self) -> pd.DataFrame:
-        """:attr:`ops` keyed by (key, input shapes), when both traces recorded shapes
+        """`ops` keyed by (key, input shapes), when both traces recorded shapes
         (PyTorch ``record_shapes=True``: ``args["Input Dims"]``; columns ``input_shapes`` /
         ``in_shapes`` elsewhere)."""
         frames = []
@@ -315,8 +322,8 @@ class Comparison:
     def phases(self) -> pd.DataFrame:
         """Forward / backward / optimizer / communication / other and ``busy`` time, summed over
         devices (and ranks): ``a``, ``b``, ``delta``, ``ratio``.  Each side's numbers are the
-        column sums of :func:`~jupyter_profview.analysis.phases` (per rank for rank sets),
-        computed here in one vectorised pass (:func:`phase_totals`)."""
+        column sums of `phases` (per rank for rank sets),
+        computed here in one vectorised pass (`phase_totals`)."""
         cols = [*PHASES, "busy"]
         sides = [pd.Series(phase_totals(ev, ranked=self.ranked), index=cols, dtype=np.int64)
                  for ev in (self.events_a, self.events_b)]
@@ -361,7 +368,7 @@ class Comparison:
 
 def _kernel_groups(kernels: pd.DataFrame) -> np.ndarray:
     """``computation`` / ``communication`` / ``memory`` of each device slice (see
-    :attr:`Comparison.kernels_by_type`)."""
+    `Comparison.kernels_by_type`)."""
     from ..formats.chrome.gpu import kernel_types
     from ..model import KERNEL_TYPES
     from .gpu import TYPE_GROUPS
@@ -379,13 +386,13 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 
 def phase_totals(events: pd.DataFrame, *, ranked: bool = False) -> dict[str, int]:
-    """The column sums over devices of :func:`~jupyter_profview.analysis.phases`
+    """The column sums over devices of `phases`
     (``forward`` ... ``other`` and ``busy``) of one events table, or of every rank of a
     rank set's table (``ranked``: event ids and parents are per rank, devices are
     (rank, process)), without a DataFrame per device and phase.
 
     The same definitions as ``phases``: each slice's self intervals (its span minus its
-    direct children's, :func:`~jupyter_profview.analysis.self_intervals`) get the slice's
+    direct children's, `self_intervals`) get the slice's
     phase; a phase's time on a device is the length of the union of its intervals there,
     ``busy`` that of all of them."""
     slices = (events["kind"] == "slice").to_numpy(bool)
@@ -454,7 +461,7 @@ def compare(a: Any, b: Any, *, align: str | float = "step", by: str = "name", rt
             atol: float | None = None) -> Comparison:
     """Compare run A with run B (paths, Traces or TraceSets); see the module docstring.
 
-    Raises :class:`ProfviewError` when the two share no op or kernel names (e.g. two
+    Raises `ProfviewError` when the two share no op or kernel names (e.g. two
     different frameworks), or have different time units.
     """
     return Comparison(a, b, align=align, by=by, rtol=rtol, atol=atol)

@@ -1,10 +1,10 @@
-"""The parts of :class:`~jupyter_profview.analysis.compare.Comparison` that present it
+"""The parts of `Comparison` that present it
 as data and text: the memory tables, the text verdict and the Altair waterfall.
 
 Durations and byte counts in the verdict use the shared number rule of
-:mod:`jupyter_profview.numbers` (the same text as the widget's front end:
+`jupyter_profview.numbers` (the same text as the widget's front end:
 ``400.4 µs``, ``1 ms`` for 999 999 ns, ``–`` for a missing value).  The
-side-by-side widget view is :mod:`jupyter_profview.widget.compare`.
+side-by-side widget view is `jupyter_profview.widget.compare`.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def memory_comparison(a: Any, b: Any) -> MemoryComparison:
 
 def time_text(value: float, unit: str) -> str:
     """A duration for people, by the shared rule: ``400.4 µs``, ``1 ms``, ``17 steps``
-    (:func:`jupyter_profview.numbers.format_duration`)."""
+    (`jupyter_profview.numbers.format_duration`)."""
     return format_duration(value, unit)
 
 

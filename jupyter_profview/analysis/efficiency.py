@@ -1,32 +1,37 @@
 """How close each GEMM / convolution / attention op runs to the hardware: achieved FLOP/s and
 bandwidth against the device's peak, by the roofline.
 
-Definition (:func:`op_efficiency`):
+Definition (`op_efficiency`):
 
 rows
-    One row per CPU op instance (``cpu_op``) whose FLOPs are modelled (:data:`MODELLED`) from its
+:   One row per CPU op instance (``cpu_op``) whose FLOPs are modelled (`MODELLED`) from its
     ``Input Dims`` (recorded with ``record_shapes=True``), that launched device activities, and
     that has no modelled op inside it (``aten::linear`` -> ``aten::addmm``: the row is the addmm,
     so each kernel counts once).
+
 flops
-    As torch's own counter (``torch.utils.flop_counter``): ``mm``/``addmm`` 2·M·N·K (the bias add
+:   As torch's own counter (``torch.utils.flop_counter``): ``mm``/``addmm`` 2·M·N·K (the bias add
     of addmm not counted), ``bmm``/``baddbmm`` 2·B·M·N·K, ``matmul`` 2·(broadcast batch)·M·N·K
     (a vector operand is not modelled: torch counts matrix-vector products as 0),
     ``linear`` 2·(rows of the input)·N·K, convolutions 2·batch·prod(weight)·prod(output spatial)
     (the output's size from ``Concrete Inputs``: stride, padding, dilation; without them the op
     is not modelled), ``scaled_dot_product_attention`` 2·B·H·L·S·(E + Ev).
+
 bytes
-    The tensor inputs and the output, at their dtype (``Input type``): the least traffic the op
+:   The tensor inputs and the output, at their dtype (``Input type``): the least traffic the op
     can have.
+
 gpu_time
-    The summed duration of the device activities launched under the op (on its thread, launch
+:   The summed duration of the device activities launched under the op (on its thread, launch
     start inside it; ``trace.launches``).
+
 peak
-    :data:`PEAKS`: dense peak FLOP/s per dtype and memory bandwidth from the vendors' datasheets,
+:   `PEAKS`: dense peak FLOP/s per dtype and memory bandwidth from the vendors' datasheets,
     matched on the device name of ``deviceProperties``; NaN when the device is not in the table.
     fp32 ops use the plain fp32 peak (not TF32); fp16 / bf16 the tensor-core peak.
+
 roofline
-    ``intensity`` = flops / bytes; the ridge is peak_flops / peak_bandwidth.  ``bound`` is
+:   ``intensity`` = flops / bytes; the ridge is peak_flops / peak_bandwidth.  ``bound`` is
     ``memory`` below the ridge, ``compute`` above; ``pct_of_peak`` = achieved TFLOP/s / peak
     TFLOP/s x 100, ``pct_of_roofline`` = achieved / the roof at its intensity x 100.
 """

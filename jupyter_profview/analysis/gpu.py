@@ -1,26 +1,31 @@
 """GPU analyses from ``trace.launches`` (one row per kernel / memcpy / memset,
-joined to its launch; see :mod:`jupyter_profview.model`).  Each returns a
+joined to its launch; see `jupyter_profview.model`).  Each returns a
 DataFrame; times are int64 ns, percentages 0-100.
 
 Definitions
 -----------
+
 activity
-    A row of ``trace.launches``: the interval ``[kernel_start, kernel_start +
+:   A row of ``trace.launches``: the interval ``[kernel_start, kernel_start +
     kernel_dur)`` on a stream of a GPU (``gpu`` = the device's process label).
+
 type groups
-    ``computation`` = type ``kernel``; ``communication`` = NCCL / RCCL / gloo
+:   ``computation`` = type ``kernel``; ``communication`` = NCCL / RCCL / gloo
     kernels; ``memory`` = ``memcpy``, ``memset`` and MTIA's DMA transfers
     (``dma``: names starting with ``dma``, e.g. ``dma_request``), as HTA's
     kernel types (``MEMORY_KERNEL_RE``): memory traffic, not computation, in
     the kernel breakdown and the temporal breakdown alike.
+
 span (per GPU)
-    From the first activity start to the last activity end on that GPU.
+:   From the first activity start to the last activity end on that GPU.
+
 busy, compute
-    The length of the union of the GPU's activity intervals (all streams), and
+:   The length of the union of the GPU's activity intervals (all streams), and
     of its computation kernels only; overlapping kernels count once.
 idle = span - busy; non-compute = busy - compute.
+
 launch delay
-    ``kernel_start - (launch_start + launch_dur)`` clipped at 0 (the ``delay``
+:   ``kernel_start - (launch_start + launch_dur)`` clipped at 0 (the ``delay``
     column): how long the launched work waited after the launch call returned.
 
 Differences from Holistic Trace Analysis (HTA), which computes the same
@@ -31,10 +36,10 @@ exact ns.  HTA's idle-time breakdown takes the gap to the *previous row's* end
 (negative for CUDA-graph kernels overlapping on one stream); here the gap is to
 the latest end so far (never negative).  HTA's queue-length summary describes
 the samples at each change; here mean and p95 are weighted by how long each
-value lasted (:func:`queue_length` gives HTA's per-change mean too).  HTA's
+value lasted (`queue_length` gives HTA's per-change mean too).  HTA's
 kernel-type shares split overlapped time into ``A overlapping B`` categories;
 here each type's total is the plain sum of its durations, and overlap is
-:func:`comm_comp_overlap`.
+`comm_comp_overlap`.
 
 Measured on ``tests/data/hta/nccl_parser_config_nccl_data.json.gz`` (A100 +
 NCCL) against HTA 0.5.0 in a separate environment, over HTA's window (the
@@ -52,8 +57,8 @@ rounded durations gives its count exactly.
 
 A TraceSet (many ranks) gives each rank's result with a ``rank`` column first:
 rank by rank, so that every rank's ``GPU 0`` stays its own device; times
-(``launch_stats(rows=True)``, :func:`queue_length_series`, :func:`utilisation`)
-on the set's common clock (see :mod:`.traceset`).
+(``launch_stats(rows=True)``, `queue_length_series`, `utilisation`)
+on the set's common clock (see `.traceset`).
 """
 
 from __future__ import annotations
@@ -111,7 +116,7 @@ def kernel_breakdown(trace: Trace | TraceSet, by: str = "type", *,
     ``ProfilerStep``'s activities, those whose launch is not in the trace
     (launched before the profiler started: their time on the device is still
     in the window) and those without a ``stream`` arg.  ``complete_steps=True``
-    keeps HTA's window (:func:`jupyter_profview.derived.complete_steps`); on
+    keeps HTA's window (`jupyter_profview.derived.complete_steps`); on
     ``tests/data/hta_parity/mtia_dma.json`` that gives HTA's count but for the
     DMA without a ``stream`` arg, which runs on its stream's thread and is
     kept here.
@@ -283,7 +288,7 @@ def queue_length_series(trace: Trace | TraceSet, *, complete_steps: bool = False
 
 def queue_length(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd.DataFrame:
     """Per GPU and stream, over the queue length of
-    :func:`queue_length_series` (its definition, and ``complete_steps``):
+    `queue_length_series` (its definition, and ``complete_steps``):
     ``max`` (over the changes, as HTA's); ``mean`` and ``p95`` weighted by
     how long each value lasted, from the first change to the last; ``span``
     (ns) of that window; ``changes``, the number of changes, and
@@ -297,7 +302,7 @@ def queue_length(trace: Trace | TraceSet, *, complete_steps: bool = False) -> pd
     first, as HTA concatenates them), and on a queue 1,000 deep.  Where many
     launches fall on the µs a kernel starts, HTA's unstable sort orders each
     tie either way, so its ``mean`` is not reproducible; count and max still
-    are (:mod:`jupyter_profview.derived.queues`).  The 5-30 % gaps seen
+    are (`jupyter_profview.derived.queues`).  The 5-30 % gaps seen
     without ``complete_steps`` are HTA's cut
     of the last step (its deepest queue can be there) and its unweighted mean
     (a burst of launches makes many changes in little time)."""

@@ -3,7 +3,7 @@ what is live then.
 
 A TraceSet is answered rank by rank (each rank's memory is its own, even where
 every rank calls its device ``cpu`` or ``GPU 0``), with times on the set's
-common clock (see :mod:`.traceset`).
+common clock (see `.traceset`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def peak_time(trace: Trace | TraceSet, device: str | None = None) -> int | pd.Da
 
 
 def _peak(trace: Trace, device: str | None) -> tuple[int, int]:
-    """(time, bytes) of the highest point of the memory curve (see :func:`peak_time`)."""
+    """(time, bytes) of the highest point of the memory curve (see `peak_time`)."""
     memory = trace.memory if device is None else trace.memory[trace.memory["device"] == device]
     if memory.empty:
         raise ProfviewError("the trace has no memory curve", expected="a trace with a memory table")
@@ -101,7 +101,7 @@ def live_at(trace: Trace | TraceSet, time: Any, device: str | None = None) -> pd
 
 
 def _times_by_rank(ts: TraceSet, time: Any) -> dict[int, int]:
-    """``time`` of :func:`live_at` as rank -> time (common clock), for the ranks of ``ts`` it names."""
+    """``time`` of `live_at` as rank -> time (common clock), for the ranks of ``ts`` it names."""
     if isinstance(time, pd.DataFrame):
         if not {"rank", "time"} <= set(time.columns):
             raise ProfviewError("live_at: a frame of times needs rank and time columns",

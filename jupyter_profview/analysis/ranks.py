@@ -1,4 +1,4 @@
-"""Analyses across the ranks of a distributed run (a :class:`~jupyter_profview.ranks.TraceSet`).
+"""Analyses across the ranks of a distributed run (a `TraceSet`).
 
 Times are int64 ns on the set's common clock: every rank's times are rebased
 to one origin (the earliest rank's ``baseTimeNanoseconds + ts``), which is
@@ -8,7 +8,7 @@ hosts disagree, ``ts.aligned(step=N)`` shifts each rank so that its
 so that a collective instance ends at the same time).
 
 Collectives: which events are collectives and their process group, see
-:mod:`jupyter_profview.ranks.derived` (:func:`collective_calls`, the
+`jupyter_profview.ranks.derived` (`collective_calls`, the
 ``collectives`` table of a TraceSet).  Nothing in a gloo trace links one
 instance across ranks except the order, so instances are matched by
 (process group, name, k-th occurrence).  Profile every rank with the same
@@ -36,7 +36,7 @@ __all__ = ["collective_calls", "collective_skew", "step_times", "stragglers"]
 
 
 def step_times(ts: TraceSet | Trace) -> pd.DataFrame:
-    """The CPU-side ``ProfilerStep#N`` per rank (:func:`jupyter_profview.analysis.steps`):
+    """The CPU-side ``ProfilerStep#N`` per rank (`jupyter_profview.analysis.steps`):
     ``step`` (N as the trace numbers it: with a
     schedule the first recorded step is ``wait + warmup``, not 0), ``rank``,
     ``start``, ``end``, ``dur`` (ns; a TraceSet: on its common clock, a Trace: its
@@ -92,7 +92,7 @@ def stragglers(ts: TraceSet, *, per_rank: bool = False) -> pd.DataFrame:
     a step is the rank with the largest ``compute``; ``excess`` is its compute
     minus the median compute of the other ranks (about the time the others
     waited for it), ``last_arrivals`` how many of the step's collectives it
-    entered last (see :func:`collective_skew`).
+    entered last (see `collective_skew`).
 
     Rooted collectives (broadcast, reduce, scatter, gather) make the root look
     late: the root returns as soon as its data is sent, then starts its next

@@ -4,31 +4,36 @@ Definitions (times in the trace's ``time_unit``)
 ------------------------------------------------
 
 total
-    Sum of ``dur`` over *all* events of a key, nested ones included.  An event
+:   Sum of ``dur`` over *all* events of a key, nested ones included.  An event
     nested in another event of the same key (recursion, a ``Conv2D`` inside a
     ``Conv2D`` scope) is counted in both, so totals can exceed wall time and
     do not add up across keys.  Use ``self`` to add things up.
+
 self
-    Sum of the events' ``self`` column: ``dur`` minus the ``dur`` of the
+:   Sum of the events' ``self`` column: ``dur`` minus the ``dur`` of the
     event's direct children on its track, torch's "Self CPU" for every op and
     ``record_function`` range (the rule, with partial overlaps and Python
     frames, is in ``jupyter_profview.nesting``).  Every instant of a thread's
     time is in the self time of exactly one event (the one running), so self
     times never double count and ``self <= total`` for every key.
+
 busy time
-    The sum of ``self`` over all events, which equals the sum of ``dur`` over
+:   The sum of ``self`` over all events, which equals the sum of ``dur`` over
     the top-level (depth 0) events: the time each track was busy, summed over
     tracks.  On a trace with one track this is its busy wall time; with several
     tracks running at once it is "track time", like CPU time summed over cores.
+
 share
-    ``self / busy time``: the key's share of the busy time.  Shares sum to 1
+:   ``self / busy time``: the key's share of the busy time.  Shares sum to 1
     over all keys (excluding an empty trace), whichever ``by`` is used.
+
 flops, flop_rate
-    Where events have a ``flops`` column: its sum per key, and
+:   Where events have a ``flops`` column: its sum per key, and
     ``flops / total seconds`` over the events whose FLOPs are known (the rate
     the framework's own analyzers print: work divided by the op's duration).
+
 bytes, bandwidth
-    Where events have a ``memory_bytes`` column (MegEngine: the bytes an op
+:   Where events have a ``memory_bytes`` column (MegEngine: the bytes an op
     reads and writes), else a numeric ``bytes`` column: its sum, and
     ``bytes / total seconds`` over the events where it is known.  Rates are
     given only for traces with a clock (``time_unit == "ns"``).
@@ -37,7 +42,7 @@ FLOPs and bytes are per event: where a format puts an op's footprint on both
 its host and its device rows (MegEngine), summarise one process at a time
 (``events=trace.events[trace.events["process"] == "gpu0:0"]``).
 
-Phases per device: see :func:`phases`.
+Phases per device: see `phases`.
 """
 
 from __future__ import annotations
@@ -236,7 +241,7 @@ def phases(trace: Trace | TraceSet, *, events: pd.DataFrame | None = None) -> pd
     """Time per training phase on each device (``process``).
 
     Each instant of a track is attributed to the phase of the innermost slice
-    open at that instant (its self time; see :func:`self_intervals`).  A
+    open at that instant (its self time; see `self_intervals`).  A
     phase's time on a device is the length of the union of its intervals
     over the device's tracks, so work of one phase on two streams at once
     counts once.  Where the nesting is phase-consistent (the builder gives
@@ -245,7 +250,7 @@ def phases(trace: Trace | TraceSet, *, events: pd.DataFrame | None = None) -> pd
     PyTorch's ``ProfilerStep#N``) encloses forward/backward/optimizer work,
     the work counts for its own phase and only the gaps count as ``other``.
 
-    Columns: the phases of :data:`~jupyter_profview.model.PHASES`, ``idle``
+    Columns: the phases of `PHASES`, ``idle``
     (``span - busy``), ``busy`` (union of all top-level slices), ``span``
     (first start to last end of the device's slices).  Phases of different
     tracks can overlap in time, so the phases can add up to more than

@@ -1,14 +1,14 @@
-"""Single-trace analyses applied to a :class:`~jupyter_profview.ranks.TraceSet`, rank by rank.
+"""Single-trace analyses applied to a `TraceSet`, rank by rank.
 
 Every analysis in this package accepts a TraceSet where it accepts a Trace
 and then returns one result per rank, stacked, with a ``rank`` column first
-(see :meth:`TraceSet.per_rank <jupyter_profview.ranks.TraceSet.per_rank>`):
+(see `TraceSet.per_rank`):
 rank ``r``'s rows are the analysis of ``ts[r]`` alone, so ranks whose
 devices share a label (every rank's ``GPU 0``) are never pooled.
 
 Clock: a rank's Trace has its own clock; the analyses move the time columns
 of their results (the rule of the TraceSet tables:
-:func:`~jupyter_profview.ranks.cache.time_columns`) to the set's common
+`time_columns`) to the set's common
 clock by adding ``ts.offsets[rank]``, as in ``ts.events``.  Durations are
 unchanged.
 """
@@ -35,7 +35,7 @@ def is_traceset(obj: object) -> TypeIs[TraceSet]:
 
 
 def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Stack per-rank frames, keeping categorical columns (:func:`jupyter_profview.ranks.traceset.concat`)."""
+    """Stack per-rank frames, keeping categorical columns (`jupyter_profview.ranks.traceset.concat`)."""
     from ..ranks.traceset import concat as stack
 
     return stack(frames)
@@ -57,6 +57,6 @@ def to_common_clock(frame: pd.DataFrame, ts: TraceSet) -> pd.DataFrame:
 def per_rank(fn: Callable[..., pd.DataFrame], ts: TraceSet, *args: Any, rebase: bool = False,
              **kwargs: Any) -> pd.DataFrame:
     """``fn(ts[r], *args, **kwargs)`` for each rank, stacked with ``rank``
-    (:meth:`TraceSet.per_rank`); ``rebase=True``: its time columns on the common clock."""
+    (`TraceSet.per_rank`); ``rebase=True``: its time columns on the common clock."""
     out = ts.per_rank(fn, *args, **kwargs)
     return to_common_clock(out, ts) if rebase else out

@@ -1,6 +1,6 @@
 """Chainer computational-graph dump with tensor sizes (seed 003, VGG-19).
 
-The format (text, one item per line)::
+The format (text, one item per line):
 
     86 92                       n_tensors n_functions
     <id> <bytes> <name>         x n_tensors; name "_" = unnamed activation,
@@ -57,7 +57,7 @@ device ``chainer``.  Lifetime rules (a tensor is live at steps ``alloc_time
 
 ``allocations`` has one row per tensor line plus one per gradient, with extra
 columns ``tensor`` (id) and ``role`` (parameter, input, activation, output,
-gradient, parameter_gradient).  :func:`jupyter_profview.analysis.live_at` lists what is live at a step
+gradient, parameter_gradient).  `jupyter_profview.analysis.live_at` lists what is live at a step
 (``live_at(trace, peak_time(trace))`` answers "what fills memory at the
 peak"); both work on any trace whose ``allocations`` times follow this rule.
 """

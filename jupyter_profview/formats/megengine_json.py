@@ -2,7 +2,7 @@
 
 One JSON object, read with the standard library's ``json`` (bounded: a gzip input holding more
 values than its stored size allows is refused while it streams in, see
-``limits.json_value_budget``); times in seconds::
+``limits.json_value_budget``); times in seconds:
 
     {"profiler": {"host": {opr: {thread: {start, kern, end}}}, "device": {opr: {comp_node: {...}}},
                   "opr_footprint": {opr: {param, in_shapes, out_shapes, memory, computation}}},
@@ -46,8 +46,8 @@ start of the operator producing it to the end of the last comp_seq operator
 reading a var in it (its producer's end if none).  On the seed no two buffers
 live at once overlap in address, which supports the model.  Extra columns of
 ``allocations``: ``storage`` (static / dynamic), ``vars`` (var ids sharing the
-buffer).  :func:`jupyter_profview.analysis.live_at` lists what is live at
-``peak_time(trace)``.  The memory model is implemented in :mod:`.megengine_memory`.
+buffer).  `jupyter_profview.analysis.live_at` lists what is live at
+``peak_time(trace)``.  The memory model is implemented in `.megengine_memory`.
 """
 
 from __future__ import annotations

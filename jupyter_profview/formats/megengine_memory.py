@@ -1,5 +1,5 @@
 """MegEngine graph-profiler JSON: the simulated memory (the ``memory`` and ``allocations``
-tables of :mod:`.megengine_json`, whose docstring states the model).
+tables of `.megengine_json`, whose docstring states the model).
 
 The file has addresses, not an allocation log: a buffer is a mem_chunk or a var with its own
 address range; vars with a ``mem_plan`` or a forwarding source share a buffer; a buffer lives

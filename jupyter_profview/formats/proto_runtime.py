@@ -1,6 +1,6 @@
 """Protobuf schemas built at run time (no protoc, no TensorFlow): a format declares its messages
 as tables of ``(field, number, type, repeated[, oneof])`` and gets message classes from a private
-:class:`DescriptorPool`, which never clashes with a real TensorFlow in the same process."""
+`DescriptorPool`, which never clashes with a real TensorFlow in the same process."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ Field = tuple[Any, ...]  # (name, number, type name, repeated) or (..., oneof na
 
 def add_messages(proto: descriptor_pb2.FileDescriptorProto, messages: Mapping[str, Sequence[Field]],
                  enums: frozenset[str] = frozenset()) -> None:
-    """Declare ``messages`` in ``proto``: scalar types by name (:data:`SCALARS`), anything else
+    """Declare ``messages`` in ``proto``: scalar types by name (`SCALARS`), anything else
     a message (or an enum, for the names in ``enums``) of the same package."""
     for message, fields in messages.items():
         desc = proto.message_type.add(name=message)

@@ -5,14 +5,14 @@ Field names and numbers follow TensorFlow's public ``step_stats.proto``,
 ``allocation_description.proto``, ``tensor_description.proto``,
 ``tensor_shape.proto``, ``types.proto`` and ``config.proto`` (``RunMetadata``:
 only ``step_stats = 1``; everything else stays an unknown field).  The
-descriptors live in a private :class:`DescriptorPool`, so they never clash with
+descriptors live in a private `DescriptorPool`, so they never clash with
 a real TensorFlow installation in the same process.
 
 ``DeviceStepStats.thread_names`` (a ``map<uint32, string>`` upstream) is
 declared as a repeated ``{key, value}`` message, which is the same thing on the
 wire and in text format.
 
-:func:`varint` and :func:`wire_error` walk the raw wire format: the loader uses
+`varint` and `wire_error` walk the raw wire format: the loader uses
 them to recognise a binary head and to say at which byte (and in which field)
 undecodable data breaks, which the protobuf runtime does not report.
 """

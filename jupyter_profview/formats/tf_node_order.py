@@ -137,7 +137,7 @@ class _Int32Column:
 
 def read_names(source: Source) -> tuple[np.ndarray, np.ndarray, list[str], Quality]:
     """(0-based line index, name code, distinct names) of every node line, blank
-    lines skipped.  Streamed line by line (:meth:`Source.lines`) into int32
+    lines skipped.  Streamed line by line (`Source.lines`) into int32
     columns, each distinct name kept once: ~8 bytes per line, whatever the
     file repeats, up to ``limits.MAX_TEXT_RECORDS`` lines (< 2**31)."""
     quality = Quality()

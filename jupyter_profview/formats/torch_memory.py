@@ -22,7 +22,7 @@ Two files carry data (both JSON, ``.gz`` optional; told apart by content):
 ``analysis.peak_time`` finds the total's peak).  There are no events: combine
 with the profiler's trace of the same run to see the curves on its time axis:
 ``profview.load(trace_path, memory=timeline_path)`` or
-:func:`jupyter_profview.loader.with_memory`.  Both files use the profiler's epoch clock (the Chrome
+`jupyter_profview.loader.with_memory`.  Both files use the profiler's epoch clock (the Chrome
 trace's ``baseTimeNanoseconds`` + ``ts``), so the curves line up exactly.
 
 The ``.html`` variant embeds only a PNG picture of the plot, not the numbers:
@@ -30,7 +30,7 @@ it is recognised and refused with a ProfviewError that says which file to
 export instead.
 
 Hostile input: the JSON is streamed in with long whitespace runs squeezed and
-strings limited to 64 MiB (:meth:`Source.json_document`); a gzip input holding more JSON values
+strings limited to 64 MiB (`Source.json_document`); a gzip input holding more JSON values
 than its stored size allows (``limits.json_value_budget``) is refused while it streams in, before
 the standard library's parser (which raises MemoryError, never crashes, under a memory limit)
 sees it; an integer too long for Python's digit limit is a ProfviewError.

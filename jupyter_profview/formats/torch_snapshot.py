@@ -47,8 +47,8 @@ One record = one segment, one block or one trace entry.
 
 Limits (hostile input): the pickle is unpickled as it streams in (never
 held whole); one pickled string or frame longer than 64 MiB
-(:data:`~jupyter_profview.sources.MAX_STRING`) and a snapshot expanding to
-more than :data:`MAX_SNAPSHOT` (4 GiB) decompressed bytes are ProfviewErrors.
+(`MAX_STRING`) and a snapshot expanding to
+more than `MAX_SNAPSHOT` (4 GiB) decompressed bytes are ProfviewErrors.
 
 Times: ``time_us`` x 1000 (ns, 1 µs resolution).  Snapshots without
 ``time_us`` (``_profile_to_snapshot``) use ``time_unit="step"``: the entry's
@@ -205,7 +205,7 @@ class _Stream:
     """A file for the unpickler over the streamed, decompressed input: any
     single read (a string, a frame) longer than MAX_STRING is refused before
     it is allocated, and the whole input is limited to MAX_SNAPSHOT bytes
-    (see :meth:`Source.reader`), so a small ``.gz`` cannot make the loader
+    (see `Source.reader`), so a small ``.gz`` cannot make the loader
     hold gigabytes of filler."""
 
     def __init__(self, data: bytes | Source) -> None:

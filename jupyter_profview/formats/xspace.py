@@ -33,7 +33,7 @@ Stats (event metadata's, then the event's own) are resolved by name
 3. ``memory``: ``MemoryAllocation`` / ``MemoryDeallocation`` (TF's memory profile);
 4. an XLA op (an ``hlo_op`` stat or an ``XLA Ops`` line): the category of its op
    name (the ``hlo_op`` stat, else the event's name) by
-   :func:`~.xspace_rules.op_category`, else ``xla_op``;
+   `op_category`, else ``xla_op``;
 5. ``xla_module``: an ``hlo_module`` stat or an ``XLA Modules`` line;
 6. a TensorFlow op (a ``TensorFlow Ops`` / ``TensorFlow Name Scope`` /
    ``Framework Ops`` line, or a host event whose metadata name is a TF op full
@@ -42,7 +42,7 @@ Stats (event metadata's, then the event's own) are resolved by name
 7. ``launch`` / ``kernel``: a correlation id on a host / device plane;
 8. ``host`` / ``device``.
 
-:func:`~.xspace_rules.op_category` (where no ``hlo_category`` says it), first
+`op_category` (where no ``hlo_category`` says it), first
 match on the name's tokens (split at non-letters and at lower->Upper case,
 e.g. ``all-reduce.1`` -> all, reduce; ``_MklNativeFusedMatMul`` -> ...,
 mat, mul): ``communication`` (all-reduce, all-gather, reduce-scatter,
@@ -60,17 +60,17 @@ share an id (a merged or hostile file) the others are counted in
 ``quality.extra_producers``, so the cost stays linear in the events.
 
 Cost: linear in the events, no Python object per event (see
-:mod:`.xspace_build`); ``benchmarks/bench_xspace.py`` measures it.  ``memory`` /
+`.xspace_build`); ``benchmarks/bench_xspace.py`` measures it.  ``memory`` /
 ``allocations``: from ``MemoryAllocation`` / ``MemoryDeallocation`` events
 (TF's memory profile): ``bytes_allocated`` in use per ``allocator_name``
 (kind ``measured``), buffers by ``addr`` with ``allocation_bytes``.
 
 The outer ``XSpace`` is read plane by plane from the (decompressed) stream:
-only one plane is held parsed at a time; :mod:`.xspace_build` turns each into
+only one plane is held parsed at a time; `.xspace_build` turns each into
 columns.  A directory (a TensorBoard ``logs/``, ``plugins/profile/`` or a run
-directory) is resolved by :func:`find_in_directory` (the latest run's files, one
+directory) is resolved by `find_in_directory` (the latest run's files, one
 per host; several hosts load as a TraceSet, see
-:func:`jupyter_profview.ranks.load_many` on the run directory).  ``metadata["host"]``: the XSpace's
+`jupyter_profview.ranks.load_many` on the run directory).  ``metadata["host"]``: the XSpace's
 ``hostnames`` entry, else the file name's ``<host>`` part.
 """
 
@@ -277,7 +277,7 @@ def _native_lines(value: bytes | bytearray) -> dict[str, Any] | None:
 
 def _plane_guard(source: Source) -> Callable[[int, int], None] | None:
     """Stops assembling a plane of a gzip input beyond BIG_PLANE bytes while
-    the input expands more than MAX_EXPANSION times (see :meth:`Source.expansion`)."""
+    the input expands more than MAX_EXPANSION times (see `Source.expansion`)."""
     if not source.is_gzip:
         return None
 
@@ -332,7 +332,7 @@ def _to_trace(source: Source, builder: Builder, extra: dict[str, list[str]]) -> 
 
 
 def _memory_names(names: pd.Categorical) -> np.ndarray:
-    """Each event's name where it is a memory event, else "" (what :func:`_memory` compares)."""
+    """Each event's name where it is a memory event, else "" (what `_memory` compares)."""
     labels = np.asarray(names.categories, dtype=object)
     is_memory = np.isin(labels, MEMORY_EVENTS)
     if not is_memory.any():

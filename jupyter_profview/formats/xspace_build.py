@@ -1,4 +1,4 @@
-"""XSpace planes -> columns, one plane at a time (see :mod:`.xspace` for the mapping).
+"""XSpace planes -> columns, one plane at a time (see `.xspace` for the mapping).
 
 Linear in the events and without a Python object per event: the per-event
 loop reads ``metadata_id``, ``offset_ps``, ``duration_ps`` and the event's
@@ -67,7 +67,7 @@ class Builder:
         self.n = 0
 
     def obj(self, value: Any) -> int:
-        """The index of ``value`` in :attr:`objs`, added once per distinct value (and type)."""
+        """The index of ``value`` in `objs`, added once per distinct value (and type)."""
         key = (type(value), value)
         found = self._obj_index.get(key)
         if found is None:
@@ -76,7 +76,7 @@ class Builder:
         return found
 
     def code(self, stat: str) -> int:
-        """The code of a stat name in :attr:`stat_names`."""
+        """The code of a stat name in `stat_names`."""
         found = self._stat_code.get(stat)
         if found is None:
             found = self._stat_code[stat] = len(self.stat_names)
@@ -200,7 +200,7 @@ class Builder:
     def _add_native_lines(self, index: int, cols: dict[str, Any], label: str, host: bool,
                           meta_index: dict[int, int], stat_names: dict[int, str],
                           key_code: dict[int, int]) -> None:
-        """:meth:`_add_line` for every line, from the columns of ``xplane_lines``:
+        """`_add_line` for every line, from the columns of ``xplane_lines``:
         the same arrays, in the same order, with numpy."""
         data: bytes | bytearray = cols["data"]
 
@@ -271,7 +271,7 @@ class Builder:
 
     def _add_native_stats(self, cols: dict[str, Any], keep: np.ndarray | None, rows: np.ndarray,
                           stat_names: dict[int, str], key_code: dict[int, int]) -> None:
-        """The own stats of the timed events (``keep``; None: all), as :meth:`_add_line`
+        """The own stats of the timed events (``keep``; None: all), as `_add_line`
         appends them (the columns of ``cols`` are taken over: released as they are used)."""
         if not len(rows):
             return
@@ -336,7 +336,7 @@ class Builder:
     def picoseconds(self, arrays: dict[str, np.ndarray], row: int, start_ns: int,
                     end_ns: int) -> tuple[int, int]:
         """The ``offset_ps`` and ``duration_ps`` of event ``row`` as in the file, from its
-        start and end ns (before :meth:`offset` is added) and the ps below them."""
+        start and end ns (before `offset` is added) and the ps below them."""
         ts = self.lane_ts[int(arrays["lane"][row])]
         off = (start_ns - ts) * 1000 + int(arrays["rem_start"][row])
         return off, (end_ns - ts) * 1000 + int(arrays["rem_end"][row]) - off
@@ -351,7 +351,7 @@ class Builder:
     def arrays(self) -> dict[str, np.ndarray]:
         """The per-event arrays (once: the chunks are released): ``meta``, ``lane``,
         ``start`` and ``dur`` (ns), and ``rem_start`` / ``rem_end``, the ps of the
-        start and the end below their ns (:meth:`picoseconds` gives the event's
+        start and the end below their ns (`picoseconds` gives the event's
         ``offset_ps`` and ``duration_ps`` back from them)."""
         def cat(parts: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype)

@@ -8,9 +8,9 @@ XStatMetadata>`` fields are declared as repeated ``{key, value}`` messages (the
 same bytes on the wire); the ``oneof`` groups of ``XEvent`` (``offset_ps`` |
 ``num_occurrences``) and ``XStat`` (the value) are real oneofs, so
 ``WhichOneof`` tells which one is set.  The descriptors live in a private
-:class:`DescriptorPool` and never clash with a real TensorFlow in the process.
+`DescriptorPool` and never clash with a real TensorFlow in the process.
 
-:func:`top_level_planes` walks the outer ``XSpace`` message on the raw wire
+`top_level_planes` walks the outer ``XSpace`` message on the raw wire
 format, one plane at a time from a stream of chunks, so a big file is never
 held twice (once as bytes and once parsed) as a whole.
 """
@@ -175,7 +175,7 @@ def top_level_fields(chunks: Iterable[bytes | memoryview], guard: Callable[[int,
                      ) -> Iterator[tuple[int, int, Any]]:
     """(field number, byte offset of its key, value) of each field of the outer
     message: bytes for length-delimited fields, an int for varints/fixed ones
-    (``guard``: see :class:`_Stream`)."""
+    (``guard``: see `_Stream`)."""
     stream = _Stream(chunks, guard)
     while not stream.at_end():
         at = stream.field_at = stream.offset

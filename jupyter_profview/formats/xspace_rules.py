@@ -60,7 +60,7 @@ def as_int(value: Any) -> int | None:
 
 
 def op_category(op: str) -> str | None:
-    """The category of an XLA / TensorFlow op from its name (:data:`OP_RULES`), or None:
+    """The category of an XLA / TensorFlow op from its name (`OP_RULES`), or None:
     ``dot.4`` -> ``matmul``, ``multiply_add_fusion`` -> ``fusion``, ``all-reduce.1`` ->
     ``communication``, ``copy-start`` -> ``memory``, ``Conv2D`` -> ``convolution``."""
     key = "_" + _NON_LETTERS.sub("_", _CAMEL.sub("_", op).lower()).strip("_") + "_"
@@ -71,7 +71,7 @@ def op_category(op: str) -> str | None:
 
 
 def category(stats: dict[str, Any], line: str, host: bool, name: str, full_name: str | None = None) -> str:
-    """An event's category (see :mod:`.xspace`); ``name`` is its shown name, ``full_name``
+    """An event's category (see `.xspace`); ``name`` is its shown name, ``full_name``
     its metadata ``name`` where that differs."""
     if "hlo_category" in stats:
         return str(stats["hlo_category"])

@@ -2,14 +2,14 @@
 
 One directory per trace file, ``<cache>/<file name>-<key>/``, where ``key``
 hashes the file's absolute path, size, modification time, the package
-version and :data:`CACHE_FORMAT`: a changed file, a new version of the
+version and `CACHE_FORMAT`: a changed file, a new version of the
 package or a new entry layout is a new entry (old ones are never misread).  It
-holds one Parquet file per table (written by :func:`~jupyter_profview.export.write_frame`,
+holds one Parquet file per table (written by `write_frame`,
 LZ4, dictionary pages for categorical columns, statistics for time columns:
 ``events``, ``memory``, ``allocations``, ``nodes``, ``flows``, ``counters``
 where the trace has them, ``launches`` where the model has it, and
-``collectives``, see :func:`~jupyter_profview.ranks.derived.collective_calls`; ``kernel_args``
-and ``collective_args``, see :mod:`jupyter_profview.ranks.device_args`)
+``collectives``, see `collective_calls`; ``kernel_args``
+and ``collective_args``, see `jupyter_profview.ranks.device_args`)
 and ``rank.json`` (format, metadata, quality, row counts), written last: an
 entry is complete when ``rank.json`` exists.  An entry is built in a
 temporary directory and renamed into place, so concurrent loaders never see

@@ -1,11 +1,11 @@
 """Tables derived from a rank's events for the rank analyses (data, no analysis).
 
-* :func:`collective_calls`: the collective instances of one Trace; every rank's
+* `collective_calls`: the collective instances of one Trace; every rank's
   are written into its cache entry (the ``collectives`` table) at load time,
   when the event args they need are at hand;
-* :func:`profiler_steps`: the CPU-side ``ProfilerStep#N`` slices of every rank of a
+* `profiler_steps`: the CPU-side ``ProfilerStep#N`` slices of every rank of a
   TraceSet, read from its cache with SQL (the steps of
-  :func:`jupyter_profview.derived.steps`, by :func:`jupyter_profview.derived.instances`).
+  `jupyter_profview.derived.steps`, by `jupyter_profview.derived.instances`).
 
 Collectives.  PyTorch marks the real work of a collective with a
 ``user_annotation`` named ``nccl:<op>`` or ``gloo:<op>`` (gloo: on a
@@ -13,8 +13,8 @@ Collectives.  PyTorch marks the real work of a collective with a
 ``c10d::<op>_`` ``cpu_op`` on the calling thread only queues the work).
 With NCCL the wait happens on the GPU, in the ``ncclKernel_*`` /
 ``ncclDevKernel_*`` kernels, which are collectives here too (the device
-activities of kind ``communication``, :func:`jupyter_profview.derived.device_activities`;
-the annotations by :data:`jupyter_profview.kinds.COLLECTIVE_ANNOTATION`).  The process
+activities of kind ``communication``, `jupyter_profview.derived.device_activities`;
+the annotations by `jupyter_profview.kinds.COLLECTIVE_ANNOTATION`).  The process
 group is the event's (or its ``record_param_comms`` parent's) ``Process Group Name``/``pg_name`` arg
 where the trace has one, else ``""``.
 """
@@ -75,7 +75,7 @@ def _pg(args: dict[str, Any]) -> str | None:
 
 
 def step_rows(rank: Any, table: pd.DataFrame) -> pd.DataFrame:
-    """The CPU-side numbered steps of a steps table (:func:`jupyter_profview.derived.steps`) as
+    """The CPU-side numbered steps of a steps table (`jupyter_profview.derived.steps`) as
     ``step`` (N), ``rank``, ``start``, ``end``, ``dur``, sorted by step then rank."""
     cpu = table[(table["side"].to_numpy(object) == "cpu") & table["number"].notna().to_numpy(bool)]
     out = pd.DataFrame({
@@ -89,14 +89,14 @@ def step_rows(rank: Any, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def trace_steps(trace: Trace, rank: Any) -> pd.DataFrame:
-    """:func:`step_rows` of one Trace."""
+    """`step_rows` of one Trace."""
     return step_rows(rank, steps(trace))
 
 
 def profiler_steps(ts: TraceSet) -> pd.DataFrame:
-    """Every rank's CPU-side ``ProfilerStep#N`` slices (see :func:`step_rows`; times on the common
+    """Every rank's CPU-side ``ProfilerStep#N`` slices (see `step_rows`; times on the common
     clock): the rows named like a step, read with SQL, then the one rule of a step
-    (:func:`jupyter_profview.derived.instances`, devices from the ``launches`` table)."""
+    (`jupyter_profview.derived.instances`, devices from the ``launches`` table)."""
     frame = ts.sql(f"select rank, name, kind, category, process, start, dur from events "
                    f"where name like '{STEP_ANNOTATION}%'")
     devices: dict[int, set[str]] = {}

@@ -3,14 +3,14 @@
 Rules, in order, for each file:
 
 1. ``distributedInfo.rank`` (and ``world_size``) from the file's head (the
-   first :data:`HEAD_BYTES` decompressed bytes; PyTorch writes
+   first `HEAD_BYTES` decompressed bytes; PyTorch writes
    ``distributedInfo`` before ``traceEvents``), read without parsing the file;
 2. else a rank in the file name: ``rank-3``, ``rank_3``, ``rank3``
    (case-insensitive, the last match);
 3. else the position in sorted path order, taking the smallest ranks not
    used by rules 1-2.
 
-Two files claiming one rank raise :class:`ProfviewError`.  The world size is
+Two files claiming one rank raise `ProfviewError`.  The world size is
 the largest of the ``world_size`` values the heads declare and ``max(rank) +
 1``; ranks below it without a file are ``missing``.  ``problems`` lists, as
 sentences, heads that disagree on the world size and ranks not below the
@@ -71,7 +71,7 @@ class Run(NamedTuple):
 
 
 def find_files(source: Any) -> list[Path]:
-    """A directory (its files named ``*`` + :data:`TRACE_SUFFIXES`, or for a TensorBoard log
+    """A directory (its files named ``*`` + `TRACE_SUFFIXES`, or for a TensorBoard log
     directory the latest profile run's ``*.xplane.pb``), a glob, one path or a list of paths."""
     if isinstance(source, (str, os.PathLike)):
         text = os.fspath(source)
@@ -129,7 +129,7 @@ def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
 
 
 def data_size(path: Path, size: int) -> int:
-    """Decompressed size of a file of ``size`` bytes: for gzip, :func:`gzip_data_size` of its
+    """Decompressed size of a file of ``size`` bytes: for gzip, `gzip_data_size` of its
     ISIZE trailer, else ``size``."""
     try:
         with open(path, "rb") as f:
@@ -147,7 +147,7 @@ def gzip_data_size(isize: int, compressed: int, max_ratio: float = MAX_GZIP_RATI
 
     The trailer's ISIZE is the size modulo ``2**32``, so the size is ``isize +
     k * 2**32`` for some ``k >= 0``.  Deflate grows data by at most 5 bytes per
-    65,535 (stored blocks) plus the header and trailer (:data:`GZIP_SLACK`), so
+    65,535 (stored blocks) plus the header and trailer (`GZIP_SLACK`), so
     the size is at least ``(compressed - GZIP_SLACK) * 65535 / 65540`` (a
     trailer below that has wrapped); a trace shrinks at most ``max_ratio``
     times, so it is at most ``compressed * max_ratio``.  The answer is the

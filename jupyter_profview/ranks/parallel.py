@@ -1,22 +1,22 @@
 """The per-rank task and where it runs.
 
-:func:`load_rank` parses one trace file and writes its tables into its cache
-entry (see :mod:`.cache`); it returns only the small manifest, so the
+`load_rank` parses one trace file and writes its tables into its cache
+entry (see `.cache`); it returns only the small manifest, so the
 process that asks never holds a rank's tables.  It runs
 
 * in this process when there is one file to load or one worker;
-* in a :class:`concurrent.futures.ProcessPoolExecutor` otherwise (started
+* in a `concurrent.futures.ProcessPoolExecutor` otherwise (started
   by a fork server that imports the loader, pandas and pyarrow once:
-  :data:`PRELOAD`; forking a notebook kernel, which has threads, is not
+  `PRELOAD`; forking a notebook kernel, which has threads, is not
   safe), with ``min(cores, files, memory budget)`` workers: each worker needs about
-  :data:`BYTES_PER_TRACE_BYTE` times the decompressed size of the largest
+  `BYTES_PER_TRACE_BYTE` times the decompressed size of the largest
   file (the loader's peak RSS is ~1.4x the JSON), and together they may use
-  :data:`MEMORY_SHARE` of the available memory;
+  `MEMORY_SHARE` of the available memory;
 * on a ``dask.distributed.Client`` (``client=``): one task per rank; the
   workers must see the trace files and the cache directory at the same paths
   (a shared file system).
 
-A :class:`ProfviewError` in a task comes back as a value (re-raised or
+A `ProfviewError` in a task comes back as a value (re-raised or
 reported by the caller), so it survives pickling with its fields.
 """
 
@@ -52,7 +52,7 @@ class Task:
     path: str
     rank: int
     entry: str
-    codec: str = "lz4"  # Parquet compression of the cache entry (:data:`.cache.CODEC` when planned)
+    codec: str = "lz4"  # Parquet compression of the cache entry (`.cache.CODEC` when planned)
 
 
 def load_rank(task: Task) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def tasks_for(files: list[RankFile], root: Path) -> list[Task]:
 
 def run(tasks: list[Task], *, workers: int, client: Any = None,
         progress: bool = True) -> Iterator[dict[str, Any]]:
-    """Run :func:`load_rank` for every task; yields results as they finish."""
+    """Run `load_rank` for every task; yields results as they finish."""
     todo = []
     for task in tasks:  # cached entries need no worker
         manifest = read_manifest(Path(task.entry))

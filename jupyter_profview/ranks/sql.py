@@ -1,4 +1,4 @@
-"""SQL over all ranks with DuckDB (imported only when a query runs; one trace: :mod:`..query`).
+"""SQL over all ranks with DuckDB (imported only when a query runs; one trace: `..query`).
 
 ``TraceSet.sql(query)``: views of the same names over every rank's Parquet
 files (``read_parquet`` of the list, ``union_by_name``), each with a

@@ -1,4 +1,4 @@
-"""``profview.load_many`` and the :class:`TraceSet` of a distributed run."""
+"""``profview.load_many`` and the `TraceSet` of a distributed run."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class TraceSet:
     until asked for.
 
     * ``ts.ranks`` (loaded ranks), ``len(ts)``, ``ts[r]`` -> the rank's
-      :class:`Trace` read from its cache (the last few are kept; times are
+      `Trace` read from its cache (the last few are kept; times are
       the rank's own, relative to its own origin; ``trace.args(id)`` is
       empty: ``profview.load(ts.files[r])`` for args);
     * ``ts.events`` / ``.memory`` / ``.flows`` / ``.allocations`` /
@@ -48,7 +48,7 @@ class TraceSet:
       rank has them; each with ``rank``, times on the common clock), out of
       core;
     * ``ts.per_rank(fn, ...)``: any analysis of one Trace on every rank, with ``rank``
-      (every analysis of :mod:`jupyter_profview.analysis` does this itself when given a
+      (every analysis of `jupyter_profview.analysis` does this itself when given a
       TraceSet, with its times on the common clock);
     * ``ts.quality`` (rank -> Quality), ``ts.errors`` (rank -> ProfviewError
       of the ranks skipped with ``on_error="skip"``), ``ts.missing`` (ranks
@@ -181,7 +181,7 @@ class TraceSet:
 
     @property
     def collectives(self) -> pd.DataFrame:
-        """Collective instances per rank (see :func:`~jupyter_profview.ranks.derived.collective_calls`)."""
+        """Collective instances per rank (see `collective_calls`)."""
         return self.table("collectives")
 
     def per_rank(self, analysis: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> pd.DataFrame:
@@ -284,7 +284,7 @@ def load_many(source: Any, *, client: Any = None, cache: bool | str | Path = Tru
     temporary directory removed with the TraceSet).  Opening a cached run again
     reads only the cache manifests.
 
-    ``on_error="raise"`` raises the first rank's :class:`ProfviewError`;
+    ``on_error="raise"`` raises the first rank's `ProfviewError`;
     ``"skip"`` loads the others and lists the bad ones in ``ts.errors``.
     """
     _require("pyarrow")

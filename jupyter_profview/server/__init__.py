@@ -1,8 +1,8 @@
 """The jupyter-server extension: profiler traces opened from JupyterLab's file browser.
 
 Enabled by ``jupyter-config/jupyter_server_config.d/jupyter_profview.json`` (installed with the
-wheel).  Traces load in a worker process (:mod:`.store`, :mod:`.worker`); the HTTP API
-(:mod:`.handlers`) serves the same state and commands as the notebook widget's RPC.
+wheel).  Traces load in a worker process (`.store`, `.worker`); the HTTP API
+(`.handlers`) serves the same state and commands as the notebook widget's RPC.
 """
 
 from __future__ import annotations

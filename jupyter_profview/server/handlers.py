@@ -6,7 +6,7 @@
 ``error``; once ready ``events`` and, for a run directory, ``run``: ``{"mode": "ranks", "ranks"}``
 or ``{"mode": "one-file", "file", "files", "reason"}`` when the ``ranks`` extra is missing, and
 ``skipped``: one note per directory entry the path rule refused, its name and why).
-``GET api/sessions/<id>/state``: waits for the load; the initial synced traits, framed (:mod:`.wire`).
+``GET api/sessions/<id>/state``: waits for the load; the initial synced traits, framed (`.wire`).
 ``POST api/sessions/<id>/call/<command>``: a command of the widget's RPC (``_detail``, ``_table`` ...),
 body = its JSON request, reply framed.
 ``POST api/sessions/<id>/traits``: traits set by the browser (``_selection``, ``color_by``,
@@ -14,7 +14,7 @@ body = its JSON request, reply framed.
 ``DELETE api/sessions/<id>``: close (evict) the session.
 Errors are JSON ``{"message": ...}``: 400 for a bad trace or request, 403 outside the served path
 (or hidden, or not a regular file), 404 for a missing file or session, 413 for a body over
-:data:`MAX_BODY`.  One error boundary (:meth:`_Base.guarded`): whatever a handler or the worker
+`MAX_BODY`.  One error boundary (`_Base.guarded`): whatever a handler or the worker
 raises becomes one of these, with a message that names the file as it was asked for (relative to
 the root) and never holds a server path or the file's content.
 
@@ -23,7 +23,7 @@ opens (the directory session's files too, see ``worker.open_session``).
 
 Auth is jupyter-server's: authenticated (token, or the login cookie -- then POST and DELETE need the
 ``X-XSRFToken`` header, as for every APIHandler) and authorized (``read`` on ``contents``).  The
-body of a request is read only once it is authenticated, and never beyond :data:`MAX_BODY`: a
+body of a request is read only once it is authenticated, and never beyond `MAX_BODY`: a
 trace is opened by its path, never uploaded.
 """
 
@@ -59,7 +59,7 @@ class _Base(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]
         """Before any body byte is read: refuse an unauthenticated request and a body over
-        :data:`MAX_BODY` (tornado reads the body only after this, chunk by chunk)."""
+        `MAX_BODY` (tornado reads the body only after this, chunk by chunk)."""
         self._body = bytearray()
         await super().prepare()
         if self.request.method in ("POST", "PUT", "PATCH"):

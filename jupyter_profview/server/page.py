@@ -1,6 +1,6 @@
 """``{base_url}/profview/view?path=P``: the viewer as a plain page (``profview serve``'s page;
 any Jupyter server with the extension has it too).  The page loads ``static/standalone.js``
-(built from ``js/src/standalone.ts``), which talks to the API of :mod:`.handlers`."""
+(built from ``js/src/standalone.ts``), which talks to the API of `.handlers`."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def public_message(exc: ProfviewError) -> str:
 
 
 class _WorkerCall:
-    """A picklable reference to a function of :mod:`.worker`, resolved in the worker process."""
+    """A picklable reference to a function of `.worker`, resolved in the worker process."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -126,7 +126,7 @@ class TraceStore:
     def open(self, path: Path, name: str, root: str | Path | None = None, scope: Path | None = None,
              allow_hidden: bool = False) -> Session:
         """Start loading ``path`` (already [confine][jupyter_profview.sources.confine]d under
-        ``root``) in the worker; returns at once (poll :meth:`get` for status).  The worker
+        ``root``) in the worker; returns at once (poll `get` for status).  The worker
         loads it under its name relative to ``root`` (errors and the state's ``source`` never
         show a server path) and walks a directory by the same rule."""
         base = Path(root).expanduser().resolve() if root is not None else path.parent

@@ -57,7 +57,7 @@ def encode(msg: dict[str, Any], buffers: list[bytes] | None = None) -> bytes:
 
 
 def decode(body: bytes) -> tuple[dict[str, Any], list[bytes]]:
-    """Inverse of :func:`encode` (``{"$buffer": i}`` values are put back as bytes)."""
+    """Inverse of `encode` (``{"$buffer": i}`` values are put back as bytes)."""
     if body[:4] != MAGIC or len(body) < 8:
         raise ValueError("not a profview frame (missing PVR1 magic)")
     (n,) = struct.unpack_from("<I", body, 4)

@@ -1,6 +1,6 @@
 """What runs in the server extension's worker process.
 
-The server's event loop never parses a trace: :class:`~.store.TraceStore` submits
+The server's event loop never parses a trace: `TraceStore` submits
 these small functions to a ``ProcessPoolExecutor`` of one process, which keeps
 every open tab's [`ViewSession`][jupyter_profview.widget.session.ViewSession] (the same
 session the notebook widget wraps: the loaded Trace, its indexes, the tab's selection and
@@ -73,9 +73,9 @@ def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, d
 def open_session(sid: str, path: str, name: str | None = None,
                  confinement: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load ``path`` (a file, or a run directory) for session ``sid``; returns facts for its
-    status: ``events``, timings and, for a directory, ``run`` (see :func:`_load_directory`).
+    status: ``events``, timings and, for a directory, ``run`` (see `_load_directory`).
 
-    Raises :class:`ProfviewError` for a bad trace (the store sends its text to the browser).
+    Raises `ProfviewError` for a bad trace (the store sends its text to the browser).
     """
     from ..loader import load
 

@@ -1,10 +1,10 @@
-"""The notebook widget's kernel side: the anywidget class (:mod:`.widget`), its command
-handlers (:mod:`.rpc`, on the per-trace state of :mod:`.state`, requests validated by
-:mod:`.requests`), level of detail (:mod:`.lod` for the timeline, :mod:`.memory_lod` for the
-memory panel), the binary wire codec (:mod:`.codec`),
-the number formatting shared with the front end (:mod:`.numbers`, re-exporting
-:mod:`jupyter_profview.numbers`), the self-contained HTML export (:mod:`.static_html`) and the
-side-by-side view of two runs (:mod:`.compare`).
+"""The notebook widget's kernel side: the anywidget class (`.widget`), its command
+handlers (`.rpc`, on the per-trace state of `.state`, requests validated by
+`.requests`), level of detail (`.lod` for the timeline, `.memory_lod` for the
+memory panel), the binary wire codec (`.codec`),
+the number formatting shared with the front end (`.numbers`, re-exporting
+`jupyter_profview.numbers`), the self-contained HTML export (`.static_html`) and the
+side-by-side view of two runs (`.compare`).
 
 ``TraceWidget`` is imported on first use, so that the pure modules (codec, lod, numbers, rpc)
 load without anywidget and ipywidgets.

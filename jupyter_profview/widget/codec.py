@@ -1,6 +1,6 @@
 """Binary frames between kernel and browser (see ``docs/widget-protocol.md``).
 
-Mirrored by ``js/src/codec.ts``.  Layout::
+Mirrored by ``js/src/codec.ts``.  Layout:
 
     byte 0   b"PVF1"
     byte 4   uint32 LE  H = header length in bytes
@@ -10,7 +10,7 @@ Mirrored by ``js/src/codec.ts``.  Layout::
              zero padding between columns
 
 No int64 on the wire: times travel as float64 relative to the trace start, or (``_detail``
-replies) as float32 relative to ``meta.origin``; :func:`absolute_times` undoes either.
+replies) as float32 relative to ``meta.origin``; `absolute_times` undoes either.
 """
 
 from __future__ import annotations

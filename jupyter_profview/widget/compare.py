@@ -1,14 +1,14 @@
-"""The side-by-side view of a :class:`~jupyter_profview.analysis.compare.Comparison`
+"""The side-by-side view of a `Comparison`
 (``profview.show(profview.compare(a, b))``).
 
-:class:`CompareView` is an ``ipywidgets.VBox``: a header, the TraceWidget of A,
+`CompareView` is an ``ipywidgets.VBox``: a header, the TraceWidget of A,
 the ops table (an ``ipywidgets.Select``, one row per op / kernel, largest
 ``|delta|`` first), the TraceWidget of B.  Times line up through the
 comparison's ``offset`` (B time = A time + offset): when one timeline's
 ``visible`` window changes, the other is asked to show the mapped window
 (``zoom_to``).  The front end answers a zoom request with a ``visible`` change
 of its own; such an echo (a window equal to one we asked that widget for in the
-last :data:`ECHO_SECONDS`) is not mapped back, so the two never chase each
+last `ECHO_SECONDS`) is not mapped back, so the two never chase each
 other, even while the user keeps zooming.  Picking a table row highlights that
 op in both timelines (``highlight(..., zoom=False)``, so the shared window
 stays put).
@@ -18,7 +18,7 @@ Display budget: the overview frames of both widgets together stay within
 widget's overview is recomputed at a narrower width for its share.
 
 Layering: the comparison itself (tables, verdict, chart) is in
-:mod:`jupyter_profview.analysis`; ``profview.show(comparison)`` imports this module when
+`jupyter_profview.analysis`; ``profview.show(comparison)`` imports this module when
 it is called, the only reference from the analyses to the widget.
 """
 

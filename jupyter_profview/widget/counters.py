@@ -5,14 +5,14 @@ Besides memory in use (bytes) the panel draws, each toggleable in the front end:
 * ``GPU utilisation`` per GPU (unit ``fraction``): the share of each pixel
   column during which the GPU runs at least one kernel / memcpy / memset,
   computed for every requested window and width by the analysis' own code
-  (:class:`Utilisation`: the GPU's merged intervals, taken once, and
-  :func:`jupyter_profview.derived.busy_fraction`, the per-column step of
-  :func:`jupyter_profview.analysis.utilisation`);
+  (`Utilisation`: the GPU's merged intervals, taken once, and
+  `jupyter_profview.derived.busy_fraction`, the per-column step of
+  `jupyter_profview.analysis.utilisation`);
 * ``queue length`` per GPU stream (unit ``count``): launches issued and not
-  yet started (:func:`jupyter_profview.analysis.queue_length_series`);
+  yet started (`jupyter_profview.analysis.queue_length_series`);
 * the trace's own ``ph: "C"`` counters that are not memory (unit ``value``).
 
-Each is a :class:`~.memory_lod.MemorySeries` with its ``unit``; step series are
+Each is a `MemorySeries` with its ``unit``; step series are
 downsampled per pixel column like memory, utilisation is evaluated per column.
 """
 
@@ -30,7 +30,7 @@ from ..model import Trace
 
 @dataclass
 class Utilisation:
-    """Merged activity intervals of one GPU (:func:`~jupyter_profview.derived.union`,
+    """Merged activity intervals of one GPU (`union`,
     computed once), for busy fractions per column."""
 
     start: np.ndarray
@@ -42,13 +42,13 @@ class Utilisation:
 
     def __call__(self, edges: np.ndarray) -> np.ndarray:
         """Busy fraction of each ``[edges[i], edges[i + 1])``
-        (:func:`~jupyter_profview.derived.busy_fraction`)."""
+        (`busy_fraction`)."""
         return derived.busy_fraction(self.start, self.end, edges, self.before)
 
 
 def counter_series(trace: Trace) -> list[dict[str, Any]]:
     """``device``, ``kind``, ``unit``, ``time`` (float64, sorted), ``values`` and,
-    for utilisation, ``busy`` (a :class:`Utilisation`) of every counter series."""
+    for utilisation, ``busy`` (a `Utilisation`) of every counter series."""
     out: list[dict[str, Any]] = []
     la = trace.launches
     if len(la):

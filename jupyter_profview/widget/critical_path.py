@@ -1,6 +1,6 @@
 """The critical path in the widget: the frame the front end draws (``_critical_path`` trait).
 
-:func:`path_frame` turns a :class:`~jupyter_profview.analysis.critical_path.CriticalPath` into one
+`path_frame` turns a `CriticalPath` into one
 binary frame with a row per edge of the path, in path order (``docs/widget-protocol.md``):
 
 =========== ===== ==========================================================================
@@ -25,7 +25,7 @@ label       i32   index into ``meta.names``: the name of ``event`` (-1 for none)
 ``token``.  An empty trait (``b""``) means no path is shown.
 
 A path of one rank shown in an all-ranks widget is mapped to the combined trace's ids and clock
-(``rank_id`` and ``info.offsets``, see :mod:`.ranks`).
+(``rank_id`` and ``info.offsets``, see `.ranks`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
 
 
 def path_frame(data: WidgetData, cp: CriticalPath, ids: pd.Series, shift: int, token: int) -> bytes:
-    """The ``_critical_path`` frame of ``cp`` (see the module doc), given :func:`id_mapping`'s
+    """The ``_critical_path`` frame of ``cp`` (see the module doc), given `id_mapping`'s
     ``ids`` and ``shift``."""
     path = cp.path
     widget_id = ids.reindex(np.concatenate([path["src"], path["dst"], path["event"]]).astype(np.int64))

@@ -1,5 +1,5 @@
 """The ``_table`` command's efficiency rows (``"kind": "efficiency"``): the selection's ops of
-:func:`jupyter_profview.analysis.op_efficiency` -- the op, its shapes, the GPU time of its
+`jupyter_profview.analysis.op_efficiency` -- the op, its shapes, the GPU time of its
 kernels, the achieved TFLOP/s, the share of the device's peak and what bounds it -- sorted and
 paged like the events table.  An op is the selection's when it is selected itself, or when one
 of its kernels is (the kernel's issuing ``cpu_op`` or an op up to four levels above it)."""

@@ -1,4 +1,4 @@
-"""The icicle (a flame graph, root on top) of :func:`jupyter_profview.analysis.attribute` in the
+"""The icicle (a flame graph, root on top) of `jupyter_profview.analysis.attribute` in the
 widget: the ``_icicle`` frame the front end draws (``js/src/icicle.ts``).
 
 One row per tree node, parents before children:

@@ -1,14 +1,14 @@
 """Level of detail for the widget: the timeline's slices frames for any window.
 
-A :class:`TimelineIndex` is built once per Trace (vectorised numpy): it fixes
+A `TimelineIndex` is built once per Trace (vectorised numpy): it fixes
 the track order, sorts the events by row ``(track, depth)`` then start, and
 keeps a per-row prefix maximum of the end times so that the events touching a
-window are found with two ``searchsorted`` per row.  :meth:`TimelineIndex.slices`
-applies the protocol's merge rule (:func:`merge_sorted`, ``docs/widget-protocol.md``):
+window are found with two ``searchsorted`` per row.  `TimelineIndex.slices`
+applies the protocol's merge rule (`merge_sorted`, ``docs/widget-protocol.md``):
 an event at least one pixel wide is its own box; consecutive sub-pixel events of a
 row whose starts fall in the same pixel column merge into one box with ``count``,
-``busy`` and the colour of its longest event.  Colours: :mod:`.legend`; the memory panel:
-:mod:`.memory_lod`.
+``busy`` and the colour of its longest event.  Colours: `.legend`; the memory panel:
+`.memory_lod`.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def lane_rows(ev: pd.DataFrame) -> np.ndarray:
 
 def track_table(trace: Trace) -> pd.DataFrame:
     """One row per lane in display order: ``label, process, thread, lane, depths``
-    and the on-screen ``group`` and ``name`` (:func:`group_name`, :func:`lane_name`);
+    and the on-screen ``group`` and ``name`` (`group_name`, `lane_name`);
     ``rank`` too when the events have a ``rank`` column (several ranks in one Trace: a lane
     is a ``(rank, track)``, named with its rank's ``process_labels``).
 

@@ -1,5 +1,5 @@
-"""Level of detail for the memory and counter panel: a :class:`MemoryIndex` holds one
-:class:`MemorySeries` per (device, kind) and per counter of :mod:`.counters`, and
+"""Level of detail for the memory and counter panel: a `MemoryIndex` holds one
+`MemorySeries` per (device, kind) and per counter of `.counters`, and
 downsamples them to first/min/max/last per pixel column for any window."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class MemorySeries:
 
 class MemoryIndex:
     """Memory-in-use series, one per (device, kind), downsampled per pixel column,
-    then the counter series of :mod:`.counters` (GPU utilisation, queue length,
+    then the counter series of `.counters` (GPU utilisation, queue length,
     the trace's own counters)."""
 
     def __init__(self, trace: Trace) -> None:

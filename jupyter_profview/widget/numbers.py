@@ -1,6 +1,6 @@
 """The number formatting rule of the front end, for the widget modules.
 
-The implementation lives in :mod:`jupyter_profview.numbers` (no widget
+The implementation lives in `jupyter_profview.numbers` (no widget
 dependency, so that the analyses and the command line use the same rule);
 this module re-exports it under its historical name."""
 

@@ -1,4 +1,4 @@
-"""All ranks in one widget: :func:`show_ranks` is ``profview.show(ts)``.
+"""All ranks in one widget: `show_ranks` is ``profview.show(ts)``.
 
 The widget draws [`TraceSet.combined`][jupyter_profview.ranks.traceset.TraceSet.combined] (every
 table with a `rank` column); each rank is a section (``rank N``) of the timeline, its lanes named
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str | int | None = None,
                collapsed: bool = True, **options: Any) -> Any:
-    """The widget of :func:`jupyter_profview.show` for a TraceSet: rank sections
+    """The widget of `jupyter_profview.show` for a TraceSet: rank sections
     (``rank N``) collapsed to one busy lane each (``collapsed=False``: expanded);
     ``align="step"`` (or a step number) shifts each rank so that the first
     ``ProfilerStep`` every rank has starts at the same time (``ts.aligned``), and

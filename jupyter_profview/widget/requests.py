@@ -1,6 +1,6 @@
 """Validation of the browser's requests to the widget's kernel side.
 
-A bad request raises :class:`RequestError`; :func:`guarded` turns it (and any other failure)
+A bad request raises `RequestError`; `guarded` turns it (and any other failure)
 into an ``{"error": str}`` reply, so the front end always gets an answer.
 """
 

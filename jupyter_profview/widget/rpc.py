@@ -1,10 +1,10 @@
 """The widget's command handlers as pure functions (testable without a browser).
 
-:class:`~.state.WidgetData` holds everything precomputed once per Trace; the command
+`WidgetData` holds everything precomputed once per Trace; the command
 functions (``detail``, ``memory_detail``, ``table``, ``event``, ``live``) take
 it and a request dict and return ``(reply, buffers)`` exactly as in
-``docs/widget-protocol.md``.  Requests are validated (:mod:`.requests`); a bad one raises
-:class:`RequestError`, which :func:`guarded` turns into ``{"error": str}``.
+``docs/widget-protocol.md``.  Requests are validated (`.requests`); a bad one raises
+`RequestError`, which `guarded` turns into ``{"error": str}``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Per-trace state of the widget's kernel side: :class:`WidgetData` holds the Trace and the
-indexes the command handlers of :mod:`.rpc` need, computed once."""
+"""Per-trace state of the widget's kernel side: `WidgetData` holds the Trace and the
+indexes the command handlers of `.rpc` need, computed once."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class WidgetData:
         return self._efficiency
 
     def keep_allowed(self, pos: np.ndarray) -> np.ndarray:
-        """``pos`` without the positions outside :attr:`allowed` (the ranks not shown)."""
+        """``pos`` without the positions outside `allowed` (the ranks not shown)."""
         return pos if self.allowed is None else pos[self.allowed[pos]]
 
     # -- table ordering ---------------------------------------------------------

@@ -1,8 +1,8 @@
 """Summary lanes of collapsed groups: where each group is busy.
 
 A collapsed group (a process group, or a ``rank N`` section of a TraceSet
-shown with :func:`jupyter_profview.show`) is drawn as one row in its header:
-the union of its top-level slices (:func:`top_work`).  Gaps shorter than one overview
+shown with `jupyter_profview.show`) is drawn as one row in its header:
+the union of its top-level slices (`top_work`).  Gaps shorter than one overview
 pixel (the trace's extent / ``width``) are closed, so a group has at most
 about ``width`` intervals whatever its event count; the intervals are exact
 otherwise (zooming in shows the real idle gaps down to that size).
@@ -13,7 +13,7 @@ Profiler`` span covering the whole recording) and ``ProfilerStep#N`` slices
 Otherwise every rank would look busy all the time.
 
 A second series per group (``kind`` 1) is the union of its communication
-slices at any depth (:func:`is_comm`: gloo/NCCL calls and kernels): a rank that
+slices at any depth (`is_comm`: gloo/NCCL calls and kernels): a rank that
 waits for a straggler shows long communication.
 """
 
@@ -65,7 +65,7 @@ def is_comm(events: Any) -> np.ndarray:
 
 def top_work(events: Any) -> np.ndarray:
     """Per event: does it count towards its group's busy lane?  Slices that are not wrappers
-    (:data:`SPAN_CATEGORIES`, ``ProfilerStep#N``) at depth 0 or directly under a wrapper."""
+    (`SPAN_CATEGORIES`, ``ProfilerStep#N``) at depth 0 or directly under a wrapper."""
     n = len(events)
     if n == 0:
         return np.zeros(0, bool)

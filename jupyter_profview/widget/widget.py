@@ -1,7 +1,7 @@
 """``TraceWidget``: the notebook widget (kernel side).
 
 The wire protocol is ``docs/widget-protocol.md``; the command handlers are thin
-wrappers around the pure functions of :mod:`jupyter_profview.widget.rpc`.
+wrappers around the pure functions of `jupyter_profview.widget.rpc`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ _ViewWidget: Any = type("_ViewWidget", (anywidget.AnyWidget,), {
 
 
 class TraceWidget(_ViewWidget):
-    """A zoomable timeline, memory curves and a table for one :class:`Trace`.
+    """A zoomable timeline, memory curves and a table for one `Trace`.
 
     * ``w.selection``: DataFrame of the selected rows of ``trace.events``
       (observable: ``w.observe(cb, "selection")``);
@@ -87,7 +87,7 @@ class TraceWidget(_ViewWidget):
 
     # the synced traits are those of jupyter_profview.widget.traits.TRAITS (made by _ViewWidget)
 
-    #: the TraceSet of an all-ranks widget (:func:`jupyter_profview.widget.ranks.show_ranks`)
+    #: the TraceSet of an all-ranks widget (`jupyter_profview.widget.ranks.show_ranks`)
     traceset: Any = None
 
     # public, kernel only (derived from the two above)
@@ -191,11 +191,11 @@ class TraceWidget(_ViewWidget):
 
     @property
     def critical_path(self) -> CriticalPath | None:
-        """The critical path shown (:meth:`show_critical_path`, or the step picker's), or None."""
+        """The critical path shown (`show_critical_path`, or the step picker's), or None."""
         return self._path
 
     def show_critical_path(self, cp: CriticalPath | None, *, zoom: bool = True, source: Any = None) -> None:
-        """Draw ``cp`` (:func:`jupyter_profview.analysis.critical_path`): its events highlighted,
+        """Draw ``cp`` (`jupyter_profview.analysis.critical_path`): its events highlighted,
         everything else dimmed, its launch / gap / sync edges as arrows, its breakdown as a bar and
         its segments as a table (click one to zoom to it); the step picker recomputes it for another
         instance of its annotation.  ``None`` clears it.  A path of one rank of a TraceSet shown in
@@ -231,7 +231,7 @@ class TraceWidget(_ViewWidget):
 
     @property
     def icicle(self) -> pd.DataFrame | None:
-        """The tree the icicle shows (:func:`jupyter_profview.analysis.attribute`), or None."""
+        """The tree the icicle shows (`jupyter_profview.analysis.attribute`), or None."""
         return None if self._attribution is None else self._attribution.tree
 
     def show_icicle(self, by: str = "annotation", *, measure: str = "gpu", backward: str = "launch",
@@ -301,7 +301,7 @@ class TraceWidget(_ViewWidget):
 
     @property
     def advice(self) -> Advice | None:
-        """The findings shown in the panel (:meth:`show_advice`), or None."""
+        """The findings shown in the panel (`show_advice`), or None."""
         return self._advice_shown
 
     def show_advice(self, advice: Advice | None = None, *, annotation: str | None = "ProfilerStep") -> Advice:
@@ -369,7 +369,7 @@ class TraceWidget(_ViewWidget):
         """``w.selection`` plus the other end of every flow and launch link of
         the selected events (the launch call of a selected kernel, the kernels of
         a selected launch), in event order; column ``linked`` is True for the
-        rows added (see :func:`jupyter_profview.analysis.linked_events`)."""
+        rows added (see `jupyter_profview.analysis.linked_events`)."""
         from ..analysis import linked_events
 
         chosen = self.selection.index.to_numpy(np.int64)

@@ -98,7 +98,7 @@ class Facts:
         return sorted(set(gpu.astype(str)))
 
     def once(self, key: str, make: Any) -> Any:
-        """``make()``, computed once per advise call (:attr:`shared`)."""
+        """``make()``, computed once per advise call (`shared`)."""
         if key not in self.shared:
             self.shared[key] = make()
         return self.shared[key]
@@ -120,7 +120,7 @@ class Facts:
 
     @cached_property
     def host_syncs(self) -> pd.DataFrame:
-        """The blocking runtime calls (:data:`HOST_SYNC_CALLS`) in the window."""
+        """The blocking runtime calls (`HOST_SYNC_CALLS`) in the window."""
         return self.cpu_slices(match(self.trace.events["name"], lambda n: n in HOST_SYNC_CALLS))
 
     @cached_property

@@ -1,8 +1,8 @@
 """The rules of [advise][jupyter_profview.analysis.advice.advise], one function each.
 
-A rule takes the [Facts][jupyter_profview.analysis.advice.facts.Facts] of one trace and returns its
+A rule takes the `Facts` (`advice/facts.py`) of one trace and returns its
 findings (dicts with ``rule``, ``time``, ``events``, ``device``, ``message``, ``fix``; ``advise``
-adds ``share``, ``count`` and ``severity``), or raises [Skip][] with the reason when the trace lacks
+adds ``share``, ``count`` and ``severity``), or raises `Skip` with the reason when the trace lacks
 what the rule needs.  A rule whose inputs are simply absent (no memcpy, no DataLoader) returns
 no finding: that is an answer, not a skip.
 """

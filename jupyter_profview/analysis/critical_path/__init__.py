@@ -85,7 +85,7 @@ destination of end->end, the enclosing op of end->start; a gap to the activity b
   Here a gap on the path is always time in which the stream ran nothing, and a kernel queued
   behind a running one never gets a launch edge.  (`tests/data/critical_path/overlap_us.json.gz`
   has both cases, with HTA's answers.)
-- Nesting on a CPU thread is the events table's rule ([nest][jupyter_profview.nesting.nest]),
+- Nesting on a CPU thread is the events table's rule (`nest`),
   applied among the graph's own events (ops and runtime calls; annotations and Python frames are
   not nodes in either): an op's parent is the innermost op that contains it, so an op that starts
   inside another and outlasts it is its sibling, reached by a 0-weight edge from the other's end

@@ -79,7 +79,7 @@ class Graph:
 
     def _cpu_edges(self) -> None:
         """Per CPU thread: nest the graph's ops by the events table's rule
-        ([nest][jupyter_profview.nesting.nest], among the graph's own events) and walk the tree
+        (`nest`, among the graph's own events) and walk the tree
         depth first."""
         ev = self.trace.events
         n = self.n_cpu

@@ -1,8 +1,8 @@
 """Chrome Trace Event JSON (PyTorch profiler / Kineto, TF ``timeline.py``, XProf trace viewer).
 
-Decoding (:mod:`.decode`, the pure-Python reference, and :mod:`.native`, the C scanner's glue)
-produces :class:`.columns.ChromeColumns`; :mod:`.trace` turns those into a Trace with the help of
-:mod:`.slices` (B/E and async matching, labels), :mod:`.flows` (flow arrows) and :mod:`.memory`
+Decoding (`.decode`, the pure-Python reference, and `.native`, the C scanner's glue)
+produces `.columns.ChromeColumns`; `.trace` turns those into a Trace with the help of
+`.slices` (B/E and async matching, labels), `.flows` (flow arrows) and `.memory`
 (PyTorch ``[memory]`` events and counters).
 """
 

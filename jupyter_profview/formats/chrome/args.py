@@ -116,7 +116,7 @@ class _ArgsLookup:
     def texts(self, ids: np.ndarray, key: str) -> np.ndarray:
         """``str(self(id).get(key))`` for each of ``ids`` (``""`` where the key is absent
         or null), as an object array -- without parsing every args object: one search of the
-        blob (:meth:`_find`) for a JSON array of at most three levels without strings (what
+        blob (`_find`) for a JSON array of at most three levels without strings (what
         PyTorch's ``Input Dims`` are); each distinct array text is parsed once.  The result is
         always ``__call__``'s."""
         import orjson
@@ -139,7 +139,7 @@ class _ArgsLookup:
 
     def numbers(self, ids: np.ndarray, key: str) -> np.ndarray:
         """``self(id).get(key)`` for each of ``ids`` as float64 (NaN where absent or not a
-        number), found with one search of the blob for ``"key": <number>`` (:meth:`_find`)."""
+        number), found with one search of the blob for ``"key": <number>`` (`_find`)."""
         ids = np.asarray(ids, np.int64)
         out = np.full(len(ids), np.nan)
         number = rb"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]"
@@ -183,7 +183,7 @@ class _ArgsLookup:
         """The value texts of ``keys`` in the args of each of ``ids``, found by one regex over
         their texts where the keys follow each other in this order (as Kineto writes a kernel's
         args: numbers, and arrays of numbers for the keys in ``arrays``), and the rows whose args
-        have one of ``keys`` but not in that form (to be parsed: :meth:`many`).  ``None`` where a
+        have one of ``keys`` but not in that form (to be parsed: `many`).  ``None`` where a
         row has none of it."""
         ids = np.asarray(ids, np.int64)
         def value(key: str) -> bytes:  # simple classes, no alternation: sre matches them fast

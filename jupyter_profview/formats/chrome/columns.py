@@ -1,7 +1,7 @@
 """The columnar intermediate form of a Chrome Trace Event file.
 
-Decoders (the pure-Python reference in :mod:`.chrome_decode` and the native
-scanner in :mod:`jupyter_profview._native`) turn the raw JSON into this; the
+Decoders (the pure-Python reference in `.chrome_decode` and the native
+scanner in `jupyter_profview._native`) turn the raw JSON into this; the
 Chrome format module turns this into a Trace.  One entry per record of the
 ``traceEvents`` array (or of the bare array), in file order.  Both decoders
 must produce identical ChromeColumns for the same input (tests compare them).
@@ -119,7 +119,7 @@ class ChromeColumns:
         """The columns of ``rows`` only (dictionaries, args blob and top level
         shared).  Only the per-record arrays named in ``arrays`` and the numeric
         args named in ``numeric`` are taken (default: all); the other arrays are
-        left empty (as by :meth:`drop_rows`) and the other numeric args out."""
+        left empty (as by `drop_rows`) and the other numeric args out."""
         rows = np.asarray(rows, np.int64)
         taken = {name: getattr(self, name)[rows] if arrays is None or name in arrays
                  else getattr(self, name)[:0].copy() for name in ROW_ARRAYS}

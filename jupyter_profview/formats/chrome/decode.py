@@ -1,17 +1,17 @@
-"""Pure-Python reference decoder: Chrome Trace Event JSON -> :class:`ChromeColumns`.
+"""Pure-Python reference decoder: Chrome Trace Event JSON -> `ChromeColumns`.
 
 The whole content (streamed in, long whitespace runs squeezed, see
-:meth:`~jupyter_profview.sources.Source.json_document`; a gzip input past its value budget is
-refused while it streams, ``limits.json_value_budget``) is parsed with :func:`orjson.loads` --
+`json_document`; a gzip input past its value budget is
+refused while it streams, ``limits.json_value_budget``) is parsed with `orjson.loads` --
 only once its values fit in the memory the process may still allocate (orjson out of memory
 may crash instead of raising) -- then one pass over the event list fills the columns.
 The native scanner (``native.decode_chrome``) must agree with this module;
-:func:`normalized` puts two ChromeColumns in a canonical form so tests can
+`normalized` puts two ChromeColumns in a canonical form so tests can
 compare them whatever dictionary order or args serialisation each decoder
 uses.
 
 Accepted inputs
-    * object format ``{"traceEvents": [...], ...}``: the other top-level keys
+:   * object format ``{"traceEvents": [...], ...}``: the other top-level keys
       go to ``top_level`` (parsed);
     * array format ``[...]``; as the Trace Event spec allows, the closing
       ``]`` may be missing (the file then ends after a complete event, with or
@@ -19,8 +19,8 @@ Accepted inputs
       event is an error.
     * a UTF-8 byte-order mark before the JSON is ignored.
 
-Field rules (see :mod:`.chrome_columns` for the columns)
-    * ``pid``/``tid``/``id`` tokens: integer -> decimal text, string ->
+Field rules (see `.chrome_columns` for the columns)
+:   * ``pid``/``tid``/``id`` tokens: integer -> decimal text, string ->
       ``"s:" + text``, anything else -> ``"j:" + compact JSON``.  ``id2``
       (used when ``id`` is absent): ``{"local": X}`` -> ``"id2l:" + token(X)``,
       ``{"global": X}`` -> ``"id2g:" + token(X)``, any other value ->
@@ -37,7 +37,7 @@ Field rules (see :mod:`.chrome_columns` for the columns)
       double; beyond ±INT64_MAX ns (about ±292 years) or not a number is an
       error naming the record and field.  To keep the digits, non-integer
       ``"ts"``/``"dur"`` values are rewritten into marked strings before
-      :func:`orjson.loads` (see :func:`mark_times`) and restored wherever
+      `orjson.loads` (see `mark_times`) and restored wherever
       they are nested (keys spelled with escapes, ``"t\u0073"``, included).
       Only when the data already holds every candidate marker character is
       there no rewrite: values then go through the shortest repr of their
@@ -49,7 +49,7 @@ Dictionaries (``names``, ``cats``, ``tokens``) are in order of first
 appearance, scanning records in order and, within a record, the fields in the
 order name, cat, pid, tid, id, bind_id.
 
-Errors are :class:`ProfviewError` with the source name, a line/column or
+Errors are `ProfviewError` with the source name, a line/column or
 record position, and what was expected.
 """
 
@@ -176,8 +176,8 @@ def _check_allocation(data: bytes, source: str) -> None:
 def parse_document(data: bytes, source: str, where: Callable[[int], str] | None = None,
                    ) -> tuple[list[Any], dict[str, Any], bool, str | None]:
     """``(events, top_level, array_format, marker)`` from the raw bytes
-    (``marker``: see :func:`mark_times`; ``top_level`` is already restored;
-    ``where``: positions of byte offsets, see :class:`~...text_stream.Squeezed`)."""
+    (``marker``: see `mark_times`; ``top_level`` is already restored;
+    ``where``: positions of byte offsets, see `Squeezed`)."""
     skip = len(BOM) if data.startswith(BOM) else 0
     _check_allocation(data, source)
     marked, marker = mark_times(data[skip:] if skip else data)
@@ -250,7 +250,7 @@ def columns_from_events(
     marker: str | None = None,
 ) -> ChromeColumns:
     """The columns of already-parsed event objects (one tight loop, plain lists);
-    ``marker`` as returned by :func:`parse_document`."""
+    ``marker`` as returned by `parse_document`."""
     rows = _Rows(len(events))
     _fill_rows(rows, events, source, marker)
     return rows.columns(top_level, array_format)

@@ -3,9 +3,9 @@
 The native scanner records where each event's ``args`` text is in the input
 (``pv_scan_file_args``) instead of copying it: on a PyTorch trace the args
 are ~80 % of the file, so holding them would cost most of the file's size
-in memory.  :class:`FileBlob` stands in for the in-memory blob
+in memory.  `FileBlob` stands in for the in-memory blob
 (``ChromeColumns.args_blob``): ``blob[a:b]`` is a ``pread`` of those bytes,
-and :meth:`segments` reads the ranges a search needs in large pieces.
+and `segments` reads the ranges a search needs in large pieces.
 
 The file is opened once, when loading starts, and kept open: a file
 *replaced* afterwards (written to a temporary name and renamed, or deleted
@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import ProfviewError
 
-SEGMENT = 64 * 1024 * 1024  # bytes read at a time by :meth:`FileBlob.segments`
+SEGMENT = 64 * 1024 * 1024  # bytes read at a time by `FileBlob.segments`
 
 
 class FileBlob:
@@ -70,7 +70,7 @@ class FileBlob:
     def segments(self, offsets: np.ndarray, ends: np.ndarray) -> Iterator[tuple[int, bytes]]:
         """(base, bytes) pieces of the file holding the ranges ``[offsets[i],
         ends[i])`` (sorted by offset, not overlapping), each range whole in one
-        piece; pieces of about :data:`SEGMENT` bytes, gaps between ranges read
+        piece; pieces of about `SEGMENT` bytes, gaps between ranges read
         along (args texts are close to each other in a trace)."""
         n = len(offsets)
         i = 0
@@ -85,7 +85,7 @@ class FileBlob:
 
 def segments(blob: bytes | memoryview | FileBlob, offsets: np.ndarray,
              ends: np.ndarray) -> Iterator[tuple[int, bytes | memoryview]]:
-    """:meth:`FileBlob.segments`, or the whole in-memory blob as one piece."""
+    """`FileBlob.segments`, or the whole in-memory blob as one piece."""
     if isinstance(blob, FileBlob):
         yield from blob.segments(offsets, ends)
     elif len(offsets):

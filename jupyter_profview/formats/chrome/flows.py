@@ -4,7 +4,7 @@ time to slices, vectorised with ``searchsorted`` per thread.
 A flow is the set of records sharing (``cat``, ``id``): an ``s`` starts it,
 ``t`` steps continue it, ``f`` ends it; records pair in time order, not file
 order (real Kineto files often write the ``f`` before its ``s``), and one ``s``
-may have many ``f`` (see :func:`flow_pairs`).  Each arrow becomes one row of
+may have many ``f`` (see `flow_pairs`).  Each arrow becomes one row of
 the ``flows`` table.  ``s`` and ``t`` bind to the deepest
 slice enclosing them on their thread; ``f`` binds to the enclosing slice when
 its ``bp`` is ``"e"`` and otherwise to the next slice to start on its thread
@@ -13,7 +13,7 @@ at or after its time (Trace Event spec).  Unbound endpoints are -1.
 Flow events v2 (Perfetto's JSON importer; Chrome writes them): a slice with
 ``bind_id`` and ``flow_out: true`` starts a flow, one with ``flow_in: true``
 ends it, one with both continues it; the arrows join the slices themselves
-and pair by bind id alone, in time order like v1 (see :func:`build_flows_v2`).
+and pair by bind id alone, in time order like v1 (see `build_flows_v2`).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def flow_pairs(c: ChromeColumns, records: np.ndarray, quality: Quality) -> tuple
     """``(sources, targets)``: positions in ``records`` (``s``/``t``/``f``
     records) of each arrow, whatever the order of the records in the file.
 
-    Records pair by (cat, id) as :func:`pair_in_time` says, ``s`` starting,
+    Records pair by (cat, id) as `pair_in_time` says, ``s`` starting,
     ``t`` stepping, ``f`` ending.  Ends of a (cat, id) without any ``s`` and
     ``s`` records that no end links from are counted in ``quality.skipped``;
     every other record in ``placed["flows"]``.
@@ -245,10 +245,10 @@ def bind_keys(tokens: list[str], codes: np.ndarray) -> np.ndarray:
 
 def build_flows_v2(v2: ChromeColumns, event_ids: np.ndarray, base: int, quality: Quality) -> pd.DataFrame:
     """The ``flows`` rows of flow events v2: ``v2`` holds the slice records
-    (``ph`` in :data:`V2_PHASES`) with a ``bind_id``, ``event_ids`` their
+    (``ph`` in `V2_PHASES`) with a ``bind_id``, ``event_ids`` their
     event ids.  A slice with ``flow_out`` starts a flow, one with ``flow_in``
     ends it, one with both steps it (Perfetto's JSON importer); they pair by
-    bind id (not category) in time order as :func:`pair_in_time` says, each
+    bind id (not category) in time order as `pair_in_time` says, each
     arrow from slice to slice (``start``/``end``: the slices' starts).  The
     slices are events already, so a bind id giving no arrow (an end without
     a start, a start without an end, neither ``flow_in`` nor ``flow_out``)
@@ -361,7 +361,7 @@ def bind_by_correlation(flows: pd.DataFrame, events: pd.DataFrame, launches: pd.
 
 
 def decimal_ids(flow_id: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`parse_decimal` of the string array ``flow_id`` at ``rows`` (<NA> is not
+    """`parse_decimal` of the string array ``flow_id`` at ``rows`` (<NA> is not
     ``ok``), in Arrow where Arrow backs it."""
     if getattr(flow_id.dtype, "storage", None) == "pyarrow":
         import pyarrow as pa

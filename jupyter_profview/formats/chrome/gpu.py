@@ -1,11 +1,11 @@
 """Chrome traces from PyTorch / Kineto: device activity and the launches behind it.
 
 Device activity (``trace.launches`` rows) is every ``X`` slice whose ``cat`` is
-one of :data:`DEVICE_CATEGORIES`: CUDA / ROCm kernels, memcpy and memset
+one of `DEVICE_CATEGORIES`: CUDA / ROCm kernels, memcpy and memset
 (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older Kineto ``Kernel``,
 ``Memcpy``, ``Memset``; MTIA ``mtia_ccp_events``).  Each is joined to the
 runtime / driver call that launched it (``cat`` in
-:data:`LAUNCH_CATEGORIES`: ``cuda_runtime``, ``cuda_driver``, older
+`LAUNCH_CATEGORIES`: ``cuda_runtime``, ``cuda_driver``, older
 ``Runtime``, ``mtia_runtime``, ...) by the ``correlation`` arg, and only by
 it: several runtime calls can share the µs of a launch
 (``cudaFuncSetAttribute`` next to ``cudaLaunchKernel``), one
@@ -20,7 +20,7 @@ transfers (a device activity named ``dma...``, e.g. ``dma_request``: memory
 traffic, as HTA's ``MEMORY_KERNEL_RE``), ``communication`` for NCCL / RCCL
 kernels (name starting with ``nccl`` or ``rccl``, case-insensitive, or
 containing ``gloo:``), else ``kernel``: the name rules of
-:mod:`jupyter_profview.kinds`.
+`jupyter_profview.kinds`.
 
 Device lanes: a process with device activity is labelled ``GPU <index>`` (the
 index from Kineto's ``process_labels`` ``GPU n``, else the ``device`` arg of its
@@ -91,8 +91,8 @@ def gpu_label(index: int, device_properties: Any) -> str:
 
 
 def kernel_types(category: np.ndarray, names: pd.Categorical) -> np.ndarray:
-    """int8 codes into :data:`KERNEL_TYPES` from each activity's base type
-    (``category``: strings from :data:`DEVICE_CATEGORIES`) and name."""
+    """int8 codes into `KERNEL_TYPES` from each activity's base type
+    (``category``: strings from `DEVICE_CATEGORIES`) and name."""
     cats = pd.Index(names.categories.astype(str))
     comm = np.asarray([COMMUNICATION_KERNEL.search(n) is not None for n in cats], bool)
     memcpy = np.asarray(cats.str.startswith("Memcpy"), bool)
@@ -128,7 +128,7 @@ def enclosing_category(events: pd.DataFrame, ids: np.ndarray, category: str) -> 
 
 def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.ndarray,
                    stream: np.ndarray, device: np.ndarray) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The ``launches`` table (schema in :mod:`jupyter_profview.model`) for
+    """The ``launches`` table (schema in `jupyter_profview.model`) for
     the device activity ``kernel_ids`` (with their base type, ``stream`` and
     ``device`` as float64, NaN = unknown), and counts for ``metadata["gpu"]``."""
     if len(kernel_ids) == 0:

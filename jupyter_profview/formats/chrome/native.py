@@ -55,7 +55,7 @@ class _Progress:
 
     def add_elsewhere(self, n: int) -> None:
         """Bytes scanned by another thread: counted, and shown by the next
-        :meth:`update` (the bar is only touched from the loading thread)."""
+        `update` (the bar is only touched from the loading thread)."""
         with self.lock:
             self.elsewhere += n
 
@@ -144,7 +144,7 @@ def _file_range(fd: int, chunk_size: int, start: int, end: int) -> Iterator[memo
     """Bytes ``[start, end)`` of the open file ``fd`` in chunks, read at their
     offset (``pread``: threads reading other ranges of the same descriptor do
     not move each other's position) into a ring of four reused buffers: one
-    being scanned, one queued by :func:`_prefetch`, one being read, one spare.
+    being scanned, one queued by `_prefetch`, one being read, one spare.
     Unlike fresh ``bytes`` per chunk, this does not churn large malloc blocks,
     which with glibc raises the mmap threshold and leaves the scanner's growing
     columns fragmenting the heap (~20% more peak RSS)."""
@@ -217,7 +217,7 @@ def _feed(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int, blob:
 
 def scan_threads() -> int:
     """Threads that may scan one file: ``PROFVIEW_SCAN_THREADS`` if set (1 in
-    :func:`~jupyter_profview.load_many`'s workers, which share the cores), else
+    `load_many`'s workers, which share the cores), else
     the CPUs this process may run on."""
     setting = os.environ.get("PROFVIEW_SCAN_THREADS", "").strip()
     if setting.isdigit():
@@ -236,7 +236,7 @@ def _split_point(blob: FileBlob) -> tuple[int, int] | None:
     The point is the ``{`` of the first ``} , {`` (whitespace allowed) after
     the middle of the file: usually the start of an event.  It is a guess --
     the pattern may be inside a string, or outside traceEvents -- which
-    :func:`_feed_split` checks before using the second scan."""
+    `_feed_split` checks before using the second scan."""
     size = len(blob)
     if size < SPLIT_MIN or scan_threads() < 2:
         return None
@@ -283,7 +283,7 @@ def _feed_split(lib: ctypes.CDLL, scanner: int, source: Source, chunk_size: int,
     two are the one scan cut in two and ``pv_scan_append`` joins them (the
     same rows, dictionary codes and errors as one scanner's).  Otherwise
     (the guessed boundary was inside a string, say) it is dropped and
-    ``scanner`` goes on alone.  The final status, as :func:`_feed`."""
+    ``scanner`` goes on alone.  The final status, as `_feed`."""
     second = lib.pv_scan_new()
     if not second:
         raise MemoryError("out of memory in the native scanner")

@@ -1,7 +1,7 @@
 """Chrome traces: process/thread labels from ``M`` metadata, ``B``/``E``
 matching and async (``b``/``e``/``n``) matching.
 
-These are the parts of :mod:`.chrome_trace` that loop over records; they only
+These are the parts of `.chrome_trace` that loop over records; they only
 touch the (usually few) metadata, begin/end and async records, never the
 ``X`` events.
 """
@@ -42,7 +42,7 @@ def token_label(tok: str | None) -> str:
 
 
 def token_labels(tokens: list[str | None]) -> list[str]:
-    """:func:`token_label` of many tokens, ``None`` (absent) giving ``""``."""
+    """`token_label` of many tokens, ``None`` (absent) giving ``""``."""
     if None not in tokens:  # fast path (e.g. ~200k integer flow ids): no prefix to strip
         joined = "\0".join(tokens)  # type: ignore[arg-type]
         if not joined.startswith(("s:", "j:")) and "\0s:" not in joined and "\0j:" not in joined:
@@ -70,7 +70,7 @@ class Labels:
     ``thread_name`` (suffixed with `` (tid)`` on a clash within a process) or
     the tid's text.  ``thread_labels`` is the category list of the ``thread``
     column; async tracks add ``async: <name>`` labels to it.  Processes in
-    ``devices`` (pid code -> (label, GPU index), set before :meth:`finish`)
+    ``devices`` (pid code -> (label, GPU index), set before `finish`)
     take that label and sort after the host processes, by GPU index; their
     unnamed threads in ``streams`` (those with device activity) are
     ``stream <tid>``.
@@ -78,7 +78,7 @@ class Labels:
     A thread with two different ``thread_name`` records (Kineto names gloo
     threads ``... (python)`` and ``... (pt_gloo_runloop)``, in either order)
     takes the name not ending ``(python)`` (else the last one); all its names
-    are in :meth:`renamed_threads`.
+    are in `renamed_threads`.
     """
 
     columns: ChromeColumns
@@ -150,7 +150,7 @@ class Labels:
                 for (pid, tid), names in self.thread_names_seen.items() if len(names) > 1]
 
     def finish(self) -> None:
-        """Fix the process labels (call after :meth:`read_metadata`)."""
+        """Fix the process labels (call after `read_metadata`)."""
         c = self.columns
         pids = np.unique(c.pid_code).tolist()
         names = {p: self.devices[p][0] if p in self.devices else

@@ -3,9 +3,9 @@ as int64 nanoseconds computed from the decimal digits, never through a double.
 
 orjson turns every number into a double, which loses digits (409 of 1,779
 starts of a PyTorch trace came out 1 ns off).  So, before parsing,
-:func:`mark_times` rewrites every non-integer ``"ts"``/``"dur"`` number
+`mark_times` rewrites every non-integer ``"ts"``/``"dur"`` number
 into a marked string holding its digits; the decoder converts those with
-:func:`ns_from_text`, and :func:`restorer` turns marked strings nested
+`ns_from_text`, and `restorer` turns marked strings nested
 elsewhere (args, top-level keys) back into the numbers they were.
 """
 

@@ -13,7 +13,7 @@ from .slices import from_codes
 
 def forward_in_profiler_steps(events: pd.DataFrame, quality: Quality) -> None:
     """PyTorch forward inference.  Within a step (the direct children of a
-    ``ProfilerStep#N`` (:func:`jupyter_profview.kinds.step_pattern`), or, on a thread without
+    ``ProfilerStep#N`` (`jupyter_profview.kinds.step_pattern`), or, on a thread without
     steps that has top-level
     backward ops, its top-level events) ops still ``other`` that start before
     the step's first backward op are ``forward``, and so are their subtrees.

@@ -2,24 +2,24 @@
 XProf trace viewer, and anything else that writes the Trace Event format.
 
 The file (object ``{"traceEvents": [...]}`` or bare array, optionally gzip)
-is decoded into :class:`~.chrome_columns.ChromeColumns` by the native scanner
-when it is built, else by :func:`~.chrome_decode.decode_python`; this module
-turns the columns into a :class:`~jupyter_profview.model.Trace`.  ``X``
+is decoded into `ChromeColumns` by the native scanner
+when it is built, else by `decode_python`; this module
+turns the columns into a `Trace`.  ``X``
 events and instants are handled with numpy over whole columns; the loops are
 over the few ``B``/``E``, async, flow, metadata and counter records.
 
 Records (``ph``) and where they go
-    ``X`` complete -> slice; ``B``/``E`` -> slice, matched as a stack per
+:   ``X`` complete -> slice; ``B``/``E`` -> slice, matched as a stack per
     (pid, tid) (an unmatched ``B`` runs to the trace end, ``incomplete``;
     an unmatched ``E`` is skipped); ``i``/``I``/``R`` -> instant (dur 0);
     PyTorch ``[memory]`` instants -> ``memory`` + ``allocations`` (not
     ``events``); ``C`` -> ``counters`` (+ ``memory`` for memory counters);
     ``M`` -> process/thread labels, ``metadata``; ``s``/``t``/``f`` ->
     ``flows`` (paired by (cat, id) in time order whatever the file order,
-    see :func:`.flows.flow_pairs`; Kineto launch flows are then rebound by
+    see `.flows.flow_pairs`; Kineto launch flows are then rebound by
     correlation id); flow events v2 (``bind_id`` with ``flow_out``/``flow_in``
     on ``X``/``B``/``b``/``n`` slices) -> ``flows`` from slice to slice, after
-    the v1 rows (:func:`.flows.build_flows_v2`; a bind id without partner is
+    the v1 rows (`.flows.build_flows_v2`; a bind id without partner is
     counted in ``quality.unpaired_flows``); ``b``/``e``/``n`` (and legacy ``S``/``F``) -> kind ``async``
     on the track ``<process> / async: <name>``; ``N``/``O``/``D`` objects,
     ``P`` samples, ``T``/``p`` legacy async steps, ``V``/``v`` memory dumps,
@@ -27,14 +27,14 @@ Records (``ph``) and where they go
     (XProf's trailing ``{}``) are skipped with a reason.
 
 Columns added to ``events``
-    ``external_id``/``correlation`` (Int64: PyTorch ``External id`` /
+:   ``external_id``/``correlation`` (Int64: PyTorch ``External id`` /
     ``correlation`` args, linking CPU ops, runtime calls and GPU kernels),
     ``incomplete`` (bool: begin without end, running to the trace end),
     ``has_args`` (bool: the record has ``args``; ``trace.args(id)`` reads
     them, with an ``E``'s args merged into its ``B``'s).
 
-GPU (PyTorch / Kineto, see :mod:`.gpu`)
-    ``trace.launches``: every kernel / memcpy / memset joined by
+GPU (PyTorch / Kineto, see `.gpu`)
+:   ``trace.launches``: every kernel / memcpy / memset joined by
     correlation id to the runtime call that launched it, with the launch
     delay and the enclosing ``cpu_op``.  Device processes are labelled
     ``GPU n · <name>`` (from ``deviceProperties``), their threads
@@ -61,7 +61,7 @@ maps to its full ``GPU n · name`` label), ``device_properties``,
 activities linked / without correlation / launch not in the trace),
 ``display_time_unit``, ``other_metadata`` (unrecognised ``M`` records),
 ``thread_names`` (threads named twice: every name, and the one kept; see
-:class:`~.slices.Labels`),
+`Labels`),
 ``top_level`` (all top-level keys but ``traceEvents``), ``decoder``.
 """
 
@@ -147,7 +147,7 @@ def _ph(*chars: str) -> np.ndarray:
 def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     """The Trace of decoded Chrome columns (see the module doc).  With
     ``consume`` the per-record arrays of ``c`` are dropped (see
-    :meth:`ChromeColumns.drop_rows`) once the records are sorted out, before
+    `ChromeColumns.drop_rows`) once the records are sorted out, before
     the tables are built, which lowers the peak memory of a load."""
     q = Quality(records_read=c.n)
     ok = _timed(c, q)
@@ -248,7 +248,7 @@ def _sort_out(c: ChromeColumns, ok: np.ndarray, labels: Labels, q: Quality) -> _
 def _event_columns(c: ChromeColumns, parts: _Parts, labels: Labels,
                    ) -> tuple[dict[str, Any], ArgsRows, np.ndarray, int]:
     """``(columns, args rows, v2 rows, base)``: the input columns of
-    :func:`build_events` (X and instants vectorised, then the loop rows), where
+    `build_events` (X and instants vectorised, then the loop rows), where
     each record's args are, the input row of each flow v2 record (-1 if none)
     and the earliest time of any table."""
     rows = parts.rows
