@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -229,7 +230,21 @@ def test_a_load_past_the_timeout_restarts_the_worker(tmp_path: Path) -> None:
         finally:
             store.shutdown()
 
-    asyncio.run(scenario())
+    # in a thread of its own: a session-wide event loop (Playwright's, for the browser tests) may
+    # be running in this one, and asyncio.run refuses to start inside it
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(scenario())
+        except BaseException as exc:  # handed back to the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 @pytest.mark.parametrize("name", ["_detail", "_memory_detail", "_event", "_live", "_table"])
