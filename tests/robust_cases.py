@@ -28,7 +28,9 @@ from jupyter_profview.errors import ProfviewError
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 EXAMPLES = ROOT / "jupyter_profview" / "examples"
-SHARED = (Path("/work/shared/traces/hta"), Path("/work/shared/seeds"))  # on the project's machine only
+# the shared traces and seeds beside the checkout (`../shared`, as CI lays it out), where present
+_SHARED_DIR = next((d for d in (ROOT / "shared", ROOT.parent / "shared") if (d / "seeds").is_dir()), None)
+SHARED = (_SHARED_DIR / "traces" / "hta", _SHARED_DIR / "seeds") if _SHARED_DIR else ()
 NOT_TRACES = {"README.md", "LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}
 HUGE = 2**62
 
@@ -146,7 +148,7 @@ class TraceFile:
 @cache
 def trace_files() -> list[TraceFile]:
     """Every loadable trace file and directory of tests/data, the bundled examples and the shared
-    traces, each content once (tests/data/hta copies /work/shared/traces/hta)."""
+    traces, each content once (tests/data/hta copies ../shared/traces/hta)."""
     candidates: list[Path] = []
     for root in (DATA, EXAMPLES, *SHARED):
         if root.is_dir():

@@ -18,7 +18,7 @@ from jupyter_profview.errors import ProfviewError
 from jupyter_profview.model import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
-# the shared traces and seeds beside the checkout (/work/shared for /work/main and /work/wt/<name>)
+# the shared traces and seeds beside the checkout (../shared, as CI lays it out; a worktree's grandparent)
 SHARED = next((d for d in (ROOT / "shared", ROOT.parent / "shared", ROOT.parent.parent / "shared")
                if (d / "seeds").is_dir()), None)
 NOT_TRACES = {".md", ".py", ""}

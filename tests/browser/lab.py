@@ -1,4 +1,4 @@
-"""JupyterLab + Debian Chromium driving helpers (recipe: /work/shared/BROWSER_TESTING.md).
+"""JupyterLab + Debian Chromium driving helpers (recipe: ../shared/BROWSER_TESTING.md).
 
 Used by the browser tests (``conftest.py``) and ``benchmarks/bench_widget.py``.
 ``LabServer`` runs JupyterLab in a temp dir on a free port, without token and
