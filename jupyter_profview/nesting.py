@@ -63,6 +63,8 @@ Where torch and this differ, torch counts some time twice:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 _NO_END = -(2**63)  # last end of an empty lane
@@ -413,3 +415,24 @@ def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: i
         codes[done] = codes[parent[done]]
         pending[done] = False
         todo = todo[~ready]
+
+
+def nearest_ancestor(events: Any, ids: np.ndarray, category: str) -> np.ndarray:
+    """Id of the nearest ancestor (by `parent`, itself excluded) of each of `ids` in `events`
+    (a loaded `trace.events`: ids are positions) whose `category` is `category`, or -1 (also for
+    an id of -1): the framework op that issued a launch, the op that made a sync call."""
+    cats = events["category"].array
+    code = cats.categories.get_loc(category) if category in cats.categories else -2
+    cat_codes = np.asarray(cats.codes)
+    parent = events["parent"].to_numpy(np.int64)
+    ids = np.asarray(ids, np.int64)
+    out = np.full(len(ids), -1, np.int64)
+    current = np.where(ids >= 0, parent[np.maximum(ids, 0)], -1) if len(ids) else np.zeros(0, np.int64)
+    todo = np.flatnonzero(current >= 0)
+    while len(todo):
+        hit = cat_codes[current[todo]] == code
+        out[todo[hit]] = current[todo[hit]]
+        todo = todo[~hit]
+        current[todo] = parent[current[todo]]
+        todo = todo[current[todo] >= 0]
+    return out

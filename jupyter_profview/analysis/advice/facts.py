@@ -45,10 +45,6 @@ def length(intervals: Intervals) -> int:
     return int((intervals[1] - intervals[0]).sum())
 
 
-intersect = derived.intersection
-subtract = derived.difference
-
-
 @dataclass(frozen=True)
 class Facts:
     """One trace seen through the advice window (see the module docstring)."""
@@ -127,22 +123,6 @@ class Facts:
     def dataloader(self) -> pd.DataFrame:
         """CPU slices whose name contains ``DataLoader`` in the window."""
         return self.cpu_slices(match(self.trace.events["name"], lambda n: "DataLoader" in n))
-
-    def enclosing_cpu_op(self, ids: np.ndarray) -> np.ndarray:
-        """Nearest ``cpu_op`` ancestor of each event (itself excluded), -1 where none."""
-        ev = self.trace.events
-        parent = ev["parent"].to_numpy(np.int64)
-        is_op = match(ev["category"], lambda c: c == "cpu_op")
-        out = np.full(len(ids), -1, np.int64)
-        current = parent[ids] if len(ids) else np.zeros(0, np.int64)
-        todo = np.flatnonzero(current >= 0)
-        while len(todo):
-            hit = is_op[current[todo]]
-            out[todo[hit]] = current[todo[hit]]
-            todo = todo[~hit]
-            current[todo] = parent[current[todo]]
-            todo = todo[current[todo] >= 0]
-        return out
 
 
 def annotation_steps(trace: Trace, annotation: str) -> pd.DataFrame:

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...derived import difference, intersection
+from ...nesting import nearest_ancestor
 from ...numbers import format_duration as format_ns
-from .facts import Facts, intersect, length, subtract, union
+from .facts import Facts, length, union
 
 Finding = dict[str, Any]
 
@@ -59,7 +61,7 @@ def host_sync(f: Facts) -> list[Finding]:
     if len(calls) == 0:
         return []
     time = int(calls["dur"].sum())
-    ops = f.enclosing_cpu_op(calls["event"].to_numpy())
+    ops = nearest_ancestor(f.trace.events, calls["event"].to_numpy(), "cpu_op")
     names = f.trace.events["name"]
     callers: Counter[str] = Counter()
     for op, dur in zip(ops.tolist(), calls["dur"].tolist(), strict=True):
@@ -89,16 +91,16 @@ def gpu_idle(f: Facts) -> list[Finding]:
     out = []
     for gpu in f.gpus:
         mine = acts[acts["gpu"] == gpu]
-        idle = subtract(window, union(mine["start"].to_numpy(), mine["end"].to_numpy()))
+        idle = difference(window, union(mine["start"].to_numpy(), mine["end"].to_numpy()))
         time = length(idle)
         if time == 0:
             continue
-        in_sync = length(intersect(idle, sync))
-        in_loader = length(intersect(subtract(idle, sync), loader))
+        in_sync = length(intersection(idle, sync))
+        in_loader = length(intersection(difference(idle, sync), loader))
         other = time - in_sync - in_loader
         cpu = pd.concat([f.host_syncs, f.dataloader], ignore_index=True)
         touching = [int(e) for e, a, b in zip(cpu["event"], cpu["start"], cpu["end"], strict=True)
-                    if length(intersect((np.array([a]), np.array([b])), idle)) > 0]
+                    if length(intersection((np.array([a]), np.array([b])), idle)) > 0]
         out.append({
             "rule": "gpu_idle", "time": time, "events": sorted(set(touching)), "device": gpu,
             "message": f"{gpu} ran nothing for {format_ns(time)} of the window: the CPU was in a "
@@ -168,7 +170,7 @@ def exposed_communication(f: Facts) -> list[Finding]:
         if len(comm) == 0:
             continue
         comp = g[g["kind"] == "computation"]
-        exposed = subtract(union(comm["start"].to_numpy(), comm["end"].to_numpy()),
+        exposed = difference(union(comm["start"].to_numpy(), comm["end"].to_numpy()),
                            union(comp["start"].to_numpy(), comp["end"].to_numpy()))
         time = length(exposed)
         if time == 0:

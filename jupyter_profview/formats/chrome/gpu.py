@@ -40,6 +40,7 @@ import pandas as pd
 
 from ...kinds import COMMUNICATION_KERNEL, DMA_ACTIVITY
 from ...model import KERNEL_TYPES, empty_launches
+from ...nesting import nearest_ancestor
 from .columns import ChromeColumns
 from .slices import Labels
 
@@ -107,25 +108,6 @@ def kernel_types(category: np.ndarray, names: pd.Categorical) -> np.ndarray:
     return out
 
 
-def enclosing_category(events: pd.DataFrame, ids: np.ndarray, category: str) -> np.ndarray:
-    """Id of the nearest ancestor of each event (itself excluded) whose
-    category is ``category``, or -1."""
-    cats = events["category"].array
-    code = cats.categories.get_loc(category) if category in cats.categories else -2  # type: ignore[attr-defined]
-    cat_codes = np.asarray(cats.codes)  # type: ignore[attr-defined]
-    parent = events["parent"].to_numpy()
-    out = np.full(len(ids), -1, np.int64)
-    current = np.where(ids >= 0, parent[np.maximum(ids, 0)], -1)
-    todo = np.flatnonzero(current >= 0)
-    while len(todo):
-        hit = cat_codes[current[todo]] == code
-        out[todo[hit]] = current[todo[hit]]
-        todo = todo[~hit]
-        current[todo] = parent[current[todo]]
-        todo = todo[current[todo] >= 0]
-    return out
-
-
 def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.ndarray,
                    stream: np.ndarray, device: np.ndarray) -> tuple[pd.DataFrame, dict[str, int]]:
     """The ``launches`` table (schema in `jupyter_profview.model`) for
@@ -157,7 +139,7 @@ def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.n
     launch_start, launch_dur = start[safe], dur[safe]
     kernel_start, kernel_dur = start[kernel_ids], dur[kernel_ids]
     delay = np.maximum(kernel_start - (launch_start + launch_dur), 0)
-    cpu_op = enclosing_category(events, launch, "cpu_op")
+    cpu_op = nearest_ancestor(events, launch, "cpu_op")
     names = events["name"].array
     kernel_names = _taken_or_na(names, kernel_ids, np.ones(len(kernel_ids), bool))
     table = pd.DataFrame({
