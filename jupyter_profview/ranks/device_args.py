@@ -92,10 +92,9 @@ def kernel_args(trace: Trace) -> pd.DataFrame:
 
 
 def _kernel_args(trace: Trace) -> pd.DataFrame:
-    if trace.metadata.get("cache_entry") is not None:
-        table = cached_table(trace, "kernel_args")
-        if table is not None:
-            return table
+    table = cached_table(trace, "kernel_args")  # a rank read from its cache: written at load
+    if table is not None:
+        return table
     la = trace.launches
     ids = la["kernel"].to_numpy(np.int64)[kernel_rows(la)]
     out: dict[str, Any] = {"event": ids}
@@ -106,7 +105,7 @@ def _kernel_args(trace: Trace) -> pd.DataFrame:
         texts = dict(zip(KINETO_ORDER, found, strict=True))
     else:
         texts, parse = {}, np.arange(len(ids))
-    args = args_of(trace, ids[parse])
+    args = trace.args_of(ids[parse])
     for col in KERNEL_TEXTS:
         shown: dict[Any, str] = {}
         values = _texts_shown(texts[col]) if texts else np.full(len(ids), "", dtype=object)
@@ -151,12 +150,6 @@ def _json(text: bytes) -> Any:
 
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
-
-
-def args_of(trace: Trace, ids: np.ndarray) -> list[dict[str, Any]]:
-    """`trace.args(id)` of each of `ids` (`{}` for -1):
-    [Trace.args_of][jupyter_profview.model.Trace.args_of]."""
-    return trace.args_of(ids)
 
 
 def _shown(value: Any, seen: dict[Any, str]) -> str:
@@ -204,10 +197,9 @@ def collective_args(trace: Trace) -> pd.DataFrame:
 
 
 def _collective_args(trace: Trace) -> pd.DataFrame:
-    if trace.metadata.get("cache_entry") is not None:
-        table = cached_table(trace, "collective_args")
-        if table is not None:
-            return table
+    table = cached_table(trace, "collective_args")
+    if table is not None:
+        return table
     ev = trace.events
     if len(ev) == 0:
         return empty_collectives()
@@ -236,7 +228,7 @@ def _collective_args(trace: Trace) -> pd.DataFrame:
     kernel_ids = comm["kernel"].to_numpy(np.int64)
     outer = np.where((parent_ids >= 0) & tree.is_params[tree.pos(np.maximum(parent_ids, 0))], parent_ids, -1)
     wanted = np.concatenate([kernel_ids, annotation_ids, params_ids, ids[cpu_pos], outer])
-    args = args_of(trace, wanted)
+    args = trace.args_of(wanted)
     nk, nc = len(kernel_ids), len(cpu_pos)
     k_own, k_ann, k_par = args[:nk], args[nk:2 * nk], args[2 * nk:3 * nk]
     c_own, c_par = args[3 * nk:3 * nk + nc], args[3 * nk + nc:]
