@@ -60,8 +60,8 @@ def main() -> None:
     print(f"advise: {a:.3f} s = {a / b:.1f}x the baseline; target <= {TARGET:.1f} s: "
           f"{'MET' if a <= TARGET else 'NOT MET'}")
     e = statistics.median(eff)
-    print(f"  of which op_efficiency (the fp32_matmul rule's input, every GEMM's args read back from "
-          f"the file): {e:.3f} s; the other rules: {a - e:.3f} s")
+    print(f"  of which op_efficiency (the fp32_matmul rule's input: every GEMM's shapes and types): "
+          f"{e:.3f} s; the other rules: {a - e:.3f} s")
     print(f"findings: {', '.join(advice.findings['rule'])}")
 
 

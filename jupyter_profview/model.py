@@ -270,7 +270,9 @@ class Trace:
 
     def arg_numbers(self, event_ids: Any, key: str) -> np.ndarray:
         """``trace.args(id).get(key)`` of each of ``event_ids`` as float64, NaN where absent or not
-        a number (one search of the args for formats that keep them as text, e.g. Chrome JSON)."""
+        a number.  Chrome JSON answers the numbers its decoders take out while reading (the kernel
+        and collective numbers among them, `jupyter_profview._native.keys.NUMERIC_ARGS`) without
+        touching the args texts, and parses the args of the events in one call for other keys."""
         ids = np.asarray(event_ids, np.int64)
         fast = getattr(self._args, "numbers", None)
         if fast is not None:
@@ -281,6 +283,32 @@ class Trace:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 out[i] = float(v)
         return out
+
+    def arg_values(self, event_ids: Any, key: str) -> tuple[np.ndarray, list[Any]]:
+        """``trace.args(id).get(key)`` of each of ``event_ids`` as ``(codes, values)``: int64
+        codes (-1 where absent) into a list of distinct values, so that a value shared by many
+        events (a launch configuration, a list of input shapes) is one entry, examined once.
+        Chrome JSON answers the args its decoders take out while reading
+        (`jupyter_profview._native.keys.VALUE_ARGS`) without touching the args texts.  The list
+        may be shared with the trace: read it, do not change it."""
+        ids = np.asarray(event_ids, np.int64)
+        fast = getattr(self._args, "values", None)
+        if fast is not None:
+            return fast(ids, key)  # type: ignore[no-any-return]
+        codes = np.full(len(ids), -1, np.int64)
+        values: list[Any] = []
+        seen: dict[str, int] = {}
+        absent = object()
+        for row, eid in enumerate(ids.tolist()):
+            value = self.args(eid).get(key, absent) if eid >= 0 else absent
+            if value is absent:
+                continue
+            text = repr(value)
+            if text not in seen:
+                seen[text] = len(values)
+                values.append(value)
+            codes[row] = seen[text]
+        return codes, values
 
     @property
     def duration(self) -> int:

@@ -674,9 +674,18 @@ def test_verdict_durations_use_the_shared_rule(value: float, unit: str, text: st
 
 # -- Input Dims without a parse per event ---------------------------------------------------------
 
+def shapes_of(trace: profview.Trace) -> list[str]:
+    """What ``Comparison.ops_by_shape`` shows of each event's ``Input Dims``."""
+    from jupyter_profview.analysis.compare import _shapes
+
+    out = _shapes(trace, trace.events)
+    return [""] * len(trace.events) if out is None else list(out)
+
+
 def test_input_dims_from_the_args_blob(decoder: str) -> None:
-    """``Comparison.ops_by_shape`` reads ``args["Input Dims"]`` of Chrome traces with one search
-    of the args text; every case here must give ``str`` of what the JSON holds at the top level."""
+    """``Comparison.ops_by_shape`` reads ``args["Input Dims"]`` of Chrome traces as the decoders
+    took it out while reading; every case here must give ``str`` of what the JSON holds at the
+    top level."""
     cases = [  # (args, expected text)
         ({"Input Dims": [[2, 3], []]}, "[[2, 3], []]"),
         ({"External id": 4, "Input Dims": [[[1, 2], [3]], [4]]}, "[[[1, 2], [3]], [4]]"),
@@ -697,8 +706,7 @@ def test_input_dims_from_the_args_blob(decoder: str) -> None:
                         '{"ph": "E", "pid": 1, "tid": 2, "ts": 600, "args": {"Input Dims": [[8, 9]]}}]}')
     trace = profview.load(text.encode())
     ev = trace.events
-    ids = ev.index.to_numpy()
-    got = dict(zip(ev["name"].astype(str), trace._args.texts(ids, "Input Dims"), strict=True))
+    got = dict(zip(ev["name"].astype(str), shapes_of(trace), strict=True))
     for i, (_, expected) in enumerate(cases):
         assert got[f"op{i}"] == expected, cases[i]
     assert got["be"] == "[[8, 9]]"
@@ -716,7 +724,7 @@ def test_input_dims_of_a_begin_whose_end_has_no_args(source: str, tmp_path: Path
     path.write_bytes(text)
     trace = profview.load(text if source == "bytes" else path)
     names = trace.events["name"].astype(str).tolist()
-    got = dict(zip(names, trace._args.texts(trace.events.index.to_numpy(), "Input Dims"), strict=True))
+    got = dict(zip(names, shapes_of(trace), strict=True))
     assert got == {e["name"]: str(e["args"]["Input Dims"]) for e in events if "name" in e}
     shapes = profview.compare(trace, trace).ops_by_shape
     assert sorted(shapes.index.get_level_values("shapes")) == ["[[3]]", "[[7, 2]]"]

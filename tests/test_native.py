@@ -30,7 +30,7 @@ from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import chrome as chrome_trace
 from jupyter_profview.formats.chrome import native as chrome_native
-from jupyter_profview.formats.chrome.columns import NUMERIC_ARGS, ChromeColumns
+from jupyter_profview.formats.chrome.columns import NUMERIC_ARGS, VALUE_ARGS, ChromeColumns
 from jupyter_profview.formats.chrome.decode import decode_python, normalized
 from jupyter_profview.nesting import nest_python
 from jupyter_profview.sources import Source
@@ -75,6 +75,10 @@ def assert_same(ref: ChromeColumns, got: ChromeColumns) -> None:
         assert b.values.dtype == np.float64 and b.n == a.n == ref.n
         np.testing.assert_array_equal(b.index, a.index, err_msg=key)
         np.testing.assert_array_equal(b.values, a.values, err_msg=key)
+    assert list(got.value_args) == list(VALUE_ARGS)
+    for key in VALUE_ARGS:  # the same rows (their values: `normalized`)
+        a_, b_ = ref.value_args[key], got.value_args[key]
+        np.testing.assert_array_equal(b_.index, a_.index, err_msg=key)
     assert got.top_level == ref.top_level
     assert got.array_format == ref.array_format
 
@@ -377,7 +381,8 @@ def json_value(draw: st.DrawFn, depth: int = 0) -> str:
     if kind == 3:
         return draw(json_number())
     if kind in (4, 5):
-        keys = draw(st.lists(st.one_of(st.sampled_from(NUMERIC_ARGS), TEXT), max_size=5))
+        keys = draw(st.lists(st.one_of(st.sampled_from(NUMERIC_ARGS), st.sampled_from(VALUE_ARGS), TEXT),
+                             max_size=5))
         return json_object(draw, [(k, draw(json_value(depth + 1))) for k in keys])
     items = draw(st.lists(json_value(depth + 1), max_size=4))
     return "[" + ",".join(draw(WS) + v + draw(WS) for v in items) + "]"
@@ -567,6 +572,32 @@ def test_numeric_arg_values() -> None:
     assert num["correlation"][0] == float(2**64 - 1)
     check(data, supported=True)
 
+
+
+def test_value_arg_values() -> None:
+    """Each value arg's JSON value, whatever its type, the last of duplicated keys, a key written
+    with escapes; not a nested one, not from args that are not an object; one table entry per
+    distinct value, shared by the rows that have it."""
+    data = (b'[{"ph": "X", "args": {"grid": [8, 1, 1], "block": [128,1,1], "dtype": "Float", '
+            b'"Input Dims": [[2, 3], []], "pg_name": null, "Group size": 4}},'
+            b'{"ph": "X", "args": {"grid": [8,1,1], "gr\\u0069d": [9, 1, 1], "inner": {"dtype": "x"}}},'
+            b'{"ph": "X", "args": {"block": {"x": 1}, "Collective name": "allreduce", "grid": 1.5}},'
+            b'{"ph": "X", "args": [1, 2]}, {"ph": "X", "args": {"grid": [8,1, 1]}}]')
+    check(data, CHUNK_SIZES, supported=True)
+    got = native(data)
+    assert got is not None
+    values = {k: [got.arg_values[c] if c >= 0 else "-" for c in v.dense().tolist()]
+              for k, v in got.value_args.items()}
+    assert values["grid"] == [[8, 1, 1], [9, 1, 1], 1.5, "-", [8, 1, 1]]
+    assert values["block"] == [[128, 1, 1], "-", {"x": 1}, "-", "-"]
+    assert values["dtype"] == ["Float", "-", "-", "-", "-"]
+    assert values["Input Dims"] == [[[2, 3], []], "-", "-", "-", "-"]
+    assert values["pg_name"] == [None, "-", "-", "-", "-"]
+    assert values["Collective name"] == ["-", "-", "allreduce", "-", "-"]
+    assert got.numeric_args["Group size"].dense()[0] == 4
+    # "[8, 1, 1]" and "[8,1, 1]" are two texts of one value: two entries, equal once parsed (the
+    # second event's "[8,1,1]", overridden by its duplicate key, is not kept)
+    assert sum(v == [8, 1, 1] for v in got.arg_values) == 2
 
 
 def test_escaped_duplicates_merge_in_every_dictionary() -> None:

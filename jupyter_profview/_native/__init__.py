@@ -4,7 +4,7 @@ The pure-Python implementations are the reference; the native ones must give
 identical results (tests compare them).  ``available()`` is False where the
 shared library was not built (no C compiler at install time), when it is
 refused (built from other sources: its ``pv_abi_version()`` is not
-`ABI_VERSION`, or its numeric-arg keys differ; such a library is never
+`ABI_VERSION`, or its numeric- or value-arg keys differ; such a library is never
 used) or when the environment variable ``PROFVIEW_NATIVE=0`` asks for the
 pure-Python paths.  `status` says which and why;
 `warn_if_unavailable` warns once per process (``NativeUnavailableWarning``)
@@ -37,7 +37,7 @@ __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owne
            "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 8  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 9  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -95,11 +95,12 @@ def _open(path: Path) -> tuple[ctypes.CDLL | None, str | None]:
     except AttributeError as exc:
         return None, f"{path} lacks a function ({exc})"
 
-    from .keys import NUMERIC_ARGS
+    from .keys import NUMERIC_ARGS, VALUE_ARGS
 
     keys = tuple(lib.pv_num_key(i).decode() for i in range(lib.pv_num_keys()))
-    if keys != tuple(NUMERIC_ARGS):
-        return None, f"{path} was built from other sources (numeric arg keys differ)"
+    values = tuple(lib.pv_val_key(i).decode() for i in range(lib.pv_val_keys()))
+    if keys != tuple(NUMERIC_ARGS) or values != tuple(VALUE_ARGS):
+        return None, f"{path} was built from other sources (numeric or value arg keys differ)"
     return lib, None
 
 
@@ -144,6 +145,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_col_blob.argtypes = []
     lib.pv_scan_detach_num.restype = c_void_p
     lib.pv_scan_detach_num.argtypes = [c_void_p, c_int, c_int, POINTER(c_size_t)]
+    lib.pv_val_keys.restype = c_int
+    lib.pv_val_keys.argtypes = []
+    lib.pv_val_key.restype = c_char_p
+    lib.pv_val_key.argtypes = [c_int]
+    lib.pv_scan_detach_val.restype = c_void_p
+    lib.pv_scan_detach_val.argtypes = [c_void_p, c_int, c_int, POINTER(c_size_t)]
     lib.pv_nest.restype = c_int
     lib.pv_nest.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.pv_xplane_count.restype = c_int

@@ -18,12 +18,27 @@
 /* ------------------------------------------------------------------------ */
 /* Numeric args: must match chrome_columns.NUMERIC_ARGS, in that order.      */
 
-const char *const NUMERIC_KEYS[NUM_KEYS] = {
-    "Total Allocated", "Total Reserved", "Bytes",     "Addr",
-    "Device Id",       "Device Type",    "External id", "correlation",
-    "Sequence number", "Fwd thread id",  "stream",    "device",
-};
-static const size_t NUMERIC_LENS[NUM_KEYS] = {15, 14, 5, 4, 9, 11, 11, 11, 15, 13, 6, 6};
+#define NUMERIC_LIST(X)                                                                        \
+    X("Total Allocated") X("Total Reserved") X("Bytes") X("Addr") X("Device Id") X("Device Type")  \
+    X("External id") X("correlation") X("Sequence number") X("Fwd thread id") X("stream")          \
+    X("device") X("blocks per SM") X("warps per SM") X("est. achieved occupancy %")               \
+    X("registers per thread") X("shared memory") X("In msg nelems") X("Out msg nelems")           \
+    X("Group size")
+
+/* Value args: must match chrome_columns.VALUE_ARGS, in that order.          */
+
+#define VALUE_LIST(X)                                                                          \
+    X("grid") X("block") X("Input Dims") X("Input type") X("Concrete Inputs")                  \
+    X("Collective name") X("Process Group Name") X("pg_name") X("Process Group Ranks") X("dtype")
+
+#define KEY_TEXT(k) k,
+#define KEY_LEN(k) sizeof(k) - 1,
+const char *const NUMERIC_KEYS[NUM_KEYS] = {NUMERIC_LIST(KEY_TEXT)};
+static const size_t NUMERIC_LENS[NUM_KEYS] = {NUMERIC_LIST(KEY_LEN)};
+const char *const VALUE_KEYS[VAL_KEYS] = {VALUE_LIST(KEY_TEXT)};
+static const size_t VALUE_LENS[VAL_KEYS] = {VALUE_LIST(KEY_LEN)};
+_Static_assert(sizeof((const char *[]){NUMERIC_LIST(KEY_TEXT)}) == NUM_KEYS * sizeof(char *), "NUM_KEYS");
+_Static_assert(sizeof((const char *[]){VALUE_LIST(KEY_TEXT)}) == VAL_KEYS * sizeof(char *), "VAL_KEYS");
 
 /* ------------------------------------------------------------------------ */
 /* Event keys and values with special meaning                                */
@@ -81,9 +96,16 @@ static int event_key(const uint8_t *k, size_t n) {
 }
 
 static int numeric_key(const uint8_t *k, size_t n) {
-    if (n < 4 || n > 15) return -1;
+    if (n < 4 || n > 25) return -1;
     for (int i = 0; i < NUM_KEYS; i++)
         if (NUMERIC_LENS[i] == n && memcmp(NUMERIC_KEYS[i], k, n) == 0) return i;
+    return -1;
+}
+
+static int value_key(const uint8_t *k, size_t n) {
+    if (n < 4 || n > 19) return -1;
+    for (int i = 0; i < VAL_KEYS; i++)
+        if (VALUE_LENS[i] == n && memcmp(VALUE_KEYS[i], k, n) == 0) return i;
     return -1;
 }
 
@@ -249,13 +271,16 @@ static int scan_time(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, 
 typedef struct {
     double nv[NUM_KEYS];
     unsigned have;
+    const uint8_t *vt[VAL_KEYS]; /* value args: raw JSON text where bit k of vhave is set */
+    size_t vn[VAL_KEYS];
+    unsigned vhave;
 } numargs_t;
 
-/* args: validate, copy the raw text into the blob, pick numeric args. */
+/* args: validate, copy the raw text into the blob, pick numeric and value args. */
 static int scan_args(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, size_t i, numargs_t *na) {
     size_t pos = *ppos, start = pos;
     int r;
-    na->have = 0; /* last "args" wins */
+    na->have = na->vhave = 0; /* last "args" wins */
     if (b[pos] != '{') {
         r = scan_value(s, b, len, &pos, 1);
         if (r != PV_OK) return r;
@@ -275,6 +300,7 @@ static int scan_args(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, 
                 size_t kn;
                 const uint8_t *key = key_bytes(b, ks, pos, bs, kb, sizeof kb, &kn);
                 int nk = numeric_key(key, kn);
+                int vk = nk < 0 ? value_key(key, kn) : -1;
                 pos = skip_ws(b, len, pos);
                 if (pos >= len) return PV_MORE;
                 if (b[pos] != ':') return fail(s, pos, "unexpected character after key", "':'");
@@ -288,9 +314,15 @@ static int scan_args(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos, 
                     na->nv[nk] = num_value(b, &nm);
                     na->have |= 1u << nk;
                 } else {
+                    size_t vs = pos;
                     r = scan_value(s, b, len, &pos, 2);
                     if (r != PV_OK) return r;
                     if (nk >= 0) na->have &= ~(1u << nk); /* duplicate key: the last one counts */
+                    if (vk >= 0) {
+                        na->vt[vk] = b + vs;
+                        na->vn[vk] = pos - vs;
+                        na->vhave |= 1u << vk;
+                    }
                 }
                 pos = skip_ws(b, len, pos);
                 if (pos >= len) return PV_MORE;
@@ -327,7 +359,7 @@ int scan_event(pv_scanner *s, const uint8_t *b, size_t len, size_t *ppos) {
     s->aoff[i] = -1;
     s->alen[i] = 0;
     numargs_t na;
-    na.have = 0;
+    na.have = na.vhave = 0;
     ref_t name = {0}, cat = {0}, pid = {0}, tid = {0}, id = {0}, id2 = {0}, bind = {0};
     int bpv = 0, sv = 0, ts_bad = 0, dur_bad = 0, flow = 0;
     size_t ts_at = 0, dur_at = 0;
@@ -479,6 +511,14 @@ done:
         int64_t row = (int64_t)i;
         if (!buf_append(&s->num[k].rows, (const uint8_t *)&row, 8) ||
             !buf_append(&s->num[k].values, (const uint8_t *)&na.nv[k], 8))
+            return PV_NOMEM;
+    }
+    for (int k = 0; na.vhave >> k; k++) {
+        if (!(na.vhave >> k & 1)) continue;
+        int64_t row = (int64_t)i;
+        int32_t code = cached_lookup(&s->dicts[DICT_VALUES], &s->cache[6 + k], na.vt[k], na.vn[k], 0);
+        if (code < 0 || !buf_append(&s->val[k].rows, (const uint8_t *)&row, 8) ||
+            !buf_append(&s->val[k].values, (const uint8_t *)&code, 4))
             return PV_NOMEM;
     }
     s->n++;

@@ -212,8 +212,8 @@ pv_scanner *pv_scan_new(void) {
     if (!s) return NULL;
     s->state = T_START;
     s->err_record = -1;
-    for (int k = 0; k < 6; k++) s->cache[k] = -1;
-    for (int d = 0; d < 3; d++) {
+    for (int k = 0; k < 6 + VAL_KEYS; k++) s->cache[k] = -1;
+    for (int d = 0; d < N_DICTS; d++) {
         if (!dict_init(&s->dicts[d])) {
             for (int e = 0; e < d; e++) dict_free(&s->dicts[e]);
             free(s);
@@ -230,12 +230,16 @@ void pv_scan_free(pv_scanner *s) {
         buf_free(&s->num[k].rows);
         buf_free(&s->num[k].values);
     }
+    for (int k = 0; k < VAL_KEYS; k++) {
+        buf_free(&s->val[k].rows);
+        buf_free(&s->val[k].values);
+    }
     buf_free(&s->blob);
     buf_free(&s->top);
     buf_free(&s->toparena);
     buf_free(&s->carry);
     buf_free(&s->scratch);
-    for (int d = 0; d < 3; d++) dict_free(&s->dicts[d]);
+    for (int d = 0; d < N_DICTS; d++) dict_free(&s->dicts[d]);
     free(s);
 }
 
@@ -352,10 +356,10 @@ int pv_scan_append(pv_scanner *dst, pv_scanner *src) {
         dst->unsup_reason = src->unsup_reason;
         return dst->status;
     }
-    int32_t *map[3] = {NULL, NULL, NULL};
+    int32_t *map[N_DICTS] = {NULL, NULL, NULL, NULL};
     int r = PV_NOMEM;
     size_t n0 = dst->n, m = src->n;
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < N_DICTS; d++)
         if (!(map[d] = dict_merge(&dst->dicts[d], &src->dicts[d]))) goto out;
     if (m > SIZE_MAX / 16 - n0 || !reserve_columns(dst, n0 + m)) goto out;
     /* Column by column, each freed once copied: the pages it gives back are
@@ -388,6 +392,20 @@ int pv_scan_append(pv_scanner *dst, pv_scanner *src) {
         for (size_t j = 0; j < nr; j++) to[j] = rows[j] + (int64_t)n0;
         dst->num[k].rows.len += nr * 8;
     }
+    for (int k = 0; k < VAL_KEYS; k++) { /* rows shifted, codes remapped to dst's dictionary */
+        const int64_t *rows = (const int64_t *)src->val[k].rows.data;
+        const int32_t *codes = (const int32_t *)src->val[k].values.data;
+        size_t nr = src->val[k].rows.len / 8;
+        if (!buf_reserve(&dst->val[k].rows, nr * 8) || !buf_reserve(&dst->val[k].values, nr * 4)) goto out;
+        int64_t *to = (int64_t *)(dst->val[k].rows.data + dst->val[k].rows.len);
+        int32_t *to_code = (int32_t *)(dst->val[k].values.data + dst->val[k].values.len);
+        for (size_t j = 0; j < nr; j++) {
+            to[j] = rows[j] + (int64_t)n0;
+            to_code[j] = remapped(map[DICT_VALUES], codes[j]);
+        }
+        dst->val[k].rows.len += nr * 8;
+        dst->val[k].values.len += nr * 4;
+    }
     {
         const int64_t *q = (const int64_t *)src->top.data;
         int64_t shift = (int64_t)dst->toparena.len;
@@ -402,10 +420,10 @@ int pv_scan_append(pv_scanner *dst, pv_scanner *src) {
     dst->seen_events = src->seen_events;
     dst->base = src->base;
     dst->carry.len = 0;
-    for (int k = 0; k < 6; k++) dst->cache[k] = -1;
+    for (int k = 0; k < 6 + VAL_KEYS; k++) dst->cache[k] = -1;
     r = PV_OK;
 out:
-    for (int d = 0; d < 3; d++) free(map[d]);
+    for (int d = 0; d < N_DICTS; d++) free(map[d]);
     if (r != PV_OK) dst->status = r;
     return r;
 }
@@ -472,6 +490,17 @@ void *pv_scan_detach_num(pv_scanner *s, int k, int rows, size_t *nbytes) {
     return hand_over(b.data, b.len, nbytes);
 }
 
+/* Hand over value arg k: its rows (int64, ascending) if rows, else its codes
+ * in dictionary 3 (int32), as pv_scan_detach. */
+void *pv_scan_detach_val(pv_scanner *s, int k, int rows, size_t *nbytes) {
+    *nbytes = 0;
+    if (k < 0 || k >= VAL_KEYS) return NULL;
+    buf_t *from = rows ? &s->val[k].rows : &s->val[k].values;
+    buf_t b = *from;
+    memset(from, 0, sizeof *from);
+    return hand_over(b.data, b.len, nbytes);
+}
+
 void pv_free(void *p) { free(p); }
 
 /* Free a result column once the caller has copied it. */
@@ -485,12 +514,12 @@ void pv_scan_release(pv_scanner *s, int c) {
     }
 }
 
-/* Dictionary d (0 names, 1 cats, 2 tokens): count, arena, per-entry
+/* Dictionary d (0 names, 1 cats, 2 tokens, 3 raw texts of value args): count, arena, per-entry
  * int64 offsets, int32 lengths, uint32 flags (bit 0: has escapes; bits 8..:
  * bytes of literal prefix before the raw JSON string body). */
 int64_t pv_scan_dict(pv_scanner *s, int d, const uint8_t **arena, size_t *arena_len, const int64_t **offsets,
                      const int32_t **lengths, const uint32_t **flags) {
-    if (d < 0 || d > 2) return -1;
+    if (d < 0 || d >= N_DICTS) return -1;
     dict_t *t = &s->dicts[d];
     *arena = t->arena.data;
     *arena_len = t->arena.len;
@@ -503,4 +532,6 @@ int64_t pv_scan_dict(pv_scanner *s, int d, const uint8_t **arena, size_t *arena_
 int pv_abi_version(void) { return PV_ABI_VERSION; }
 int pv_num_keys(void) { return NUM_KEYS; }
 const char *pv_num_key(int i) { return (i >= 0 && i < NUM_KEYS) ? NUMERIC_KEYS[i] : NULL; }
+int pv_val_keys(void) { return VAL_KEYS; }
+const char *pv_val_key(int i) { return (i >= 0 && i < VAL_KEYS) ? VALUE_KEYS[i] : NULL; }
 int pv_col_blob(void) { return C_BLOB; }

@@ -1,8 +1,24 @@
-"""The args keys whose top-level numeric values both Chrome decoders (the native scanner and the
-pure-Python one) extract into float64 columns; everything else stays in the raw args JSON.  The
-scanner's C sources carry the same list (``pv_num_key``), checked when the library is loaded."""
+"""The args keys both Chrome decoders (the native scanner and the pure-Python one) take out of
+each event's args while they read it; everything else stays in the raw args JSON.  The scanner's
+C sources carry the same lists (``NUMERIC_LIST`` and ``VALUE_LIST`` in ``chrome_event.c``), checked
+when the library is loaded.
+
+- `NUMERIC_ARGS`: top-level numbers (not bools) -> sparse float64 columns;
+- `VALUE_ARGS`: top-level values of any JSON type -> sparse codes into one table of distinct values
+  (a launch configuration, a list of shapes, a process group: repeated over many events, kept once).
+  What the efficiency analyses read (kernel launch configurations, op input shapes and types,
+  collective names and groups) is answered from these, never searched for in the args texts.
+"""
 
 NUMERIC_ARGS = (
     "Total Allocated", "Total Reserved", "Bytes", "Addr", "Device Id", "Device Type",
     "External id", "correlation", "Sequence number", "Fwd thread id", "stream", "device",
+    # Kineto's kernel args, and a collective's size (record_param_comms)
+    "blocks per SM", "warps per SM", "est. achieved occupancy %", "registers per thread",
+    "shared memory", "In msg nelems", "Out msg nelems", "Group size",
+)
+
+VALUE_ARGS = (
+    "grid", "block", "Input Dims", "Input type", "Concrete Inputs",
+    "Collective name", "Process Group Name", "pg_name", "Process Group Ranks", "dtype",
 )

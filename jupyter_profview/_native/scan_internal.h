@@ -39,7 +39,7 @@
 /* Version of the exported pv_* interface (pv_abi_version); the Python side
  * refuses a library with another one.  Bump it with any change of the
  * exported functions, their arguments, the column ids or the status codes. */
-#define PV_ABI_VERSION 8
+#define PV_ABI_VERSION 9
 
 /* Limits on hostile input (the same as jupyter_profview.sources): a JSON
  * string longer than PV_MAX_STRING bytes (as written, escapes included), or
@@ -52,8 +52,16 @@
 /* ------------------------------------------------------------------------ */
 /* Numeric args: must match chrome_columns.NUMERIC_ARGS, in that order.      */
 
-#define NUM_KEYS 12
+#define NUM_KEYS 20
 extern const char *const NUMERIC_KEYS[NUM_KEYS]; /* chrome_event.c */
+
+/* Value args: must match chrome_columns.VALUE_ARGS, in that order.  The raw
+ * JSON text of each (any JSON value) is interned into DICT_VALUES, so a
+ * value repeated over many events (a launch configuration, a shape list) is
+ * kept once and read back by code, never searched for in the args texts.   */
+
+#define VAL_KEYS 10
+extern const char *const VALUE_KEYS[VAL_KEYS]; /* chrome_event.c */
 
 /* ------------------------------------------------------------------------ */
 /* Growable byte buffer                                                      */
@@ -116,6 +124,8 @@ typedef struct {
 #define DICT_NAMES 0
 #define DICT_CATS 1
 #define DICT_TOKENS 2
+#define DICT_VALUES 3 /* raw JSON texts of the value args */
+#define N_DICTS 4
 
 typedef struct {
     uint64_t hash;
@@ -170,12 +180,13 @@ typedef struct pv_scanner {
     int32_t *name, *cat, *pid, *tid, *id, *alen, *bind;
     int64_t *ts, *dur, *aoff;
     sparse_t num[NUM_KEYS]; /* numeric args */
+    sparse_t val[VAL_KEYS]; /* value args: rows (int64) and codes (int32) in DICT_VALUES */
     buf_t blob;     /* raw args texts */
     buf_t top;      /* int64 quadruples */
     buf_t toparena; /* raw bytes */
-    dict_t dicts[3];
+    dict_t dicts[N_DICTS];
     buf_t scratch; /* token key assembly */
-    int32_t cache[6]; /* last code per field: name, cat, pid, tid, id, bind_id */
+    int32_t cache[6 + VAL_KEYS]; /* last code per field: name, cat, pid, tid, id, bind_id, value args */
 
     int64_t err_offset;
     int64_t err_record; /* event index of an error in a ts/dur value, else -1 */

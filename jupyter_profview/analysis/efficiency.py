@@ -38,7 +38,6 @@ roofline
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from typing import TYPE_CHECKING, Any
@@ -220,17 +219,27 @@ def op_efficiency(trace: Trace | TraceSet, *, device: str | None = None) -> pd.D
         if isinstance(names.dtype, pd.CategoricalDtype) else None
     name_of = cats[names.cat.codes.to_numpy()[inner]] if cats is not None \
         else names.iloc[inner].astype(str).to_numpy(object)
-    args = trace.args_of(ids)
-    dims_text = np.array([_text(a.get("Input Dims")) for a in args], dtype=object)
-    types_text = np.array([_text(a.get("Input type")) for a in args], dtype=object)
-    concrete_text = np.array([_text(a.get("Concrete Inputs")) if "conv" in n else ""
-                              for a, n in zip(args, name_of.tolist(), strict=True)], dtype=object)
-    # every op of one (name, shapes, types, concrete inputs, device) has the same model: one each
-    columns = (name_of, dims_text, types_text, concrete_text, first_gpu)
-    parts = np.stack([pd.factorize(np.asarray(c, dtype=object))[0] for c in columns], axis=1)
+    # each op's input shapes, types and (convolutions) concrete inputs as codes into their
+    # distinct values: every op of one (name, shapes, types, concrete inputs, device) has the same
+    # model, made once
+    dims, dims_values = trace.arg_values(ids, "Input Dims")
+    types, types_values = trace.arg_values(ids, "Input type")
+    conv = np.fromiter(("conv" in str(n) for n in name_of.tolist()), bool, len(ids))
+    concrete = np.full(len(ids), -1, np.int64)
+    concrete_values: list[Any] = []
+    if conv.any():
+        concrete[conv], concrete_values = trace.arg_values(ids[conv], "Concrete Inputs")
+    columns = (pd.factorize(np.asarray(name_of, dtype=object))[0], dims, types, concrete,
+               pd.factorize(np.asarray(first_gpu, dtype=object))[0])
+    parts = np.stack(columns, axis=1)
     _, first, codes = np.unique(parts, axis=0, return_index=True, return_inverse=True)
     codes = codes.reshape(-1)
-    model = [_model(str(name_of[k]), str(dims_text[k]), str(types_text[k]), str(concrete_text[k]),
+
+    def value(table: list[Any], code: int) -> Any:
+        return table[code] if code >= 0 else None
+
+    model = [_model(str(name_of[k]), value(dims_values, int(dims[k])), value(types_values, int(types[k])),
+                    value(concrete_values, int(concrete[k])),
                     device or devices.get(str(first_gpu[k]), str(first_gpu[k]))) for k in first.tolist()]
     ok = np.array([m is not None for m in model], bool)
     keep = ok[codes]
@@ -258,31 +267,14 @@ def op_efficiency(trace: Trace | TraceSet, *, device: str | None = None) -> pd.D
     return out[list(COLUMNS)]
 
 
-def _text(value: Any) -> str:
-    """An arg as the key of its kind of op (`repr`; "" where absent)."""
-    return "" if value is None else repr(value)
-
-
-def _literal(text: str) -> Any:
-    """The value an args text shows (``str`` of a JSON list), read as a literal, never run."""
-    if not text:
-        return None
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def _model(name: str, dims_text: str, types_text: str, concrete_text: str,
-           named: str) -> dict[str, Any] | None:
-    """The efficiency model of one kind of op (everything but its GPU time), or None where the
-    shapes do not fit its formula."""
-    dims = _literal(dims_text)
+def _model(name: str, dims: Any, types: Any, concrete: Any, named: str) -> dict[str, Any] | None:
+    """The efficiency model of one kind of op (everything but its GPU time) from its args'
+    `Input Dims`, `Input type` and `Concrete Inputs`, or None where the shapes do not fit its
+    formula."""
     if not isinstance(dims, list) or not dims:
         return None
-    types = _literal(types_text)
     types = types if isinstance(types, list) else []
-    concrete = _literal(concrete_text) if "conv" in name else None
+    concrete = concrete if "conv" in name else None
     flops, out_shape = op_flops(name, dims, concrete if isinstance(concrete, list) else None)
     if not math.isfinite(flops) or out_shape is None:
         return None

@@ -29,12 +29,10 @@ import pandas as pd
 from ..derived import device_activities, instances, steps
 from ..kinds import COLLECTIVE_ANNOTATION, COLLECTIVE_PARAMS, STEP_ANNOTATION
 from ..model import Trace
+from .device_args import process_groups
 
 if TYPE_CHECKING:
     from .traceset import TraceSet
-
-PG_KEYS = ("Process Group Name", "pg_name")
-
 
 def collective_calls(trace: Trace) -> pd.DataFrame:
     """The collective instances of one trace: ``id`` (event id), ``name``,
@@ -49,12 +47,11 @@ def collective_calls(trace: Trace) -> pd.DataFrame:
     kernels = acts.loc[acts["kind"] == "communication", "event"].to_numpy(np.int64)
     hit = ev["name"].isin(wanted).to_numpy(bool) | ev.index.isin(kernels)
     pick = ev[hit & (ev["kind"] != "instant").to_numpy(bool)].sort_values("start", kind="stable")
-    groups: list[str] = []
-    for eid, parent in zip(pick.index.tolist(), pick["parent"].tolist(), strict=True):
-        pg = _pg(trace.args(eid))
-        if pg is None and parent >= 0 and str(ev["name"].at[parent]) == COLLECTIVE_PARAMS:
-            pg = _pg(trace.args(parent))
-        groups.append(pg or "")
+    parent = pick["parent"].to_numpy(np.int64)
+    is_params = np.zeros(len(parent), bool)
+    has = np.flatnonzero(parent >= 0)
+    is_params[has] = (ev["name"].loc[parent[has]] == COLLECTIVE_PARAMS).to_numpy(bool)
+    groups = process_groups(trace, [pick.index.to_numpy(np.int64), np.where(is_params, parent, -1)])
     out = pd.DataFrame({
         "id": pick.index.to_numpy(np.int64),
         "name": pick["name"].astype(str).to_numpy(),
@@ -65,13 +62,6 @@ def collective_calls(trace: Trace) -> pd.DataFrame:
     })
     out.insert(3, "seq", out.groupby(["pg", "name"], sort=False).cumcount().astype(np.int64))
     return out
-
-
-def _pg(args: dict[str, Any]) -> str | None:
-    for key in PG_KEYS:
-        if key in args and args[key] not in (None, ""):
-            return str(args[key])
-    return None
 
 
 def step_rows(rank: Any, table: pd.DataFrame) -> pd.DataFrame:

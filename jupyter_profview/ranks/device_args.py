@@ -40,9 +40,6 @@ KERNEL_NUMBERS = {
     "shared_memory": "shared memory",
 }
 KERNEL_TEXTS = ("grid", "block")
-#: the kernel args in the order Kineto writes them (the fast path of `kernel_args`)
-KINETO_ORDER = ("registers per thread", "shared memory", "blocks per SM", "warps per SM", "grid", "block",
-                "est. achieved occupancy %")
 KERNEL_ARGS_COLUMNS = ("event", *KERNEL_TEXTS, *KERNEL_NUMBERS)
 COLLECTIVE_ARGS_COLUMNS = ("event", "name", "op", "process_group", "group_size", "bytes", "start",
                            "dur", "side")
@@ -59,8 +56,10 @@ DTYPE_BYTES = {
 #: the collective kinds the bus-bandwidth factors know, in the order names are tested
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "send", "recv")
 PG_KEYS = ("Process Group Name", "pg_name")
+#: the numeric ones among them (the others are read as values)
+NUMBER_KEYS = ("Group size", "In msg nelems", "Out msg nelems")
 #: the args a collective call's size and group are read from
-CALL_KEYS = (*PG_KEYS, "Group size", "Process Group Ranks", "dtype", "In msg nelems", "Out msg nelems",
+CALL_KEYS = ("Group size", "Process Group Ranks", "dtype", "In msg nelems", "Out msg nelems",
              "Input Dims", "Input type")
 #: collectives whose first recorded input is the gathered output, not one rank's share
 OUTPUT_FIRST = re.compile(r"_base|into_tensor", re.IGNORECASE)
@@ -98,70 +97,17 @@ def _kernel_args(trace: Trace) -> pd.DataFrame:
     la = trace.launches
     ids = la["kernel"].to_numpy(np.int64)[kernel_rows(la)]
     out: dict[str, Any] = {"event": ids}
-    fast = getattr(trace._args, "in_order", None)
-    if fast is not None and len(ids):
-        # Kineto writes these keys in this order: one regex over the texts, no parse per kernel
-        found, parse = fast(ids, list(KINETO_ORDER), arrays=KERNEL_TEXTS)
-        texts = dict(zip(KINETO_ORDER, found, strict=True))
-    else:
-        texts, parse = {}, np.arange(len(ids))
-    args = trace.args_of(ids[parse])
-    for col in KERNEL_TEXTS:
-        shown: dict[Any, str] = {}
-        values = _texts_shown(texts[col]) if texts else np.full(len(ids), "", dtype=object)
-        values[parse] = [_shown(a.get(col), shown) for a in args]
-        out[col] = pd.Categorical(values)
+    for col in KERNEL_TEXTS:  # each distinct launch configuration formatted once
+        codes, values = trace.arg_values(ids, col)
+        shown = np.array([_text(v) for v in values] + [""], dtype=object)
+        out[col] = pd.Categorical(shown[codes])
     for col, key in KERNEL_NUMBERS.items():
-        values = _numbers(texts[key]) if texts else np.full(len(ids), np.nan)
-        values[parse] = [_number(a.get(key)) for a in args]
-        out[col] = values
+        out[col] = trace.arg_numbers(ids, key)
     return pd.DataFrame(out, columns=list(KERNEL_ARGS_COLUMNS))
-
-
-def _numbers(texts: np.ndarray) -> np.ndarray:
-    """Number texts (bytes, None where absent) as float64, NaN where absent or not a number."""
-    out = np.full(len(texts), np.nan)
-    has = np.flatnonzero(texts != None)  # noqa: E711 (elementwise)
-    try:
-        out[has] = np.asarray(texts[has].tolist(), dtype="S").astype(np.float64)
-    except ValueError:  # an array where a number was expected
-        out[has] = [_number(_json(t)) for t in texts[has].tolist()]
-    return out
-
-
-def _texts_shown(texts: np.ndarray) -> np.ndarray:
-    """Array texts (bytes, None where absent) as `str` of the parsed list (`""` where absent),
-    each distinct text parsed once."""
-    out = np.full(len(texts), "", dtype=object)
-    has = np.flatnonzero(texts != None)  # noqa: E711 (elementwise)
-    if len(has):
-        codes, distinct = pd.factorize(np.asarray(texts[has].tolist(), dtype=object))
-        shown = np.array([_text(_json(t)) for t in distinct] + [""], dtype=object)
-        out[has] = shown[codes]
-    return out
-
-
-def _json(text: bytes) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
-
-
-def _shown(value: Any, seen: dict[Any, str]) -> str:
-    """`str(value)` (`""` for None), each distinct list formatted once."""
-    if value is None:
-        return ""
-    key = tuple(value) if isinstance(value, list) and all(isinstance(v, int) for v in value) else None
-    if key is None:
-        return str(value)
-    if key not in seen:
-        seen[key] = str(value)
-    return seen[key]
 
 
 # -- collectives --------------------------------------------------------------------------------
@@ -227,31 +173,31 @@ def _collective_args(trace: Trace) -> pd.DataFrame:
     ids = tree.ids
     kernel_ids = comm["kernel"].to_numpy(np.int64)
     outer = np.where((parent_ids >= 0) & tree.is_params[tree.pos(np.maximum(parent_ids, 0))], parent_ids, -1)
-    wanted = np.concatenate([kernel_ids, annotation_ids, params_ids, ids[cpu_pos], outer])
-    args = trace.args_of(wanted)
-    nk, nc = len(kernel_ids), len(cpu_pos)
-    k_own, k_ann, k_par = args[:nk], args[nk:2 * nk], args[2 * nk:3 * nk]
-    c_own, c_par = args[3 * nk:3 * nk + nc], args[3 * nk + nc:]
+    # each key from the first source that gives it: a kernel's own args, then the annotation and
+    # the record_param_comms above its launch; a CPU call's own, then its record_param_comms
+    k_sources, c_sources = [kernel_ids, annotation_ids, params_ids], [ids[cpu_pos], outer]
+    k_args, c_args = _Given(trace, k_sources), _Given(trace, c_sources)
+    k_groups, c_groups = process_groups(trace, k_sources), process_groups(trace, c_sources)
     dist = trace.info.distributed_info
     rows = []
     kernel_names = [str(n) for n in pd.Categorical(comm["name"]).astype(object)] if len(comm) else []
+    given_names = k_args.value("Collective name")
     for k, (start, dur) in enumerate(zip(comm["kernel_start"].tolist(), comm["kernel_dur"].tolist(),
                                          strict=True)):
-        sources = [k_own[k], k_ann[k], k_par[k]]
-        given = next((a["Collective name"] for a in sources if a.get("Collective name")), None)
-        name = str(given or (tree.name_of(int(annotation_ids[k])) if annotation_ids[k] >= 0 else "")
+        name = str(given_names[k] or (tree.name_of(int(annotation_ids[k])) if annotation_ids[k] >= 0 else "")
                    or kernel_names[k])
-        rows.append(_call(int(kernel_ids[k]), name, int(start), int(dur), "device", sources, dist,
-                          kernel_name=kernel_names[k]))
+        rows.append(_call(int(kernel_ids[k]), name, int(start), int(dur), "device", k_args.row(k),
+                          k_groups[k], dist, kernel_name=kernel_names[k]))
     starts, durs = ev["start"].to_numpy(np.int64)[cpu_pos], ev["dur"].to_numpy(np.int64)[cpu_pos]
+    own_names = _Given(trace, [ids[cpu_pos]]).value("Collective name")
     for k, pos in enumerate(cpu_pos.tolist()):
         name = tree.names[tree.codes[pos]]
         if tree.is_params[pos]:
-            name = str(c_own[k].get("Collective name") or name)
+            name = str(own_names[k] or name)
             if not op_kind(name):  # `wait`, `barrier`: no transfer
                 continue
-        rows.append(_call(int(ids[pos]), name, int(starts[k]), int(durs[k]), "cpu", [c_own[k], c_par[k]],
-                          dist))
+        rows.append(_call(int(ids[pos]), name, int(starts[k]), int(durs[k]), "cpu", c_args.row(k),
+                          c_groups[k], dist))
     if not rows:
         return empty_collectives()
     out = pd.DataFrame(rows, columns=list(COLLECTIVE_ARGS_COLUMNS))
@@ -318,21 +264,69 @@ class _Tree:
         return out
 
 
-def _call(eid: int, name: str, start: int, dur: int, side: str, sources: list[dict[str, Any]],
+def process_groups(trace: Trace, sources: list[np.ndarray]) -> np.ndarray:
+    """Per row, the process group named in the args of the first of `sources` (event ids, -1 for
+    none) that names one (`Process Group Name`, else `pg_name`: `PG_KEYS`), as text; `""` where
+    none does."""
+    n = len(sources[0]) if sources else 0
+    out = np.full(n, "", dtype=object)
+    todo = np.ones(n, bool)
+    for ids in sources:
+        for key in PG_KEYS:
+            given = _Given(trace, [np.where(todo, ids, -1)]).value(key)
+            hit = np.flatnonzero(given != None)  # noqa: E711 (elementwise)
+            out[hit] = [str(v) for v in given[hit].tolist()]
+            todo[hit] = False
+    return out
+
+
+class _Given:
+    """Args of one event per row from several sources (event ids, -1 for none, first first):
+    per key, the first source's value that is given (not None or "")."""
+
+    def __init__(self, trace: Trace, sources: list[np.ndarray]) -> None:
+        self.trace, self.sources = trace, [np.asarray(ids, np.int64) for ids in sources]
+        self.n = len(self.sources[0]) if sources else 0
+        self.columns: dict[str, np.ndarray] = {}
+
+    def value(self, key: str) -> np.ndarray:
+        """Object array: the first given value of `key` per row, None where none gives it."""
+        if key in self.columns:
+            return self.columns[key]
+        out = np.full(self.n, None, dtype=object)
+        todo = np.ones(self.n, bool)
+        for ids in self.sources:
+            ask = np.flatnonzero(todo & (ids >= 0))
+            if not len(ask):
+                continue
+            if key in NUMBER_KEYS:
+                numbers = self.trace.arg_numbers(ids[ask], key)
+                hit = ~np.isnan(numbers)
+                out[ask[hit]] = numbers[hit].tolist()
+            else:
+                codes, values = self.trace.arg_values(ids[ask], key)
+                table = np.empty(len(values) + 1, dtype=object)
+                for i, v in enumerate(values):  # one by one: a list value is one object
+                    table[i] = v
+                given = np.array([v is not None and v != "" for v in values] + [False], bool)
+                hit = given[codes]
+                out[ask[hit]] = table[codes[hit]]
+            todo[ask[hit]] = False
+        self.columns[key] = out
+        return out
+
+    def row(self, k: int) -> dict[str, Any]:
+        """Row `k`'s given values of `CALL_KEYS`."""
+        return {key: v for key in CALL_KEYS if (v := self.value(key)[k]) is not None}
+
+
+def _call(eid: int, name: str, start: int, dur: int, side: str, args: dict[str, Any], pg: str,
           dist: dict[str, Any], kernel_name: str = "") -> dict[str, Any]:
-    args = {}
-    for key in CALL_KEYS:  # the first source that gives it
-        for source in sources:
-            value = source.get(key)
-            if value is not None and value != "":
-                args[key] = value
-                break
     op = op_kind(name) or op_kind(kernel_name)
-    pg = args.get("Process Group Name", args.get("pg_name"))
     group = _number(args.get("Group size"))
     if math.isnan(group):
-        group = _group_size(args.get("Process Group Ranks"), None if pg is None else str(pg), dist)
-    return {"event": eid, "name": name, "op": op, "process_group": "" if pg is None else str(pg),
+        group = _group_size(args.get("Process Group Ranks"), pg or None, dist)
+    return {"event": eid, "name": name, "op": op, "process_group": pg,
             "group_size": group,
             "bytes": _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name))),
             "start": start, "dur": dur, "side": side}

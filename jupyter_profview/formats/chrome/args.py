@@ -4,20 +4,26 @@ args blob of the decoded columns (merging a matching end record's args)."""
 from __future__ import annotations
 
 import gc
-import re
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import orjson
 
-from .columns import ChromeColumns, args_at
+from .columns import UNPARSED, ChromeColumns, args_at
 from .file_blob import FileBlob, segments
+
+#: the numeric args `trace.arg_numbers` answers from the decoded columns (the others are parsed)
+LOOKUP_NUMERIC = ("Sequence number", "Fwd thread id", "stream", "device", "blocks per SM", "warps per SM",
+                  "est. achieved occupancy %", "registers per thread", "shared memory", "In msg nelems",
+                  "Out msg nelems", "Group size")
 
 
 class ArgsRows:
     """Where the args of each events input row are in the args blob (taken
     before the columns are dropped); the last ``loop`` rows may have the
-    record of a matching end (``end_rec`` >= 0) whose args are merged."""
+    record of a matching end (``end_rec`` >= 0) whose args are merged.  The
+    numeric args of `LOOKUP_NUMERIC` and the value args (`VALUE_ARGS`) the
+    decoder took out are kept by input row."""
 
     def __init__(self, c: ChromeColumns, rec: np.ndarray, loop: int, end_rec: np.ndarray) -> None:
         self.blob = c.args_blob
@@ -27,6 +33,12 @@ class ArgsRows:
         self.end_rows = len(rec) - loop + has_end
         self.end_offset = c.args_offset[end_rec[has_end]]
         self.end_length = c.args_length[end_rec[has_end]]
+        row_of_rec = np.full(c.n, -1, np.int64)
+        row_of_rec[rec] = np.arange(len(rec))
+        self.numeric = {k: _by_row(row_of_rec, c.numeric_args[k].index, c.numeric_args[k].values)
+                        for k in LOOKUP_NUMERIC if k in c.numeric_args}
+        self.value = {k: _by_row(row_of_rec, v.index, v.codes) for k, v in c.value_args.items()}
+        self.arg_values = c.arg_values
 
     def lookup(self, raw_index: np.ndarray) -> _ArgsLookup:
         """The lookup by event id, given the input row of each event id."""
@@ -34,19 +46,43 @@ class ArgsRows:
         event_of_row[raw_index] = np.arange(len(raw_index))
         end_ids = event_of_row[self.end_rows]
         order = np.argsort(end_ids)
+        taken = {key: _by_row(event_of_row, rows, values)
+                 for key, (rows, values) in {**self.numeric, **self.value}.items()}
         return _ArgsLookup(self.blob, self.offset[raw_index], self.length[raw_index],
-                           end_ids[order], self.end_offset[order], self.end_length[order])
+                           end_ids[order], self.end_offset[order], self.end_length[order],
+                           numeric={k: taken[k] for k in self.numeric},
+                           value={k: taken[k] for k in self.value}, arg_values=self.arg_values)
+
+
+def _by_row(row_of: np.ndarray, index: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A sparse column (``index`` ascending, ``values``) renumbered through ``row_of`` (-1: not
+    kept): the kept (rows, values), sorted by row."""
+    rows = row_of[index]
+    kept = np.flatnonzero(rows >= 0)
+    rows = rows[kept]
+    order = np.argsort(rows, kind="stable")
+    return rows[order], values[kept][order]
+
+
+_ABSENT = object()
 
 
 class _ArgsLookup:
     """``trace.args(id)``: the record's args, with a matching end's merged in.
-    Keeps only the args blob and each event's slice of it (not the columns)."""
+    Keeps only the args blob and each event's slice of it (not the columns),
+    and the numeric and value args the decoder took out, by event id."""
 
     def __init__(self, blob: bytes | memoryview | FileBlob, offset: np.ndarray, length: np.ndarray,
-                 end_ids: np.ndarray,
-                 end_offset: np.ndarray, end_length: np.ndarray) -> None:
+                 end_ids: np.ndarray, end_offset: np.ndarray, end_length: np.ndarray,
+                 numeric: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                 value: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                 arg_values: list[Any] | None = None) -> None:
         self.blob, self.offset, self.length = blob, offset, length
         self.end_ids, self.end_offset, self.end_length = end_ids, end_offset, end_length
+        self.numeric, self.value = numeric or {}, value or {}
+        self.arg_values = arg_values or []
+        # events whose matching end record has args of its own: merged, so read whole
+        self.merged_ids = end_ids[end_offset >= 0]
 
     def __call__(self, event_id: int) -> dict[str, Any]:
         args = dict(args_at(self.blob, int(self.offset[event_id]), int(self.length[event_id])))
@@ -55,106 +91,68 @@ class _ArgsLookup:
             args.update(args_at(self.blob, int(self.end_offset[k]), int(self.end_length[k])))
         return args
 
-    def _find(self, ids: np.ndarray, key: str, value: bytes) -> tuple[np.ndarray, list[bytes], np.ndarray]:
-        """The blob searched once for ``"key":`` followed by a ``value`` (a regex with one group):
-        the rows of ``ids`` answered from the blob with their value texts, and the rows to read by
-        parsing their args instead (a hit whose value is anything else, or that may sit in a
-        nested object: a ``{`` between the object's start and the key).  Each hit belongs to the
-        args text (of an event, or of its matching end record, which wins, as in ``__call__``)
-        that contains it."""
-        own = self.offset[ids] >= 0
-        # every args text that can answer, sorted by where it is in the blob
-        k = np.searchsorted(self.end_ids, ids)
-        k_ok = k < len(self.end_ids)
-        has_end = np.zeros(len(ids), bool)
-        # an end record without args (offset -1) has nothing to add
-        has_end[k_ok] = (self.end_ids[k[k_ok]] == ids[k_ok]) & (self.end_offset[k[k_ok]] >= 0)
-        row = np.concatenate([np.flatnonzero(own), np.flatnonzero(has_end)])
-        off = np.concatenate([self.offset[ids[own]], self.end_offset[k[has_end]]])
-        end = off + np.concatenate([self.length[ids[own]], self.end_length[k[has_end]]])
-        is_end = np.concatenate([np.zeros(int(own.sum()), bool), np.ones(int(has_end.sum()), bool)])
-        order = np.argsort(off, kind="stable")
-        row, off, end, is_end = row[order], off[order], end[order], is_end[order]
-        pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*(?:' + value + rb"|)")
-        brace = re.compile(rb"\{")  # a "{" after the object's own: the key may be in a nested object
-        pos_list: list[int] = []
-        values: list[bytes | None] = []
-        escaped: list[bool] = []  # \" : the key's text inside a string
-        nested: list[bool] = []
-        for base, piece in segments(self.blob, off, end):  # the args texts (a file's: read in pieces)
-            found: list[int] = []
-            for m in pattern.finditer(piece):
-                found.append(m.start())
-                values.append(m.group(1))
-            if not found:
-                continue
-            local = np.array(found, np.int64)
-            escaped.extend((np.frombuffer(piece, np.uint8)[np.maximum(local - 1, 0)] == 0x5C) & (local > 0))
-            starts = off[np.searchsorted(off, base):np.searchsorted(off, base + len(piece))] - base
-            k = np.searchsorted(starts, local, side="right") - 1
-            own_start = np.where(k >= 0, starts[np.maximum(k, 0)], local)  # the enclosing args' start
-            nested.extend(a < p and brace.search(piece, a + 1, p) is not None
-                          for a, p in zip(own_start.tolist(), found, strict=True))
-            pos_list.extend((local + base).tolist())
-        none = np.zeros(0, np.int64)
-        if not pos_list:
-            return none, [], none
-        pos = np.array(pos_list, np.int64)
-        at = np.searchsorted(off, pos, side="right") - 1
-        keep = (at >= 0) & (pos < end[np.maximum(at, 0)]) & ~np.array(escaped, bool)
-        hit = np.flatnonzero(keep)
-        j = at[hit]
-        parse = np.fromiter((values[h] is None or nested[h] for h in hit.tolist()), bool, len(hit))
-        # the last hit per event wins, an end record's after its event's own (as in __call__)
-        order = np.lexsort((pos[hit], is_end[j]))[::-1]
-        rows, first = np.unique(row[j][order], return_index=True)
-        pick = order[first]
-        slow = parse[pick]
-        fast = [values[h] or b"" for h in hit[pick][~slow].tolist()]
-        return rows[~slow], fast, rows[slow]
-
-    def texts(self, ids: np.ndarray, key: str) -> np.ndarray:
-        """``str(self(id).get(key))`` for each of ``ids`` (``""`` where the key is absent
-        or null), as an object array -- without parsing every args object: one search of the
-        blob (`_find`) for a JSON array of at most three levels without strings (what
-        PyTorch's ``Input Dims`` are); each distinct array text is parsed once.  The result is
-        always ``__call__``'s."""
-        import orjson
-
-        ids = np.asarray(ids, np.int64)
-        out = np.full(len(ids), "", dtype=object)
-        array = rb"(\[(?:[^\[\]\"]|\[(?:[^\[\]\"]|\[[^\[\]\"]*\])*\])*\])"
-        fast_rows, fast, slow_rows = self._find(ids, key, array)
-        for r_ in slow_rows.tolist():
-            got = self(int(ids[r_])).get(key)
-            out[r_] = "" if got is None else str(got)
-        if len(fast):  # each distinct array text parsed once
-            texts = np.empty(len(fast), dtype=object)
-            texts[:] = fast
-            codes, distinct = pd.factorize(texts)
-            shown = np.empty(len(distinct), dtype=object)
-            shown[:] = [str(orjson.loads(t)) for t in distinct]
-            out[fast_rows] = shown[codes]
-        return out
+    def _taken(self, table: tuple[np.ndarray, np.ndarray], ids: np.ndarray, fill: Any
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The values of ``ids`` in a sparse (ids, values) table (``fill`` where absent), and
+        the rows of ``ids`` to read whole instead (their end record's args are merged in)."""
+        keys, values = table
+        out = np.full(len(ids), fill, dtype=values.dtype)
+        if len(keys):
+            pos = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+            hit = keys[pos] == ids
+            out[hit] = values[pos[hit]]
+        whole = np.flatnonzero(np.isin(ids, self.merged_ids)) if len(self.merged_ids) \
+            else np.zeros(0, np.int64)
+        return out, whole
 
     def numbers(self, ids: np.ndarray, key: str) -> np.ndarray:
         """``self(id).get(key)`` for each of ``ids`` as float64 (NaN where absent or not a
-        number), found with one search of the blob for ``"key": <number>`` (`_find`)."""
+        number): from the decoded numbers where the decoder took ``key`` out (`LOOKUP_NUMERIC`),
+        else parsed (`many`)."""
         ids = np.asarray(ids, np.int64)
-        out = np.full(len(ids), np.nan)
-        number = rb"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]"
-        fast_rows, fast, slow_rows = self._find(ids, key, number)
-        for r_ in slow_rows.tolist():
-            got = self(int(ids[r_])).get(key)
-            out[r_] = float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) else np.nan
-        out[fast_rows] = np.array([float(v) for v in fast])
+        table = self.numeric.get(key)
+        if table is None:
+            whole, out = np.arange(len(ids)), np.full(len(ids), np.nan)
+        else:
+            out, whole = self._taken(table, ids, np.nan)
+        whole = whole[ids[whole] >= 0]  # -1: no event
+        if len(whole):
+            out[whole] = [_number(a.get(key)) for a in self.many(ids[whole])]
         return out
+
+    def values(self, ids: np.ndarray, key: str) -> tuple[np.ndarray, list[Any]]:
+        """``self(id).get(key)`` for each of ``ids`` as codes (int64, -1 where absent) into a
+        table of distinct values: from the decoded value args where the decoder took ``key`` out
+        (`VALUE_ARGS`), else parsed (`many`).  The table may be shared: do not change it."""
+        ids = np.asarray(ids, np.int64)
+        table = self.value.get(key)
+        if table is None:
+            codes, whole, values = np.full(len(ids), -1, np.int64), np.arange(len(ids)), []
+        else:
+            taken, whole = self._taken(table, ids, -1)
+            codes, values = taken.astype(np.int64), self.arg_values
+            bad = [c for c, v in enumerate(values) if v is UNPARSED]
+            if bad:  # a text the parser refused: read those events whole (as __call__)
+                whole = np.union1d(whole, np.flatnonzero(np.isin(codes, bad)))
+        whole = whole[ids[whole] >= 0]  # -1: no event
+        if len(whole):
+            values = list(values)
+            seen: dict[bytes, int] = {}
+            for row, args in zip(whole.tolist(), self.many(ids[whole]), strict=True):
+                value = args.get(key, _ABSENT)
+                if value is _ABSENT:
+                    codes[row] = -1
+                    continue
+                text = orjson.dumps(value)
+                if text not in seen:
+                    seen[text] = len(values)
+                    values.append(value)
+                codes[row] = seen[text]
+        return codes, values
 
     def many(self, ids: np.ndarray) -> list[dict[str, Any]]:
         """``self(id)`` for each of ``ids``, parsed in one ``orjson`` call over their args texts
         joined into one array (not one parse per event); the same dicts as ``__call__``."""
-        import orjson
-
         ids = np.asarray(ids, np.int64)
         order, texts = self._texts(ids)
         out: list[dict[str, Any]] = [{} for _ in range(len(ids))]
@@ -178,50 +176,6 @@ class _ArgsLookup:
                 out[row] = self(int(ids[row]))
         return out
 
-    def in_order(self, ids: np.ndarray, keys: list[str], arrays: tuple[str, ...] = ()
-                 ) -> tuple[list[np.ndarray], np.ndarray]:
-        """The value texts of ``keys`` in the args of each of ``ids``, found by one regex over
-        their texts where the keys follow each other in this order (as Kineto writes a kernel's
-        args: numbers, and arrays of numbers for the keys in ``arrays``), and the rows whose args
-        have one of ``keys`` but not in that form (to be parsed: `many`).  ``None`` where a
-        row has none of it."""
-        ids = np.asarray(ids, np.int64)
-        def value(key: str) -> bytes:  # simple classes, no alternation: sre matches them fast
-            return rb'(\[[^\]"]*\])' if key in arrays else rb"([-+0-9.eE]+)"
-
-        pattern = re.compile(rb"\s*,\s*".join(rb'"' + re.escape(k.encode()) + rb'"\s*:\s*' + value(k)
-                                              for k in keys))
-        first = re.compile(rb'"(?:' + rb"|".join(re.escape(k.encode()) for k in keys) + rb')"\s*:')
-        out = [np.full(len(ids), None, dtype=object) for _ in keys]
-        rows, texts = self._texts(ids)
-        if not texts:
-            return out, np.zeros(0, np.int64)
-        # the texts joined (a NUL between two: no key spans it), searched once
-        joined = b"\x00".join(texts)
-        sizes = np.fromiter((len(t) for t in texts), np.int64, len(texts))
-        starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
-        ends = starts + sizes
-        # each match starts at the first key: found with bytes.find (sre's literal scan is slow)
-        lead, matches = b'"' + keys[0].encode() + b'"', []
-        at = joined.find(lead)
-        while at >= 0:
-            m = pattern.match(joined, at)
-            if m is not None:
-                matches.append(m)
-            at = joined.find(lead, at + 1)
-        owner = self._owner(np.arange(len(texts)), starts, ends, [m.start() for m in matches],
-                            [m.end() for m in matches])
-        ok = np.flatnonzero(owner >= 0)
-        if len(ok):
-            columns = list(zip(*[matches[i].groups() for i in ok.tolist()], strict=True))
-            for col, values in zip(out, columns, strict=True):
-                col[rows[owner[ok]]] = _objects(values)
-        matched = np.zeros(len(texts), bool)
-        matched[owner[ok]] = True
-        keyed = [int(rows[i]) for i in np.flatnonzero(~matched).tolist()  # a key, in another form
-                 if first.search(joined, int(starts[i]), int(ends[i]))]
-        return out, np.asarray(sorted(keyed), np.int64)
-
     def _texts(self, ids: np.ndarray) -> tuple[np.ndarray, list[bytes | memoryview]]:
         """The rows of ``ids`` that have args and their args texts, in file order."""
         off, length = self.offset[ids], self.length[ids]
@@ -239,16 +193,6 @@ class _ArgsLookup:
                     k += 1
         return order, texts
 
-    @staticmethod
-    def _owner(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, hit_start: list[int],
-               hit_end: list[int]) -> np.ndarray:
-        """The row (of ``rows``, whose texts are ``[starts, ends)``) holding each hit, -1 for none."""
-        at = np.searchsorted(starts, np.asarray(hit_start, np.int64), side="right") - 1
-        ok = (at >= 0) & (np.asarray(hit_end, np.int64) <= ends[np.maximum(at, 0)])
-        return np.where(ok, rows[np.maximum(at, 0)], -1)
 
-
-def _objects(values: tuple[Any, ...]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..._native.keys import NUMERIC_ARGS as _NUMERIC_ARGS
+from ..._native.keys import VALUE_ARGS as _VALUE_ARGS
 from .file_blob import FileBlob
 
 ABSENT_TIME = np.iinfo(np.int64).min  # marker in ts_ns / dur_ns for "field absent"
@@ -28,6 +29,12 @@ ABSENT_TIME = np.iinfo(np.int64).min  # marker in ts_ns / dur_ns for "field abse
 # args keys whose top-level numeric values both decoders extract into float64 columns
 # (SparseColumn: only the records where the value is a number): the scanner's list
 NUMERIC_ARGS = _NUMERIC_ARGS
+# args keys whose top-level values (any JSON) both decoders take out as codes into one table of
+# distinct parsed values (SparseCodes)
+VALUE_ARGS = _VALUE_ARGS
+# a distinct value text the JSON parser refused (the scanner only validates): read such an
+# event's args whole, as `ChromeColumns.args` does
+UNPARSED = object()
 
 
 @dataclass
@@ -63,6 +70,26 @@ class SparseColumn:
         pos = np.minimum(np.searchsorted(self.index, rows), max(len(self.index) - 1, 0))
         hit = self.index[pos] == rows if len(self.index) else np.zeros(len(rows), bool)
         return np.where(hit, self.values[pos] if len(self.index) else np.nan, np.nan)
+
+
+@dataclass
+class SparseCodes:
+    """A column of ``n`` rows of codes into a table of values, stored only where a
+    value is present: ``index`` (ascending row numbers) and ``codes`` (int32)."""
+
+    n: int
+    index: np.ndarray  # int32 (int64 beyond 2**31 rows), ascending
+    codes: np.ndarray  # int32, >= 0
+
+    @classmethod
+    def from_lists(cls, n: int, index: list[int], codes: list[int]) -> SparseCodes:
+        return cls(n, np.asarray(index, _index_dtype(n)), np.asarray(codes, np.int32))
+
+    def dense(self) -> np.ndarray:
+        """Codes of every row (-1 where absent)."""
+        out = np.full(self.n, -1, np.int32)
+        out[self.index] = self.codes
+        return out
 
 
 def _index_dtype(n: int) -> type:
@@ -111,6 +138,8 @@ class ChromeColumns:
     tokens: list[str]
     args_blob: bytes | memoryview | FileBlob  # the raw "args" JSON texts (bytes-like, or in the file)
     numeric_args: dict[str, SparseColumn]  # NUMERIC_ARGS key -> its numeric values
+    value_args: dict[str, SparseCodes] = field(default_factory=dict)  # VALUE_ARGS key -> codes
+    arg_values: list[Any] = field(default_factory=list)  # code -> parsed value (or UNPARSED)
     top_level: dict[str, Any] = field(default_factory=dict)  # other top-level keys, parsed
     array_format: bool = False  # the file was a bare JSON array
 
@@ -119,13 +148,14 @@ class ChromeColumns:
         """The columns of ``rows`` only (dictionaries, args blob and top level
         shared).  Only the per-record arrays named in ``arrays`` and the numeric
         args named in ``numeric`` are taken (default: all); the other arrays are
-        left empty (as by `drop_rows`) and the other numeric args out."""
+        left empty (as by `drop_rows`) and the other numeric args out, as are the value args
+        (read through `ArgsRows`, from the whole columns)."""
         rows = np.asarray(rows, np.int64)
         taken = {name: getattr(self, name)[rows] if arrays is None or name in arrays
                  else getattr(self, name)[:0].copy() for name in ROW_ARRAYS}
         keep = {k: SparseColumn.from_dense(v.take(rows)) for k, v in self.numeric_args.items()
                 if numeric is None or k in numeric}
-        return replace(self, n=len(rows), **taken, numeric_args=keep)
+        return replace(self, n=len(rows), **taken, numeric_args=keep, value_args={})
 
     def drop_rows(self) -> None:
         """Free the per-record arrays and numeric args (keeping ``n``, the
@@ -135,6 +165,8 @@ class ChromeColumns:
             setattr(self, name, getattr(self, name)[:0].copy())
         self.numeric_args = {k: SparseColumn(0, v.index[:0].copy(), v.values[:0].copy())
                              for k, v in self.numeric_args.items()}
+        self.value_args = {k: SparseCodes(0, v.index[:0].copy(), v.codes[:0].copy())
+                           for k, v in self.value_args.items()}
 
     def args(self, i: int) -> dict[str, Any]:
         """The parsed args of record ``i`` ({} where absent)."""

@@ -65,7 +65,17 @@ import orjson
 from ...errors import ProfviewError, line_position
 from ...limits import BYTES_PER_JSON_VALUE, available_memory
 from ...sources import Source
-from .columns import ABSENT_TIME, FLOW_IN, FLOW_OUT, NUMERIC_ARGS, ChromeColumns, Interner, SparseColumn
+from .columns import (
+    ABSENT_TIME,
+    FLOW_IN,
+    FLOW_OUT,
+    NUMERIC_ARGS,
+    VALUE_ARGS,
+    ChromeColumns,
+    Interner,
+    SparseCodes,
+    SparseColumn,
+)
 from .times import mark_times, ns_from_text, restorer
 
 BOM = b"\xef\xbb\xbf"
@@ -276,6 +286,8 @@ class _Rows:
         self.args_offset = [-1] * n
         self.args_length = [0] * n
         self.numeric: dict[str, tuple[list[int], list[float]]] = {key: ([], []) for key in NUMERIC_ARGS}
+        self.value: dict[str, tuple[list[int], list[int]]] = {key: ([], []) for key in VALUE_ARGS}
+        self.values = _Values()
         self.names, self.cats, self.tokens = Interner(), Interner(), Interner()
         self.blob: list[bytes] = []
 
@@ -291,7 +303,8 @@ class _Rows:
             flow_dir=np.array(self.flow_dir, np.uint8), names=self.names.values, cats=self.cats.values,
             tokens=self.tokens.values, args_blob=b"".join(self.blob),
             numeric_args={k: SparseColumn.from_lists(n, *v) for k, v in self.numeric.items()},
-            top_level=top_level, array_format=array_format,
+            value_args={k: SparseCodes.from_lists(n, *v) for k, v in self.value.items()},
+            arg_values=self.values.values, top_level=top_level, array_format=array_format,
         )
 
 
@@ -375,6 +388,7 @@ def _fill_rows(rows: _Rows, events: list[Any], source: str, marker: str | None) 
             blob_size += len(text)
             if type(args) is dict:
                 _pick_numeric(args, i, numeric)
+                _pick_values(args, i, rows.value, rows.values, restore)
 
 
 def _pick_numeric(args: dict[str, Any], i: int, numeric: dict[str, tuple[list[int], list[float]]]) -> None:
@@ -391,6 +405,36 @@ def _pick_numeric(args: dict[str, Any], i: int, numeric: dict[str, tuple[list[in
             if type(item) in (int, float):
                 column[0].append(i)
                 column[1].append(item)
+
+
+class _Values:
+    """Parsed JSON value -> dense code, in order of first appearance (keyed by its JSON text)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[bytes, int] = {}
+        self.values: list[Any] = []
+
+    def __call__(self, value: Any) -> int:
+        key = orjson.dumps(value)
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = len(self.values)
+            self.values.append(value)
+        return code
+
+
+def _pick_values(args: dict[str, Any], i: int, columns: dict[str, tuple[list[int], list[int]]],
+                 values: _Values, restore: Callable[[bytes], bytes] | None) -> None:
+    """Append record ``i``'s value args (VALUE_ARGS keys, any JSON value) as codes into ``values``."""
+    pairs = args.items() if len(args) <= len(columns) else ((k, args.get(k, _MISSING)) for k in columns)
+    for key, value in pairs:
+        column = columns.get(key)
+        if column is None or value is _MISSING:
+            continue
+        if restore is not None:  # a marked time inside the value: the number back, as args() reads it
+            value = orjson.loads(restore(orjson.dumps(value)))
+        column[0].append(i)
+        column[1].append(values(value))
 
 
 def normalized(columns: ChromeColumns) -> dict[str, Any]:
@@ -415,6 +459,8 @@ def normalized(columns: ChromeColumns) -> dict[str, Any]:
         "args": [columns.args(i) if columns.args_offset[i] >= 0 else None for i in range(columns.n)],
         "numeric_args": {k: np.nan_to_num(v.dense(), nan=-0.5).tolist()
                          for k, v in columns.numeric_args.items()},
+        "value_args": {k: [columns.arg_values[c] if c >= 0 else "<absent>" for c in v.dense().tolist()]
+                       for k, v in columns.value_args.items()},
         "top_level": columns.top_level,
         "array_format": columns.array_format,
     }

@@ -19,7 +19,7 @@ from .file_blob import FileBlob
 
 if TYPE_CHECKING:
     from ...sources import Source
-    from .columns import ChromeColumns, SparseColumn
+    from .columns import ChromeColumns, SparseCodes, SparseColumn
 
 
 def _owned_array(lib: ctypes.CDLL, ptr: int | None, nbytes: int, dtype: Any) -> np.ndarray:
@@ -60,6 +60,54 @@ def _sparse(lib: ctypes.CDLL, scanner: int, key: int, n: int) -> SparseColumn:
     if len(index) != len(values) or (len(index) and index[-1] >= n):
         raise RuntimeError(f"native numeric arg {key}: {len(index)} rows, {len(values)} values")
     return SparseColumn(n, index.astype(_index_dtype(n)), values)
+
+
+def _codes(lib: ctypes.CDLL, scanner: int, key: int, n: int, count: int) -> SparseCodes:
+    """Value arg ``key`` (rows and codes into the value table of ``count`` entries)."""
+    from .columns import SparseCodes, _index_dtype
+
+    parts = []
+    for rows, dtype in ((1, np.int64), (0, np.int32)):
+        size = c_size_t()
+        ptr = lib.pv_scan_detach_val(scanner, key, rows, ctypes.byref(size))
+        parts.append(_owned_array(lib, ptr, size.value, dtype))
+    index, codes = parts
+    bad = len(index) and (index[-1] >= n or codes.min() < 0 or codes.max() >= count)
+    if len(index) != len(codes) or bad:
+        raise RuntimeError(f"native value arg {key}: {len(index)} rows, {len(codes)} codes")
+    return SparseCodes(n, index.astype(_index_dtype(n)), codes)
+
+
+def _values(lib: ctypes.CDLL, scanner: int) -> list[Any]:
+    """The value table (dictionary 3: the raw JSON texts of the value args), parsed, in code
+    order; `UNPARSED` for a text the JSON parser refuses (a number beyond its range)."""
+    import orjson
+
+    from .columns import UNPARSED
+
+    arena_p = POINTER(c_uint8)()
+    arena_len = c_size_t()
+    offs_p = POINTER(c_int64)()
+    lens_p = POINTER(ctypes.c_int32)()
+    flags_p = POINTER(ctypes.c_uint32)()
+    count = lib.pv_scan_dict(scanner, 3, ctypes.byref(arena_p), ctypes.byref(arena_len),
+                             ctypes.byref(offs_p), ctypes.byref(lens_p), ctypes.byref(flags_p))
+    if count <= 0:
+        return []
+    arena = memoryview(ctypes.string_at(arena_p, arena_len.value))
+    offs = np.ctypeslib.as_array(offs_p, (count,)).tolist()
+    lens = np.ctypeslib.as_array(lens_p, (count,)).tolist()
+    texts = [arena[o : o + k] for o, k in zip(offs, lens, strict=True)]
+    try:  # one parse of them all; the scanner has validated each as JSON
+        return list(orjson.loads(b"[" + b",".join(texts) + b"]"))
+    except orjson.JSONDecodeError:
+        out: list[Any] = []
+        for text in texts:
+            try:
+                out.append(orjson.loads(text))
+            except orjson.JSONDecodeError:
+                out.append(UNPARSED)
+        return out
 
 
 def _take_blob(lib: ctypes.CDLL, scanner: int, column: int) -> memoryview:
@@ -170,10 +218,12 @@ def _check_status(lib: ctypes.CDLL, scanner: int, status: int, source: Source) -
 def _columns(lib: ctypes.CDLL, scanner: int, file_blob: FileBlob | None = None) -> ChromeColumns:
     """The scanner's results as ChromeColumns (the arrays adopt its buffers;
     ``file_blob``: the args are in the file, read back through it)."""
-    from .columns import NUMERIC_ARGS, ChromeColumns
+    from .columns import NUMERIC_ARGS, VALUE_ARGS, ChromeColumns
 
     n = int(lib.pv_scan_count(scanner))
     numeric = {key: _sparse(lib, scanner, k, n) for k, key in enumerate(NUMERIC_ARGS)}
+    arg_values = _values(lib, scanner)
+    value_args = {key: _codes(lib, scanner, k, n, len(arg_values)) for k, key in enumerate(VALUE_ARGS)}
     cols = {name: _adopt(lib, scanner, i, dtype, n) for i, (name, dtype) in enumerate(_COLUMNS)}
     blob_id = int(lib.pv_col_blob())
     args_blob: bytes | memoryview | FileBlob = _take_blob(lib, scanner, blob_id)
@@ -185,7 +235,8 @@ def _columns(lib: ctypes.CDLL, scanner: int, file_blob: FileBlob | None = None) 
     tokens = _dedupe(*_dictionary(lib, scanner, 2), cols["pid_code"], cols["tid_code"], cols["id_code"],
                      cols["bind_code"])
     return ChromeColumns(n=n, **cols, names=names, cats=cats, tokens=tokens, args_blob=args_blob,
-                         numeric_args=numeric, top_level=top_level,
+                         numeric_args=numeric, value_args=value_args, arg_values=arg_values,
+                         top_level=top_level,
                          array_format=bool(lib.pv_scan_array_format(scanner)))
 
 
