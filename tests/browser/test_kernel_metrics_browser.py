@@ -17,7 +17,7 @@ TIMELINE = ".pv-timeline canvas"
 NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
 
 
-def test_colour_by_sm_efficiency_legend_and_tooltip(lab: LabServer, page: Any) -> None:
+def test_colour_by_sm_efficiency_legend_and_tooltip(lab: LabServer, page: Any, tmp_path: Path) -> None:
     name = copy_into(lab, NCCL)
     nb = LabNotebook(lab, page, "kernels", ["import jupyter_profview as profview\n"
                                             f"w = profview.show(profview.load(r'{name}'))\n"
@@ -57,4 +57,7 @@ def test_colour_by_sm_efficiency_legend_and_tooltip(lab: LabServer, page: Any) -
     want_occ = f"occupancy {row['occupancy']:.2f} %"
     assert wait_until(lambda: want_sm in tip.inner_text() and want_occ in tip.inner_text()), tip.inner_text()
     assert np.isfinite(row["sm_efficiency"])
+    shot = tmp_path / "kernel_metrics.png"  # for a person to read: the legend and the tooltip
+    root.screenshot(path=str(shot))
+    print("screenshot", shot)
     assert not page.page_errors, page.page_errors  # type: ignore[attr-defined]
