@@ -479,26 +479,25 @@ void *pv_scan_detach(pv_scanner *s, int c, size_t *nbytes) {
     return hand_over(p, s->n * col_width(c), nbytes);
 }
 
-/* Hand over numeric arg k: its rows (int64, ascending) if rows, else its
- * values (double), as pv_scan_detach. */
-void *pv_scan_detach_num(pv_scanner *s, int k, int rows, size_t *nbytes) {
-    *nbytes = 0;
-    if (k < 0 || k >= NUM_KEYS) return NULL;
-    buf_t *from = rows ? &s->num[k].rows : &s->num[k].values;
+/* Hand over a sparse column's rows (int64, ascending) if rows, else its
+ * values, as pv_scan_detach. */
+static void *detach_sparse(sparse_t *col, int rows, size_t *nbytes) {
+    buf_t *from = rows ? &col->rows : &col->values;
     buf_t b = *from;
     memset(from, 0, sizeof *from);
     return hand_over(b.data, b.len, nbytes);
 }
 
-/* Hand over value arg k: its rows (int64, ascending) if rows, else its codes
- * in dictionary 3 (int32), as pv_scan_detach. */
+/* Numeric arg k: rows, or values (double). */
+void *pv_scan_detach_num(pv_scanner *s, int k, int rows, size_t *nbytes) {
+    *nbytes = 0;
+    return k < 0 || k >= NUM_KEYS ? NULL : detach_sparse(&s->num[k], rows, nbytes);
+}
+
+/* Value arg k: rows, or codes in dictionary 3 (int32). */
 void *pv_scan_detach_val(pv_scanner *s, int k, int rows, size_t *nbytes) {
     *nbytes = 0;
-    if (k < 0 || k >= VAL_KEYS) return NULL;
-    buf_t *from = rows ? &s->val[k].rows : &s->val[k].values;
-    buf_t b = *from;
-    memset(from, 0, sizeof *from);
-    return hand_over(b.data, b.len, nbytes);
+    return k < 0 || k >= VAL_KEYS ? NULL : detach_sparse(&s->val[k], rows, nbytes);
 }
 
 void pv_free(void *p) { free(p); }

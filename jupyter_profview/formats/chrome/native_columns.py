@@ -47,18 +47,26 @@ def _adopt(lib: ctypes.CDLL, scanner: int, column: int, dtype: Any, n: int) -> n
     return _owned_array(lib, ptr, size.value, dtype)
 
 
+def _detach_sparse(lib: ctypes.CDLL, scanner: int, detach: str, key: int, n: int, dtype: Any
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (int64, ascending, below ``n``) and values of a sparse column the scanner collected
+    (``detach``: ``pv_scan_detach_num`` or ``pv_scan_detach_val``)."""
+    parts = []
+    for rows, kind in ((1, np.int64), (0, dtype)):
+        size = c_size_t()
+        ptr = getattr(lib, detach)(scanner, key, rows, ctypes.byref(size))
+        parts.append(_owned_array(lib, ptr, size.value, kind))
+    index, values = parts
+    if len(index) != len(values) or (len(index) and index[-1] >= n):
+        raise RuntimeError(f"native {detach} {key}: {len(index)} rows, {len(values)} values")
+    return index, values
+
+
 def _sparse(lib: ctypes.CDLL, scanner: int, key: int, n: int) -> SparseColumn:
     """Numeric arg ``key`` (rows and values, collected sparse by the scanner)."""
     from .columns import SparseColumn, _index_dtype
 
-    parts = []
-    for rows, dtype in ((1, np.int64), (0, np.float64)):
-        size = c_size_t()
-        ptr = lib.pv_scan_detach_num(scanner, key, rows, ctypes.byref(size))
-        parts.append(_owned_array(lib, ptr, size.value, dtype))
-    index, values = parts
-    if len(index) != len(values) or (len(index) and index[-1] >= n):
-        raise RuntimeError(f"native numeric arg {key}: {len(index)} rows, {len(values)} values")
+    index, values = _detach_sparse(lib, scanner, "pv_scan_detach_num", key, n, np.float64)
     return SparseColumn(n, index.astype(_index_dtype(n)), values)
 
 
@@ -66,15 +74,9 @@ def _codes(lib: ctypes.CDLL, scanner: int, key: int, n: int, count: int) -> Spar
     """Value arg ``key`` (rows and codes into the value table of ``count`` entries)."""
     from .columns import SparseCodes, _index_dtype
 
-    parts = []
-    for rows, dtype in ((1, np.int64), (0, np.int32)):
-        size = c_size_t()
-        ptr = lib.pv_scan_detach_val(scanner, key, rows, ctypes.byref(size))
-        parts.append(_owned_array(lib, ptr, size.value, dtype))
-    index, codes = parts
-    bad = len(index) and (index[-1] >= n or codes.min() < 0 or codes.max() >= count)
-    if len(index) != len(codes) or bad:
-        raise RuntimeError(f"native value arg {key}: {len(index)} rows, {len(codes)} codes")
+    index, codes = _detach_sparse(lib, scanner, "pv_scan_detach_val", key, n, np.int32)
+    if len(codes) and (codes.min() < 0 or codes.max() >= count):
+        raise RuntimeError(f"native value arg {key}: codes outside the table of {count}")
     return SparseCodes(n, index.astype(_index_dtype(n)), codes)
 
 
