@@ -769,3 +769,47 @@ def test_quality_survives_the_cache_manifest_and_adds_up() -> None:
     total.add(q)
     assert total.records_read == 20 and total.placed == Counter({"events": 14})
     assert all(getattr(total, name) == 2 * getattr(q, name) for name in counters)
+
+
+def test_a_script_read_from_stdin_loads_its_ranks(tmp_path: Path) -> None:
+    """Worker processes re-import the main module from its file; a script piped into ``python -``
+    has none, so its ranks load in its own process (they once died with BrokenProcessPool)."""
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    script = ("import jupyter_profview as p\n"
+              f"ts = p.load_many({str(DDP)!r}, cache={str(cache)!r}, workers=2, progress=False)\n"
+              "print('ranks', ts.ranks)\n")
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert "ranks [0, 1, 2, 3]" in done.stdout, done.stdout
+
+
+def test_a_worker_that_dies_is_a_profview_error(run_dir: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed mid-load (out of memory, a crash) ends the load with the package's error,
+    saying what to try, not a raw BrokenProcessPool."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Dying:
+        def __init__(self, **kwargs: Any) -> None:
+            pass
+
+        def __enter__(self) -> Dying:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def submit(self, fn: Any, task: Any) -> Any:
+            from concurrent.futures import Future
+
+            fut: Future[Any] = Future()
+            fut.set_exception(BrokenProcessPool("A process in the process pool was terminated abruptly"))
+            return fut
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", Dying)
+    with pytest.raises(ProfviewError, match="worker process ended abruptly.*workers=1"):
+        load_many(run_dir, cache=tmp_path / "cache", workers=2, progress=False)

@@ -25,9 +25,11 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,7 +134,7 @@ def run(tasks: list[Task], *, workers: int, client: Any = None,
     try:
         if client is not None:
             yield from _dask(client, todo, bar)
-        elif workers <= 1 or len(todo) == 1:
+        elif workers <= 1 or len(todo) == 1 or not _workers_can_start():
             for task in todo:
                 yield load_rank(task)
                 bar(1)
@@ -144,11 +146,31 @@ def run(tasks: list[Task], *, workers: int, client: Any = None,
                     for fut in as_completed(futures):
                         yield fut.result()
                         bar(1)
+                except BrokenProcessPool as exc:  # a worker was killed (out of memory?) or crashed
+                    raise ProfviewError(
+                        f"a worker process ended abruptly while loading {len(todo)} rank(s)",
+                        source=str(Path(todo[0].path).parent),
+                        expected="workers that finish: load with fewer workers (workers=1) or free memory",
+                    ) from exc
                 finally:  # the caller stopped (an error with on_error="raise"): drop what has not started
                     for fut in futures:
                         fut.cancel()
     finally:
         bar(0, close=True)
+
+
+def _workers_can_start() -> bool:
+    """Whether worker processes can start: forkserver and spawn re-import the main module from
+    its file, which a script read from standard input (``__file__`` ``<stdin>``) does not have;
+    such a script loads its ranks in this process instead."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    named = getattr(getattr(main, "__spec__", None), "name", None)
+    if named is None and path is not None and not Path(path).is_file():
+        log.info("the main module %s cannot be re-imported by worker processes: loading the ranks "
+                 "in this process", path)
+        return False
+    return True
 
 
 def _one_core_per_worker() -> None:
