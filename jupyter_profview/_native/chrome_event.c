@@ -28,8 +28,8 @@
 /* Value args: must match chrome_columns.VALUE_ARGS, in that order.          */
 
 #define VALUE_LIST(X)                                                                          \
-    X("grid") X("block") X("Input Dims") X("Input type") X("Concrete Inputs")                  \
-    X("Collective name") X("Process Group Name") X("pg_name") X("Process Group Ranks") X("dtype")
+    X("grid") X("block") X("Input Dims") X("Input type") X("Collective name")                  \
+    X("Process Group Name") X("pg_name") X("Process Group Ranks") X("dtype")
 
 #define KEY_TEXT(k) k,
 #define KEY_LEN(k) sizeof(k) - 1,

@@ -391,6 +391,8 @@ int pv_scan_append(pv_scanner *dst, pv_scanner *src) {
         int64_t *to = (int64_t *)(dst->num[k].rows.data + dst->num[k].rows.len);
         for (size_t j = 0; j < nr; j++) to[j] = rows[j] + (int64_t)n0;
         dst->num[k].rows.len += nr * 8;
+        buf_free(&src->num[k].rows); /* copied: give the memory back before the next one */
+        buf_free(&src->num[k].values);
     }
     for (int k = 0; k < VAL_KEYS; k++) { /* rows shifted, codes remapped to dst's dictionary */
         const int64_t *rows = (const int64_t *)src->val[k].rows.data;
@@ -405,6 +407,8 @@ int pv_scan_append(pv_scanner *dst, pv_scanner *src) {
         }
         dst->val[k].rows.len += nr * 8;
         dst->val[k].values.len += nr * 4;
+        buf_free(&src->val[k].rows);
+        buf_free(&src->val[k].values);
     }
     {
         const int64_t *q = (const int64_t *)src->top.data;

@@ -19,6 +19,6 @@ NUMERIC_ARGS = (
 )
 
 VALUE_ARGS = (
-    "grid", "block", "Input Dims", "Input type", "Concrete Inputs",
+    "grid", "block", "Input Dims", "Input type",
     "Collective name", "Process Group Name", "pg_name", "Process Group Ranks", "dtype",
 )

@@ -60,7 +60,7 @@ extern const char *const NUMERIC_KEYS[NUM_KEYS]; /* chrome_event.c */
  * value repeated over many events (a launch configuration, a shape list) is
  * kept once and read back by code, never searched for in the args texts.   */
 
-#define VAL_KEYS 10
+#define VAL_KEYS 9
 extern const char *const VALUE_KEYS[VAL_KEYS]; /* chrome_event.c */
 
 /* ------------------------------------------------------------------------ */

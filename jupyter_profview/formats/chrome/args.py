@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .columns import UNPARSED, ChromeColumns, args_at
+from .columns import UNPARSED, ChromeColumns, _index_dtype, args_at
 from .file_blob import FileBlob, segments
 
-#: the numeric args `trace.arg_numbers` answers from the decoded columns (the others are parsed)
-LOOKUP_NUMERIC = ("Sequence number", "Fwd thread id", "stream", "device", "blocks per SM", "warps per SM",
+#: the numeric args `trace.arg_numbers` answers from the decoded columns (the others are parsed):
+#: what the analyses ask for (attribution's forward/backward links, kernel_efficiency,
+#: collective_bandwidth); `stream` and `device` are columns of `trace.launches` already
+LOOKUP_NUMERIC = ("Sequence number", "Fwd thread id", "blocks per SM", "warps per SM",
                   "est. achieved occupancy %", "registers per thread", "shared memory", "In msg nelems",
                   "Out msg nelems", "Group size")
 
@@ -23,7 +25,8 @@ class ArgsRows:
     before the columns are dropped); the last ``loop`` rows may have the
     record of a matching end (``end_rec`` >= 0) whose args are merged.  The
     numeric args of `LOOKUP_NUMERIC` and the value args (`VALUE_ARGS`) the
-    decoder took out are kept by input row."""
+    decoder took out are kept as they are (sparse, by record: no copy while
+    the tables are built) and turned into columns by event id by `lookup`."""
 
     def __init__(self, c: ChromeColumns, rec: np.ndarray, loop: int, end_rec: np.ndarray) -> None:
         self.blob = c.args_blob
@@ -33,11 +36,10 @@ class ArgsRows:
         self.end_rows = len(rec) - loop + has_end
         self.end_offset = c.args_offset[end_rec[has_end]]
         self.end_length = c.args_length[end_rec[has_end]]
-        row_of_rec = np.full(c.n, -1, np.int64)
-        row_of_rec[rec] = np.arange(len(rec))
-        self.numeric = {k: _by_row(row_of_rec, c.numeric_args[k].index, c.numeric_args[k].values)
+        self.records, self.rec = c.n, rec
+        self.numeric = {k: (c.numeric_args[k].index, c.numeric_args[k].values)
                         for k in LOOKUP_NUMERIC if k in c.numeric_args}
-        self.value = {k: _by_row(row_of_rec, v.index, v.codes) for k, v in c.value_args.items()}
+        self.value = {k: (v.index, v.codes) for k, v in c.value_args.items()}
         self.arg_values = c.arg_values
 
     def lookup(self, raw_index: np.ndarray) -> _ArgsLookup:
@@ -46,22 +48,26 @@ class ArgsRows:
         event_of_row[raw_index] = np.arange(len(raw_index))
         end_ids = event_of_row[self.end_rows]
         order = np.argsort(end_ids)
-        taken = {key: _by_row(event_of_row, rows, values)
-                 for key, (rows, values) in {**self.numeric, **self.value}.items()}
+        # record -> event id (-1: not an event), narrow where the ids allow
+        event_of_rec: np.ndarray = np.full(self.records, -1, _index_dtype(len(raw_index)))
+        event_of_rec[self.rec] = event_of_row
+        del event_of_row
+        numeric = {k: _by_event(event_of_rec, *v) for k, v in self.numeric.items()}
+        value = {k: _by_event(event_of_rec, *v) for k, v in self.value.items()}
         return _ArgsLookup(self.blob, self.offset[raw_index], self.length[raw_index],
                            end_ids[order], self.end_offset[order], self.end_length[order],
-                           numeric={k: taken[k] for k in self.numeric},
-                           value={k: taken[k] for k in self.value}, arg_values=self.arg_values)
+                           numeric=numeric, value=value, arg_values=self.arg_values)
 
 
-def _by_row(row_of: np.ndarray, index: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A sparse column (``index`` ascending, ``values``) renumbered through ``row_of`` (-1: not
-    kept): the kept (rows, values), sorted by row."""
-    rows = row_of[index]
-    kept = np.flatnonzero(rows >= 0)
-    rows = rows[kept]
-    order = np.argsort(rows, kind="stable")
-    return rows[order], values[kept][order]
+def _by_event(event_of_rec: np.ndarray, index: np.ndarray, values: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """A sparse column by record (``index`` ascending, ``values``) as (event ids, values) of the
+    records that are events, sorted by event id."""
+    ids = event_of_rec[index]
+    kept = np.flatnonzero(ids >= 0)
+    ids = ids[kept]
+    order = np.argsort(ids, kind="stable")
+    return ids[order], values[kept[order]]
 
 
 _ABSENT = object()
