@@ -398,12 +398,24 @@ def notebook7_tree(context: Any, lab: LabServer) -> Any:
 
 
 def opened_tab(context: Any, action: Any) -> Any:
-    """The browser tab ``action()`` opens (Notebook 7 opens documents in tabs of their own)."""
+    """The browser tab ``action()`` opens (Notebook 7 opens documents in tabs of their own), its
+    API requests recorded from its first one (as `record_api_calls`): the listener is on the
+    browser context before the tab exists, since a listener on the tab once it is known can miss
+    the requests it makes at once (its session's ``/state``)."""
+    by_page: dict[Any, tuple[list[str], list[tuple[str, str]]]] = {}
+
+    def seen(r: Any) -> None:
+        if "/profview/api/" in r.url:
+            calls, requests = by_page.setdefault(r.frame.page, ([], []))
+            calls.append(r.url)
+            requests.append((r.method, r.url))
+
+    context.on("request", seen)
     with context.expect_page() as opened:
         action()
     tab = opened.value
     tab.set_default_timeout(TIMEOUT_MS)
-    record_api_calls(tab)
+    tab.profview_calls, tab.profview_requests = by_page.setdefault(tab, ([], []))
     return tab
 
 
@@ -453,6 +465,7 @@ def test_notebook7_open_run_directory_draws(context: Any, lab_ext: LabServer) ->
     assert tab.url == f"{lab_ext.base}/profview/view?path=run"
     assert wait_until(lambda: canvas_ink(tab, PAGE_TIMELINE) > 2000), "nothing drawn in the viewer page"
     files = sorted((lab_ext.root / "run").glob("rank-*"))
+    assert api_requests(tab, "POST", "sessions") == 1  # recorded from the tab's first request
     status = session_status(lab_ext, session_id(tab))
     assert status["events"] == sum(timeline_events(f) for f in files)
 
