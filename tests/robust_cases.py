@@ -24,14 +24,13 @@ import pandas as pd
 import jupyter_profview as profview
 from jupyter_profview import analysis
 from jupyter_profview.errors import ProfviewError
+from tests.trace_files import SHARED_DIR, traces_under
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 EXAMPLES = ROOT / "jupyter_profview" / "examples"
 # the shared traces and seeds beside the checkout (`../shared`, as CI lays it out), where present
-_SHARED_DIR = next((d for d in (ROOT / "shared", ROOT.parent / "shared") if (d / "seeds").is_dir()), None)
-SHARED = (_SHARED_DIR / "traces" / "hta", _SHARED_DIR / "seeds") if _SHARED_DIR else ()
-NOT_TRACES = {"README.md", "LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}
+SHARED = (SHARED_DIR / "traces" / "hta", SHARED_DIR / "seeds") if SHARED_DIR else ()
 HUGE = 2**62
 
 
@@ -149,14 +148,7 @@ class TraceFile:
 def trace_files() -> list[TraceFile]:
     """Every loadable trace file and directory of tests/data, the bundled examples and the shared
     traces, each content once (tests/data/hta copies ../shared/traces/hta)."""
-    candidates: list[Path] = []
-    for root in (DATA, EXAMPLES, *SHARED):
-        if root.is_dir():
-            candidates += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".py"
-                                 and p.name not in NOT_TRACES and "hta_reference" not in p.parts
-                                 # no caches or other hidden leftovers of earlier runs
-                                 and not any(part.startswith(".") for part in p.relative_to(root).parts))
-    candidates += [DATA / "xspace" / "tf_keras", DATA / "xspace"]
+    candidates = [*traces_under(DATA, EXAMPLES, *SHARED), DATA / "xspace" / "tf_keras", DATA / "xspace"]
     seen: dict[str, TraceFile] = {}
     for path in candidates:
         digest = path.name if path.is_dir() else hashlib.sha1(path.read_bytes()).hexdigest()

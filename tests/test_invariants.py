@@ -23,26 +23,10 @@ import pytest
 
 import jupyter_profview as profview
 from jupyter_profview.widget.lod import lane_rows
+from tests.trace_files import ROOT, SHARED_DIR, traces_under
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "traces"
-NOT_TRACES = {".md", ".py", ""}
-# numbers, not traces
-SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}
-SKIP_DIRS = {"hta_reference"}  # reference answers of HTA, not traces
-
-
-def trace_files() -> list[Path]:
-    found = []
-    for base in (SHARED, ROOT / "jupyter_profview" / "examples", ROOT / "tests" / "data"):
-        found += [p for p in sorted(base.rglob("*")) if p.is_file() and p.suffix not in NOT_TRACES
-                  and p.name not in SKIP_NAMES
-                  and not any(part.startswith(".") or part in SKIP_DIRS
-                              for part in p.relative_to(base).parts)]
-    return found
-
-
-FILES = trace_files()
+SHARED = (SHARED_DIR or ROOT.parent / "shared") / "traces"
+FILES = traces_under(SHARED, ROOT / "jupyter_profview" / "examples", ROOT / "tests" / "data")
 
 
 def busy(start: np.ndarray, end: np.ndarray) -> int:

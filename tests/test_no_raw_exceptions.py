@@ -122,18 +122,20 @@ RANGE_TRACES = [
 times = st.one_of(st.integers(-HUGE, HUGE), st.integers(-10, 10**9))
 
 
+def windows(examples: int) -> Any:
+    """Hypothesis settings of the window tests: reproducible, no deadline (a trace is loaded once
+    per test from a shared cache: the fixture is function-scoped on purpose)."""
+    return settings(max_examples=examples, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
 def _raises_only_profview_error(call: Any) -> None:
     raised = raw_exception(call)
     assert raised is None, raised
 
 
 @pytest.mark.parametrize("trace_id", RANGE_TRACES)
-@settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@windows(25)
 @given(t0=times, t1=times, columns=st.integers(-2, 50))
 def test_utilisation_any_window(trace_id: str, cache_dir: str, t0: int, t1: int, columns: int) -> None:
     trace = trace_of(trace_id, cache_dir)
@@ -141,12 +143,7 @@ def test_utilisation_any_window(trace_id: str, cache_dir: str, t0: int, t1: int,
 
 
 @pytest.mark.parametrize("trace_id", RANGE_TRACES)
-@settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@windows(25)
 @given(time=times, n=st.integers(-5, 10**6), wait=times, short=st.one_of(st.none(), times))
 def test_numeric_parameters(
     trace_id: str, cache_dir: str, time: int, n: int, wait: int, short: int | None
@@ -161,12 +158,7 @@ def test_numeric_parameters(
 
 
 @pytest.mark.parametrize("trace_id", RANGE_TRACES)
-@settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@windows(25)
 @given(start=times, end=times, by=st.sampled_from(["annotation", "op"]))
 def test_attribute_any_window(trace_id: str, cache_dir: str, start: int, end: int, by: str) -> None:
     trace = trace_of(trace_id, cache_dir)
@@ -174,12 +166,7 @@ def test_attribute_any_window(trace_id: str, cache_dir: str, start: int, end: in
 
 
 @pytest.mark.parametrize("trace_id", RANGE_TRACES)
-@settings(
-    max_examples=15,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@windows(15)
 @given(
     instance=st.integers(-3, 5),
     top=st.integers(-3, 20),

@@ -16,27 +16,13 @@ import jupyter_profview as profview
 from jupyter_profview import model, schema
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.model import Trace
-
-ROOT = Path(__file__).resolve().parents[1]
-# the shared traces and seeds beside the checkout (../shared, as CI lays it out; a worktree's grandparent)
-SHARED = next((d for d in (ROOT / "shared", ROOT.parent / "shared", ROOT.parent.parent / "shared")
-               if (d / "seeds").is_dir()), None)
-NOT_TRACES = {".md", ".py", ""}
-SKIP_NAMES = {"LICENSE", "torch_overlap_key_averages.json", "torch_selftime_key_averages.json"}  # numbers
-SKIP_DIRS = {"hta_reference"}  # HTA's answers, not traces
+from tests.trace_files import ROOT, SHARED_DIR, traces_under
 
 
 def fixture_traces() -> list[Path]:
     """Every trace in tests/data, the shared HTA traces and the shared seeds."""
-    found: list[Path] = []
-    shared = [] if SHARED is None else [SHARED / "traces" / "hta", SHARED / "seeds"]
-    for base in (ROOT / "tests" / "data", *shared):
-        if base.is_dir():
-            found += [p for p in sorted(base.rglob("*")) if p.is_file() and p.suffix not in NOT_TRACES
-                      and p.name not in SKIP_NAMES
-                      and not any(part.startswith(".") or part in SKIP_DIRS
-                                  for part in p.relative_to(base).parts)]
-    return found
+    shared = [] if SHARED_DIR is None else [SHARED_DIR / "traces" / "hta", SHARED_DIR / "seeds"]
+    return traces_under(ROOT / "tests" / "data", *shared)
 
 
 FILES = fixture_traces()
@@ -44,8 +30,8 @@ FILES = fixture_traces()
 
 def test_the_fixture_list_is_not_empty() -> None:
     assert len([p for p in FILES if "hta" in p.parts]) >= 10
-    if SHARED is not None:
-        seeds = SHARED / "seeds"
+    if SHARED_DIR is not None:
+        seeds = SHARED_DIR / "seeds"
         assert len([p for p in FILES if p.parent == seeds]) == len(list(seeds.iterdir()))
 
 

@@ -25,6 +25,7 @@ from jupyter_profview.formats.chrome import native as chrome_native
 from jupyter_profview.formats.chrome.columns import ChromeColumns
 from jupyter_profview.sources import Source
 from tests.test_native import _generated_trace, assert_same, chrome_fixtures, trace_document
+from tests.trace_files import SHARED_DIR
 
 pytestmark = pytest.mark.skipif(_native._load() is None, reason="native library not built")
 
@@ -255,7 +256,7 @@ def test_progress_counts_each_byte_once_from_the_loading_thread(
     assert bar.threads == {threading.get_ident()}
 
 
-SHARED_HTA = Path(__file__).resolve().parents[2] / "shared" / "traces" / "hta"
+SHARED_HTA = (SHARED_DIR or Path("../shared")) / "traces" / "hta"
 # the middle of this one is in "distributedInfo" (a list of 300 ranks before traceEvents): the
 # "}, {" found there is between two process groups, not two events -- the guess is dropped
 MIDDLE_BEFORE_EVENTS = {"cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"}
