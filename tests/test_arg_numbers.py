@@ -114,3 +114,19 @@ def test_kernel_numbers_are_taken_out_by_the_decoders() -> None:
         got = trace.arg_numbers(ids, key)
         assert np.array_equal(got, one_by_one(trace, key), equal_nan=True)
         assert np.isfinite(got).any()
+
+
+def test_a_value_text_the_parser_refused_is_read_from_the_args() -> None:
+    """The scanner only validates JSON; a distinct value text that Python's parser then refuses
+    (`UNPARSED` in the table) is answered by reading those events' args whole, the others from
+    the table."""
+    from jupyter_profview.formats.chrome.args import _ArgsLookup
+    from jupyter_profview.formats.chrome.columns import UNPARSED
+
+    blob = b'{"grid": [1, 1, 1]}{"grid": [3, 1, 1]}'
+    none = np.zeros(0, np.int64)
+    lookup = _ArgsLookup(blob, np.array([0, 19]), np.array([19, 19], np.int32), none, none, none,
+                         value={"grid": (np.array([0, 1]), np.array([0, 1], np.int32))},
+                         arg_values=[UNPARSED, [2, 1, 1]])
+    codes, table = lookup.values(np.array([0, 1]), "grid")
+    assert [table[c] for c in codes] == [[1, 1, 1], [2, 1, 1]]  # event 1: the table's, not the text's

@@ -87,6 +87,8 @@ class _ArgsLookup:
         self.end_ids, self.end_offset, self.end_length = end_ids, end_offset, end_length
         self.numeric, self.value = numeric or {}, value or {}
         self.arg_values = arg_values or []
+        # codes of the value texts the parser refused (read such events whole): found once
+        self.unparsed = np.array([c for c, v in enumerate(self.arg_values) if v is UNPARSED], np.int64)
         # events whose matching end record has args of its own: merged, so read whole
         self.merged_ids = end_ids[end_offset >= 0]
 
@@ -137,9 +139,8 @@ class _ArgsLookup:
         else:
             taken, whole = self._taken(table, ids, -1)
             codes, values = taken.astype(np.int64), self.arg_values
-            bad = [c for c, v in enumerate(values) if v is UNPARSED]
-            if bad:  # a text the parser refused: read those events whole (as __call__)
-                whole = np.union1d(whole, np.flatnonzero(np.isin(codes, bad)))
+            if len(self.unparsed):  # a text the parser refused: read those events whole (as __call__)
+                whole = np.union1d(whole, np.flatnonzero(np.isin(codes, self.unparsed)))
         whole = whole[ids[whole] >= 0]  # -1: no event
         if len(whole):
             values = list(values)
