@@ -4,6 +4,7 @@
 
 import { formatTime, shareText } from "./axis";
 import { el } from "./dom";
+import type { PanelModule } from "./panel";
 
 export interface Finding {
   rule: string; severity: string; time: number; share: number; count: number; device: string;
@@ -39,7 +40,7 @@ export class AdvicePanel {
   private title: HTMLSpanElement;
   private rows: HTMLDivElement;
   private detail: HTMLDivElement;
-  private data: AdviceData | null = null;
+  data: AdviceData | null = null;
 
   constructor(private onPick: (k: number) => void) {
     this.el = el("div", "pv-advice");
@@ -86,3 +87,22 @@ export class AdvicePanel {
     });
   }
 }
+
+/** The findings panel ("What's wrong" in the toolbar; jupyter_profview/widget/advice.py). */
+export const ADVICE_PANEL: PanelModule = {
+  name: "advice",
+  traits: ["_advice"],
+  toolbar: "What's wrong",
+  create: (host) => {
+    const panel = new AdvicePanel((finding) => host.send({ _advice_pick: { finding, token: Date.now() } }));
+    return {
+      el: panel.el,
+      shown: () => panel.data !== null,
+      load: () => {
+        const data = parseAdvice(host.model.get("_advice"));
+        panel.update(data);
+        host.root.dataset.findings = String(data ? data.findings.length : 0);
+      },
+    };
+  },
+};

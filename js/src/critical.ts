@@ -5,6 +5,7 @@
 import { formatTime, shareText, type TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 import { el } from "./dom";
+import type { PanelModule } from "./panel";
 import type { Flow } from "./scene";
 
 export interface BreakdownPart { type: string; time: number; share: number }
@@ -217,3 +218,26 @@ export class CriticalPanel {
     }
   }
 }
+
+/** A step's critical path ("Critical path" in the toolbar; jupyter_profview/widget/critical_path.py):
+ * its segments zoom the view, its step picker asks for another step's path. */
+export const CRITICAL_PANEL: PanelModule = {
+  name: "critical_path",
+  traits: ["_critical_path"],
+  toolbar: "Critical path",
+  create: (host) => {
+    const panel = new CriticalPanel((seg) => host.zoomTo(seg.start, seg.end, 1),
+      (instance) => host.send({ critical_path_instance: instance }));
+    return {
+      el: panel.el,
+      shown: () => panel.shown !== null,
+      load: () => {
+        const path = parseCriticalPath(host.frame("_critical_path"));
+        panel.unit = host.unit;
+        panel.update(path, host.noKernel);
+        host.setArrows(path ? path.arrows : []);
+        host.root.dataset.criticalArrows = String(path ? path.arrows.length : 0);
+      },
+    };
+  },
+};

@@ -5,6 +5,7 @@
 import { formatTime, shareText } from "./axis";
 import type { Frame } from "./codec";
 import { el } from "./dom";
+import type { PanelModule } from "./panel";
 
 export interface IcicleNode {
   node: number; parent: number; depth: number; x0: number; width: number;
@@ -79,7 +80,7 @@ export class IciclePanel {
   private note: HTMLSpanElement;
   private canvas: HTMLCanvasElement;
   private hover: HTMLDivElement;
-  private data: IcicleData | null = null;
+  data: IcicleData | null = null;
   private width = 800;
 
   constructor(private onPick: (node: number) => void, private onControls: (by: string, measure: string) => void) {
@@ -186,3 +187,26 @@ export class IciclePanel {
     this.el.dataset.drawMs = (performance.now() - t0).toFixed(2);
   }
 }
+
+/** The icicle ("Breakdown" in the toolbar; jupyter_profview/widget/icicle.py): a click on a node
+ * selects what is under it, the node kind and measure switches ask for another tree. */
+export const ICICLE_PANEL: PanelModule = {
+  name: "icicle",
+  traits: ["_icicle"],
+  toolbar: "Breakdown",
+  create: (host) => {
+    const panel = new IciclePanel((node) => host.send({ _icicle_pick: { node, token: Date.now() } }),
+      (by, measure) => host.send({ icicle_by: by, icicle_measure: measure }));
+    return {
+      el: panel.el,
+      shown: () => panel.data !== null,
+      load: () => {
+        const t0 = performance.now();
+        panel.update(parseIcicle(host.frame("_icicle")), host.root.clientWidth || 800);
+        // decode + parse + first draw of this tree (benchmarks/bench_icicle.py reads it)
+        host.root.dataset.icicleMs = (performance.now() - t0).toFixed(2);
+      },
+      resize: (width) => panel.resize(width - 12),
+    };
+  },
+};

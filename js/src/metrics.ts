@@ -2,6 +2,7 @@
 // colour-by choices a trace offers (`_info.color_options`, see widget/metric_colors.py).
 
 import { formatBytes } from "./axis";
+import type { PanelModule } from "./panel";
 
 /** `_event`'s `metrics`: a kernel's SM efficiency / occupancy (%) / tensor core, a collective's
  * bytes and bandwidths (GB/s); null where the trace does not say. */
@@ -49,3 +50,6 @@ export function setColorOptions(select: HTMLSelectElement, options: unknown, cur
   }
   if (wanted.includes(current)) select.value = current;
 }
+
+/** Colour by (the toolbar's colour switch, drawn by the header; jupyter_profview/widget/metric_colors.py). */
+export const COLOUR_PANEL: PanelModule = { name: "colour", traits: ["color_by"] };

@@ -27,6 +27,8 @@ export interface Traits {
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
   _advice: Record<string, unknown>;
+  /** {panel, shown, error, token}: what the last toolbar request did */
+  _panel_status: Record<string, unknown>;
   /** the icicle's node kind ('' hides it) */
   icicle_by: string;
   /** what sizes the icicle's boxes: 'gpu' or 'cpu' */
@@ -49,6 +51,8 @@ export interface Traits {
   _icicle_pick: Record<string, unknown>;
   /** {finding, token}: a clicked finding */
   _advice_pick: Record<string, unknown>;
+  /** {panel, show, token, ...}: a toolbar button (show or hide a panel; js/src/panels.ts) */
+  _panel_request: Record<string, unknown>;
 }
 export type TraitName = keyof Traits;
 
@@ -62,20 +66,22 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _nodes: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _summary: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _highlight: {"setBy": "kernel", "session": true, "view": true, "saved": true},
-  _zoom_request: {"setBy": "kernel", "session": false, "view": true, "saved": true},
-  _critical_path: {"setBy": "kernel", "session": false, "view": true, "saved": true},
-  _icicle: {"setBy": "kernel", "session": false, "view": true, "saved": true},
-  _kernel_selection: {"setBy": "kernel", "session": false, "view": true, "saved": false},
-  _advice: {"setBy": "kernel", "session": false, "view": true, "saved": true},
-  icicle_by: {"setBy": "both", "session": false, "view": false, "saved": true},
-  icicle_measure: {"setBy": "both", "session": false, "view": false, "saved": true},
-  critical_path_instance: {"setBy": "both", "session": false, "view": false, "saved": true},
+  _zoom_request: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _critical_path: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _icicle: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
+  _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _panel_status: {"setBy": "kernel", "session": true, "view": true, "saved": false},
+  icicle_by: {"setBy": "both", "session": true, "view": false, "saved": true},
+  icicle_measure: {"setBy": "both", "session": true, "view": false, "saved": true},
+  critical_path_instance: {"setBy": "both", "session": true, "view": false, "saved": true},
   color_by: {"setBy": "both", "session": true, "view": true, "saved": true},
   collapsed_groups: {"setBy": "both", "session": false, "view": true, "saved": true},
   shown_ranks: {"setBy": "both", "session": true, "view": true, "saved": true},
   split_layout: {"setBy": "both", "session": false, "view": true, "saved": true},
   _view: {"setBy": "browser", "session": false, "view": false, "saved": true},
   _selection: {"setBy": "browser", "session": true, "view": false, "saved": true},
-  _icicle_pick: {"setBy": "browser", "session": false, "view": false, "saved": false},
-  _advice_pick: {"setBy": "browser", "session": false, "view": false, "saved": false},
+  _icicle_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _advice_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _panel_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
 };

@@ -5,9 +5,10 @@
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
 import type { Frame } from "./codec";
-import { AdvicePanel, parseAdvice } from "./advice";
-import { CriticalPanel, parseCriticalPath, type Segment } from "./critical";
-import { IciclePanel, parseIcicle } from "./icicle";
+import type { DrawnPanel, PanelHost } from "./panel";
+import { PANELS } from "./panels";
+import { PanelButtons, type PanelRequest } from "./toolbar";
+import type { TraitName } from "./trait_spec";
 import { MIN_TABLE, MIN_TIMELINE, clampHeight, parseLayout, splitHandle, type SplitLayout } from "./split";
 import { DetailLoader, type DetailHost } from "./detail";
 import { skeleton } from "./dom";
@@ -33,15 +34,17 @@ import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } f
 
 const MAX_TL_H = 460;
 
-export class ProfView implements DetailHost {
+export class ProfView implements DetailHost, PanelHost {
   readonly root: HTMLDivElement;
   readonly tlScroll: HTMLDivElement;
   readonly timeline: TimelineRenderer;
   readonly memory: MemoryPanel;
   readonly table: TablePanel;
-  readonly critical: CriticalPanel;
-  readonly icicle: IciclePanel;
-  readonly advice: AdvicePanel;
+  /** The panels the registry builds (panels.ts: findings, critical path, icicle), by name. */
+  readonly panels = new Map<string, DrawnPanel>();
+  /** trait -> the panel that draws it */
+  private panelOf = new Map<string, DrawnPanel>();
+  private panelButtons: PanelButtons;
   /** The shown critical path's launch / gap / sync edges, drawn as arrows. */
   pathArrows: Flow[] = [];
   /** The dragged heights of the timeline and the table (the `split_layout` trait). */
@@ -92,25 +95,15 @@ export class ProfView implements DetailHost {
     this.rpc = new Rpc(experimental as { invoke?: never } | undefined, false, (t, k) => this.status(t, k), 30000,
       { onKernel: () => this.showKernel() });
     this.table = new TablePanel(this.root, this.rpc, (row) => this.sel.onTableRow(row));
-    this.critical = new CriticalPanel((seg) => this.zoomToSegment(seg), (instance) => {
-      this.model.set("critical_path_instance", instance);
-      this.model.save_changes();
-    });
-    this.root.insertBefore(this.critical.el, this.table.el);
-    this.icicle = new IciclePanel((node) => {
-      this.model.set("_icicle_pick", { node, token: Date.now() });
-      this.model.save_changes();
-    }, (by, measure) => {
-      this.model.set("icicle_by", by);
-      this.model.set("icicle_measure", measure);
-      this.model.save_changes();
-    });
-    this.root.insertBefore(this.icicle.el, this.critical.el);
-    this.advice = new AdvicePanel((finding) => {
-      this.model.set("_advice_pick", { finding, token: Date.now() });
-      this.model.save_changes();
-    });
-    this.root.insertBefore(this.advice.el, this.table.el);
+    for (const m of PANELS) {  // the registry's panels, above the table in its order
+      if (!m.create) continue;
+      const panel = m.create(this);
+      this.panels.set(m.name, panel);
+      for (const t of m.traits) this.panelOf.set(t, panel);
+      this.root.insertBefore(panel.el, this.table.el);
+    }
+    this.panelButtons = new PanelButtons(dom.colorBy.parentElement ?? this.root, dom.expand, PANELS, this.panels,
+      (request: PanelRequest) => this.send({ _panel_request: request }), (t, k) => this.status(t, k));
     this.addSplits(dom.timeline);
     this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
@@ -220,9 +213,8 @@ export class ProfView implements DetailHost {
     this.loadMemory();
     this.loadHighlight();
     this.loadNodes();
-    this.loadCritical();
-    this.loadIcicle();
-    this.loadAdvice();
+    for (const [trait, panel] of this.panelOf) panel.load(trait as TraitName);
+    this.panelButtons.update();
     this.loadLayout();
     const start = initialView(this.model, this.bounds);
     this.view = start.view;
@@ -242,9 +234,11 @@ export class ProfView implements DetailHost {
     else if (name === "_highlight") this.loadHighlight();
     else if (name === "_nodes") this.loadNodes();
     else if (name === "_summary") this.loadSummary();
-    else if (name === "_critical_path") this.loadCritical();
-    else if (name === "_icicle") this.loadIcicle();
-    else if (name === "_advice") this.loadAdvice();
+    else if (this.panelOf.has(name)) {
+      this.panelOf.get(name)?.load(name);
+      this.panelButtons.update();
+    }
+    else if (name === "_panel_status") this.panelButtons.answered(this.model.get("_panel_status"));
     else if (name === "_kernel_selection") this.sel.showKernelSelection();
     else if (name === "split_layout") this.loadLayout();
     else if (name === "collapsed_groups" || name === "shown_ranks") {
@@ -291,6 +285,7 @@ export class ProfView implements DetailHost {
     const noKernel = Boolean(this.info.static) || this.rpc.kernel === "none";
     const hasColorBy = typeof this.model.get("color_by") === "string" && !noKernel && this.info.event_count !== 0;
     this.header.showKernel(noKernel, hasColorBy);
+    this.panelButtons?.show(!noKernel && this.info.event_count !== 0);
   }
 
   private loadNodes(): void {
@@ -311,7 +306,7 @@ export class ProfView implements DetailHost {
     this.requestDraw();
   }
 
-  private frame(name: string): Frame {
+  frame(name: string): Frame {
     return readFrame(this.model, name, (text) => this.status(text, "error"));
   }
 
@@ -334,30 +329,24 @@ export class ProfView implements DetailHost {
     this.dataDirty = true;
   }
 
-  private loadCritical(): void {
-    const path = parseCriticalPath(this.frame("_critical_path"));
-    this.critical.unit = this.unit;
-    this.critical.update(path, Boolean(this.info.static) || this.rpc.kernel === "none");
-    this.pathArrows = path ? path.arrows : [];
-    this.root.dataset.criticalArrows = String(this.pathArrows.length);
+  // ---- what the panels use (PanelHost) ------------------------------------------------
+
+  get noKernel(): boolean {
+    return Boolean(this.info.static) || this.rpc.kernel === "none";
   }
 
-  private loadIcicle(): void {
-    const t0 = performance.now();
-    this.icicle.update(parseIcicle(this.frame("_icicle")), this.root.clientWidth || 800);
-    // decode + parse + first draw of this tree (benchmarks/bench_icicle.py reads it)
-    this.root.dataset.icicleMs = (performance.now() - t0).toFixed(2);
+  send(changes: Partial<Record<TraitName, unknown>>): void {
+    for (const [name, value] of Object.entries(changes)) this.model.set(name, value);
+    this.model.save_changes();
   }
 
-  private loadAdvice(): void {
-    const data = parseAdvice(this.model.get("_advice"));
-    this.advice.update(data);
-    this.root.dataset.findings = String(data ? data.findings.length : 0);
+  /** Show [start, end] with a margin of `margin` times its length on each side (a segment clicked). */
+  zoomTo(start: number, end: number, margin: number): void {
+    this.setView(zoomToRange(start, end, this.bounds, margin));
   }
 
-  /** A critical-path segment clicked: show it with a margin of its own length on each side. */
-  private zoomToSegment(seg: Segment): void {
-    this.setView(zoomToRange(seg.start, seg.end, this.bounds, 1));
+  setArrows(flows: Flow[]): void {
+    this.pathArrows = flows;
   }
 
   // ---- view, selection ---------------------------------------------------------------
@@ -427,7 +416,7 @@ export class ProfView implements DetailHost {
     this.timeline.resize(w - (content > h ? Math.max(sw, 0) : 0), h, dpr);
     this.tlSpacer.style.height = `${Math.max(0, content - h)}px`;
     this.memory.resize(this.timeline.width, dpr); // same plot width: x positions line up
-    this.icicle.resize(w - 12);
+    for (const panel of this.panels.values()) panel.resize?.(w);
     this.dataDirty = true;
     this.requestDraw();
   }

@@ -35,14 +35,14 @@ def warm() -> int:
     return os.getpid()
 
 
-def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, dict[str, Any]]:
+def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, dict[str, Any], Any]:
     """A run directory: all its ranks as one Trace with ``ranks.load_many`` (the ``ranks`` extra;
     Parquet cache in the user cache dir, never next to the traces), else its first trace file.
 
-    Returns the trace and what was loaded (``run`` of the session's status): ``{"mode": "ranks",
+    Returns the trace, what was loaded (``run`` of the session's status): ``{"mode": "ranks",
     "ranks": [...]}``, or ``{"mode": "one-file", "file": name, "files": n, "reason": text}`` when
     the ``ranks`` extra is missing -- the tab says so, and its "Open in notebook" code loads that
-    one file."""
+    one file -- and what the view's panels analyse (the TraceSet of the ranks, or the trace)."""
     try:
         ranks = importlib.import_module("jupyter_profview.ranks")
         cache = importlib.import_module("jupyter_profview.ranks.cache")
@@ -57,7 +57,7 @@ def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, d
         trace = ts.combined()
         if not trace.info.source:
             trace.info = trace.info.replace(source=str(path))
-        return trace, {"mode": "ranks", "ranks": [int(r) for r in ts.ranks]}
+        return trace, {"mode": "ranks", "ranks": [int(r) for r in ts.ranks]}, ts
     files = sorted(p for p in (path.iterdir() if files is None else files)
                    if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES))
     if not files:
@@ -67,7 +67,7 @@ def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, d
 
     trace = load(files[0])
     trace.info = trace.info.replace(run_files=tuple(p.name for p in files))
-    return trace, {"mode": "one-file", "file": files[0].name, "files": len(files), "reason": reason}
+    return trace, {"mode": "one-file", "file": files[0].name, "files": len(files), "reason": reason}, trace
 
 
 def open_session(sid: str, path: str, name: str | None = None,
@@ -82,12 +82,13 @@ def open_session(sid: str, path: str, name: str | None = None,
     began = time.perf_counter()
     p = Path(path)
     facts: dict[str, Any] = {}
+    source: Any = None
     try:
         if p.is_dir():  # its files by the server's one rule (sources.confine); the others noted
             c = confinement or {"root": str(p)}
             files, skipped = walk(c["root"], p, scope=c.get("scope") and Path(c["scope"]),
                                   allow_hidden=bool(c.get("allow_hidden")))
-            trace, facts["run"] = _load_directory(p, files)
+            trace, facts["run"], source = _load_directory(p, files)
             if skipped:
                 facts["skipped"] = skipped
         else:
@@ -101,7 +102,9 @@ def open_session(sid: str, path: str, name: str | None = None,
     if name is not None:
         trace.info = trace.info.replace(source=name)
     loaded = time.perf_counter()
-    session = ViewSession(trace, "auto")
+    session = ViewSession(trace, "auto", source=source)
+    if session.traceset is not None:  # kernel and collective numbers from the ranks' args
+        session.data.metrics.source = session.traceset
     SESSIONS[sid] = session
     return {"events": session.data.n, "load_s": loaded - began, "index_s": time.perf_counter() - loaded,
             **facts}

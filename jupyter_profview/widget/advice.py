@@ -4,18 +4,24 @@
 numbers exactly as in `Advice.findings` (the front end only formats them), plus the window.
 `evidence_focus` is what a click on a finding does: the evidence in the widget's event ids, and
 the range to zoom to -- the first evidence event in the step that holds the most of it.
+`AdvicePanel` is the panel ("What's wrong" in the toolbar): the findings shown and their picks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..analysis.advice import Advice
+from ..analysis.advice import Advice, advise
 from ..analysis.advice.facts import annotation_steps
+from ..kinds import STEP_ANNOTATION
 from ..model import Trace
+from .critical_path import id_mapping
+from .panel import TOKENS, Panel, ViewSession
+from .requests import RequestError
 
 
 def advice_value(advice: Advice, token: int) -> dict[str, Any]:
@@ -56,3 +62,66 @@ def evidence_focus(trace: Trace, ids: np.ndarray, annotation: str | None,
     lo, hi = int(start[first]), int(end[first])
     pad = max((hi - lo) // 20, 1)
     return lo - pad, hi + pad
+
+
+class AdvicePanel(Panel):
+    """The findings of `advise` above the table (`_advice`); a click on one (`_advice_pick`)
+    highlights and selects its evidence and zooms to it."""
+
+    name = "advice"
+    traits = ("_advice", "_advice_pick")
+    toolbar = "What's wrong"
+
+    def __init__(self, session: ViewSession) -> None:
+        super().__init__(session)
+        #: the findings shown, or None
+        self.advice: Advice | None = None
+        self.annotation: str | None = STEP_ANNOTATION
+
+    def state(self) -> dict[str, Any]:
+        return {"_advice": {}, "_advice_pick": {}}
+
+    def show(self, advice: Advice | None = None, annotation: str | None = STEP_ANNOTATION) -> dict[str, Any]:
+        """Show `advice` (default: `advise` of the session's source over `annotation`)."""
+        if advice is None:
+            advice = advise(self.session.source, annotation=annotation)
+        if not isinstance(advice, Advice):
+            raise TypeError(f"show_advice takes an Advice, got {type(advice).__name__}")
+        self.advice, self.annotation = advice, annotation
+        return {"_advice": advice_value(advice, next(TOKENS))}
+
+    def open(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        annotation = args.get("annotation", STEP_ANNOTATION)
+        if annotation is not None and not isinstance(annotation, str):
+            raise RequestError("annotation must be a string or null")
+        return self.show(None, annotation)
+
+    def close(self) -> dict[str, Any]:
+        self.advice = None
+        return {"_advice": {}}
+
+    def apply(self, name: str, value: Any) -> dict[str, Any]:
+        try:
+            k = int((value or {})["finding"])
+        except (KeyError, TypeError, ValueError):
+            raise RequestError("_advice_pick must be {finding: k, token}") from None
+        return self.pick(k)
+
+    def pick(self, k: int) -> dict[str, Any]:
+        """A click on finding `k`: select and highlight its evidence, zoom to it."""
+        advice, session = self.advice, self.session
+        if advice is None or not 0 <= k < len(advice.findings):
+            raise IndexError(f"no finding {k} is shown")
+        row = advice.findings.iloc[k]
+        rank = int(row["rank"]) if "rank" in advice.findings.columns else None
+        ids, shift = id_mapping(session.data, rank)
+        own = np.asarray(row["events"], np.int64)
+        ts = session.traceset
+        trace = ts[rank] if ts is not None and rank is not None else session.trace
+        window = (advice.window[0] - shift, advice.window[1] - shift) if rank is not None else advice.window
+        lo, hi = evidence_focus(trace, own, self.annotation, window)
+        mine = ids.reindex(own).dropna().to_numpy(np.int64)
+        out = session.select(np.unique(session.data.positions(mine)), highlight=True)
+        if hi > lo:
+            out.update(session.zoom(lo + shift, hi + shift))
+        return out

@@ -173,3 +173,4 @@ def metric_legend(n: int, metric: str, pos: np.ndarray, values: np.ndarray) -> L
 
 def _num(x: float) -> str:
     return f"{x:g}"
+

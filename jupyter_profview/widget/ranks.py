@@ -32,8 +32,8 @@ def show_ranks(ts: TraceSet, ranks: Iterable[int] | None = None, *, align: str |
 
     metric = options.pop("color_by") if options.get("color_by") in METRICS else None
     widget = TraceWidget(trace, **options)
-    widget.traceset = ts  # what a rank's critical path is recomputed on (the step picker)
-    widget._data.metrics.source = ts  # kernel and collective numbers come from the ranks' args
+    widget.traceset = ts  # what the panels' analyses run on; kernel and collective numbers too
     if metric is not None:
         widget.color_by = metric
     return widget
+

@@ -7,137 +7,145 @@ the changes the browser makes ([`apply`][jupyter_profview.widget.session.ViewSes
 traits of [`TRAITS`][jupyter_profview.widget.traits.TRAITS] marked `session`) and the commands of the
 widget's RPC ([`call`][jupyter_profview.widget.session.ViewSession.call]).  Only the transport
 differs: traitlets and anywidget commands in a notebook, framed HTTP replies from the server.
+
+What the view shows is its panels ([`PANELS`][jupyter_profview.widget.panels.PANELS]): the session
+holds one of each, sends a trait to the panel that owns it and a command to the panel that answers
+it.  What a panel does to the whole view (highlight events, select them, zoom) goes through the
+session's `highlight`, `select` and `zoom`, which return the traits to send.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from . import rpc
-from .codec import encode_frame
-from .lod import section_key
 from .metric_colors import COLOR_CHOICES
-from .summary import summary_frame
+from .panel import TOKENS, Panel
+from .panels import COMMAND_OWNER, PANELS, TRAIT_OWNER
 from .traits import BY_NAME
 
 #: what the timeline can be coloured by: category, phase, or a kernel / collective number
 COLOR_BY = COLOR_CHOICES
+
+#: the commands of a view (anywidget `experimental.invoke` names), each answered by one panel
+COMMANDS: tuple[str, ...] = tuple(COMMAND_OWNER)
+#: the traits the browser sets that the session applies (the spec's `session` traits with
+#: `set_by` browser or both) -> the panel that applies it; tests/test_widget_traits.py checks them
+SETTERS: dict[str, type[Panel]] = {
+    name: owner for name, owner in TRAIT_OWNER.items() if BY_NAME[name].session and BY_NAME[name].browser_sets
+}
 
 
 class ViewSession:
     """The state, the changes and the commands of one view of `trace` (see the module doc).
 
     - `data`: the trace and its indexes (`WidgetData`, `widget/state.py`);
-    - `selected`: positions in `trace.events` of the browser's selection (`_selection`);
+    - `source`: what the analyses of the panels run on: the trace, or the TraceSet an all-ranks
+      view was made from;
+    - `panels`: name -> the view's panel of that name;
+    - `selected`: positions in `trace.events` of the selection (the browser's `_selection`, or a
+      panel's `select`);
     - `selection_error`: why the last `_selection` was refused, or None.
     """
 
-    def __init__(self, trace: Any, color_by: str = "auto") -> None:
+    def __init__(self, trace: Any, color_by: str = "auto", source: Any = None) -> None:
         self.data = rpc.WidgetData(trace, color_by)
+        self.source: Any = trace if source is None else source
         self.selected = np.zeros(0, np.int64)
         self.selection_error: str | None = None
         extent = self.data.timeline.extent() if self.data.n else self.data.memory.extent()
         #: the whole trace's window, where a view opens
         self.extent: tuple[float, float] = (float(extent[0]), float(extent[1]))
+        self.panels: dict[str, Panel] = {p.name: p(self) for p in PANELS}
 
     @property
     def trace(self) -> Any:
         return self.data.trace
 
+    @property
+    def traceset(self) -> Any:
+        """The TraceSet of an all-ranks view, or None."""
+        return None if self.source is self.data.trace else self.source
+
+    def panel(self, name: str) -> Any:
+        """The view's panel called `name` (`PANELS`)."""
+        return self.panels[name]
+
     def state(self) -> dict[str, Any]:
-        """The synced traits a view starts with (the `session` traits of the spec, and
-        `collapsed_groups`: several ranks start collapsed to one busy lane each)."""
-        data = self.data
-        start, end = self.extent
-        return {
-            "_info": data.info(),
-            "_tracks": data.tracks(),
-            "_overview": data.overview(),
-            "_memory": data.memory_overview(),
-            "_nodes": data.nodes_frame(),
-            "_summary": summary_frame(data.timeline, data.tracks(), data.events),
-            "_highlight": encode_frame({"id": np.zeros(0, np.int32)}, {"token": 0}),
-            "_view": {"start": start, "end": end},
-            "_selection": {},
-            "color_by": data.legend.color_by,
-            "shown_ranks": [],
-            "collapsed_groups": [section_key(int(r)) for r in data.trace.info.ranks],
-        }
+        """The synced traits a view starts with: every panel's (the `session` traits of the spec,
+        and `collapsed_groups`: several ranks start collapsed to one busy lane each)."""
+        out: dict[str, Any] = {}
+        for p in self.panels.values():
+            out.update(p.state())
+        return out
 
     def apply(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Apply traits the browser set; returns the traits changed in answer (a new `color_by`
-        sends a new `_info` and `_overview`).  A trait the session does not keep, or that the
-        browser may not set, or a bad value raises `RequestError` (the server answers
-        `{"error": ...}`, the widget refuses the trait)."""
+        sends a new `_info` and `_overview`, a `_panel_request` the panel's traits).  A trait the
+        session does not keep, or that the browser may not set, or a bad value raises
+        `RequestError` (the server answers `{"error": ...}`, the widget refuses the trait)."""
         out: dict[str, Any] = {}
         for name, value in changes.items():
-            spec = BY_NAME.get(name)
-            if spec is None or not spec.session or not spec.browser_sets:
+            owner = SETTERS.get(name)
+            if owner is None:
                 raise rpc.RequestError(f"trait {name!r} cannot be set from the browser")
-            out.update(SETTERS[name](self, value))
+            out.update(self.panels[owner.name].apply(name, value))
         return out
 
     def call(self, name: str, msg: Any) -> rpc.Reply:
         """One command of the widget's RPC (`_detail`, `_table`, ...): `(reply, buffers)`."""
-        handler = COMMANDS.get(name)
-        if handler is None:
+        owner = COMMAND_OWNER.get(name)
+        if owner is None:
             return {"error": f"unknown command {name!r}"}, []
-        return handler(self, msg)
+        return self.panels[owner.name].command(name, msg)
 
-    # -- the session's traits --------------------------------------------------------
-    def _set_selection(self, sel: Any) -> dict[str, Any]:
-        try:
-            pos = self.data.selection_positions(sel)
-        except rpc.RequestError as exc:
-            self.selected = np.zeros(0, np.int64)
-            self.selection_error = str(exc)
-            raise rpc.RequestError(f"_selection: {exc}") from None
+    # -- what panels do to the whole view ------------------------------------------------
+    def zoom(self, start: float, end: float) -> dict[str, Any]:
+        """Traits that show `[start, end]` (relative, in `trace.time_unit`)."""
+        start, end = float(start), float(end)
+        if not (np.isfinite(start) and np.isfinite(end) and start < end):
+            raise ValueError(f"zoom_to needs finite start < end, got {start}, {end}")
+        return {"_zoom_request": {"start": start, "end": end, "token": next(TOKENS)}}
+
+    def highlight(self, pos: np.ndarray, *, zoom: bool = True) -> dict[str, Any]:
+        """Traits that highlight the events at positions `pos` (and zoom to them)."""
+        from .codec import encode_frame
+
+        data = self.data
+        out: dict[str, Any] = {
+            "_highlight": encode_frame({"id": data.ids[pos].astype(np.int32)}, {"token": next(TOKENS)})}
+        if zoom and len(pos):
+            t0, t1 = float(data.start[pos].min()), float(data.end[pos].max())
+            full0, full1 = data.timeline.extent()
+            pad = max((t1 - t0) * 0.05, (full1 - full0) * 1e-6, 1.0)
+            lo, hi = max(t0 - pad, full0), min(t1 + pad, full1)
+            out.update(self.zoom(lo, hi if hi > lo else lo + pad))
+        return out
+
+    def select(self, pos: np.ndarray, *, highlight: bool = False) -> dict[str, Any]:
+        """Select the events at positions `pos` (the table lists them); the traits that say so."""
+        out = self.highlight(pos, zoom=False) if highlight else {}
+        self.selected = np.asarray(pos, np.int64)
         self.selection_error = None
-        if "range" in (sel or {}):  # a range over the ranks shown only
-            pos = self.data.keep_allowed(pos)
-        self.selected = pos
-        return {}
+        out["_kernel_selection"] = {"token": next(TOKENS), "count": int(len(pos))}
+        return out
 
-    def _set_color_by(self, value: Any) -> dict[str, Any]:
-        if value not in COLOR_BY:
-            raise rpc.RequestError(f"color_by must be one of {COLOR_BY}, not {value!r}")
-        if value == self.data.legend.color_by:
-            return {"color_by": value}
-        self.data.recolor(value)
-        return {"_info": self.data.info(), "_overview": self.data.overview(), "color_by": value}
-
-    def _set_shown_ranks(self, ranks: Any) -> dict[str, Any]:
-        if not isinstance(ranks, list) or any(isinstance(r, bool) or not isinstance(r, int) for r in ranks):
-            raise rpc.RequestError("shown_ranks must be a list of ranks")
-        events = self.data.events
-        if not ranks or "rank" not in events.columns:
-            self.data.allowed = None
-        else:
-            self.data.allowed = events["rank"].isin(ranks).to_numpy(bool)
-        return {}
-
-
-def _table(session: ViewSession, msg: Any) -> rpc.Reply:
-    return rpc.table(session.data, msg, session.selected)
-
-
-#: the commands of a view (anywidget `experimental.invoke` names) -> their handlers
-COMMANDS: dict[str, Callable[[ViewSession, Any], rpc.Reply]] = {
-    "_detail": lambda s, msg: rpc.detail(s.data, msg),
-    "_memory_detail": lambda s, msg: rpc.memory_detail(s.data, msg),
-    "_table": _table,
-    "_event": lambda s, msg: rpc.event(s.data, msg),
-    "_live": lambda s, msg: rpc.live(s.data, msg),
-}
-
-
-#: how the session applies each trait it keeps that the browser sets (the spec's `session`
-#: traits with `set_by` browser or both; tests/test_widget_traits.py checks the two agree)
-SETTERS: dict[str, Callable[[ViewSession, Any], dict[str, Any]]] = {
-    "_selection": ViewSession._set_selection,
-    "color_by": ViewSession._set_color_by,
-    "shown_ranks": ViewSession._set_shown_ranks,
-}
+    def open_panel(self, request: Any) -> dict[str, Any]:
+        """`_panel_request` `{panel, show, ...}`: what a toolbar button asks: the panel's traits,
+        and `_panel_status` (the panel shown, or why it could not be)."""
+        if not isinstance(request, Mapping) or not isinstance(request.get("panel"), str):
+            raise rpc.RequestError("_panel_request must be {panel: name, ...}")
+        name = str(request["panel"])
+        panel = self.panels.get(name)
+        if panel is None or panel.toolbar is None:
+            raise rpc.RequestError(f"no panel {name!r} opens from the toolbar")
+        status: dict[str, Any] = {"panel": name, "shown": bool(request.get("show", True)), "error": "",
+                                  "token": next(TOKENS)}
+        try:
+            out = panel.open(request) if status["shown"] else panel.close()
+        except (ValueError, LookupError) as exc:  # ProfviewError is a ValueError: the package's text
+            out, status["error"], status["shown"] = {}, str(exc), False
+        return {**out, "_panel_status": status}

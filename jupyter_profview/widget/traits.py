@@ -11,9 +11,9 @@ Each [`Trait`][jupyter_profview.widget.traits.Trait] says:
 - `type`: its value (`object`, `bytes` for a binary frame, `str`, `int`, `list[str]`, `list[int]`,
   `list[object]`);
 - `set_by`: who changes it: `kernel` (kernel -> browser), `browser` (browser -> kernel) or `both`;
-- `session`: kept by the [`ViewSession`][jupyter_profview.widget.session.ViewSession], so the
-  server's worker holds it too (a lab tab sends it); the others are the notebook widget's own
-  (the icicle, the critical path) or stay in the browser over HTTP (collapsed groups, layout);
+- `session`: kept by the [`ViewSession`][jupyter_profview.widget.session.ViewSession] (by one of its
+  panels, `widget/panels.py`), so the server's worker holds it too (a lab tab sends it); the
+  others stay in the browser over HTTP (the window, collapsed groups, layout);
 - `view`: the view redraws when it changes (the TypeScript `VIEW_TRAITS`);
 - `saved`: written into `save_html`'s page (a transient request or pick is not).
 """
@@ -75,19 +75,23 @@ TRAITS: tuple[Trait, ...] = (
     Trait("_nodes", "bytes", "kernel", "graph nodes (traces without timed events)", session=True),
     Trait("_summary", "bytes", "kernel", "busy / communication lanes of collapsed groups", session=True),
     Trait("_highlight", "bytes", "kernel", "ids of the highlighted events", session=True),
-    Trait("_zoom_request", "object", "kernel", "{start, end, token}: show this window"),
-    Trait("_critical_path", "bytes", "kernel", "the critical path shown (its segments and edges)"),
-    Trait("_icicle", "bytes", "kernel", "the icicle's boxes"),
+    Trait("_zoom_request", "object", "kernel", "{start, end, token}: show this window", session=True),
+    Trait("_critical_path", "bytes", "kernel", "the critical path shown (its segments and edges)",
+          session=True),
+    Trait("_icicle", "bytes", "kernel", "the icicle's boxes", session=True),
     Trait("_kernel_selection", "object", "kernel", "{token, count}: the kernel changed the selection",
-          saved=False),
+          session=True, saved=False),
     Trait("_advice", "object", "kernel", "{findings, window, token}: the findings of advise shown above the "
-          "table"),
+          "table", session=True),
+    Trait("_panel_status", "object", "kernel", "{panel, shown, error, token}: what the last toolbar request "
+          "did", session=True, saved=False),
     # both ways
-    Trait("icicle_by", "str", "both", "the icicle's node kind ('' hides it)", view=False),
-    Trait("icicle_measure", "str", "both", "what sizes the icicle's boxes: 'gpu' or 'cpu'", default="gpu",
+    Trait("icicle_by", "str", "both", "the icicle's node kind ('' hides it)", session=True,
           view=False),
+    Trait("icicle_measure", "str", "both", "what sizes the icicle's boxes: 'gpu' or 'cpu'", default="gpu",
+          session=True, view=False),
     Trait("critical_path_instance", "int", "both", "the step whose critical path is shown, -1 for none",
-          default=-1, view=False),
+          default=-1, session=True, view=False),
     Trait("color_by", "str", "both", "'category', 'phase' or a kernel / collective number "
           "(widget/metric_colors.py)", default="category", session=True),
     Trait("collapsed_groups", "list[str]", "both", "keys of the groups drawn collapsed (a process, or a "
@@ -99,10 +103,12 @@ TRAITS: tuple[Trait, ...] = (
           view=False),
     Trait("_selection", "object", "browser", "{ids} or {range, tracks}: what the user selected",
           session=True, view=False),
-    Trait("_icicle_pick", "object", "browser", "{node, token}: a clicked icicle node", view=False,
-          saved=False),
-    Trait("_advice_pick", "object", "browser", "{finding, token}: a clicked finding", view=False,
-          saved=False),
+    Trait("_icicle_pick", "object", "browser", "{node, token}: a clicked icicle node", session=True,
+          view=False, saved=False),
+    Trait("_advice_pick", "object", "browser", "{finding, token}: a clicked finding",
+          session=True, view=False, saved=False),
+    Trait("_panel_request", "object", "browser", "{panel, show, token, ...}: a toolbar button (show or hide "
+          "a panel; js/src/panels.ts)", session=True, view=False, saved=False),
 )
 
 """The synced traits of a view: the one list (see the module doc)."""

@@ -6,7 +6,6 @@ wrappers around the pure functions of `jupyter_profview.widget.rpc`.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,14 @@ import pandas as pd
 import traitlets
 from anywidget.experimental import command
 
-from ..analysis.advice import Advice, advise
-from ..analysis.attribution import BY, Attribution, attribute_members
-from ..analysis.critical_path import CriticalPath, critical_path
+from ..analysis.advice import Advice
+from ..analysis.attribution import Attribution
+from ..analysis.critical_path import CriticalPath
+from ..kinds import STEP_ANNOTATION
 from ..model import Trace
 from . import rpc
-from .advice import advice_value, evidence_focus
-from .codec import encode_frame
-from .critical_path import id_mapping, path_frame
-from .icicle import icicle_frame
-from .session import COMMANDS, ViewSession
+from .panel import TOKENS
+from .session import COMMANDS, SETTERS, ViewSession
 from .traits import TRAITS
 
 STATIC = Path(__file__).parent.parent / "static"
@@ -33,7 +30,6 @@ _ESM_PATH = STATIC / "widget.js"
 _CSS_PATH = STATIC / "widget.css"
 _BUILD_HINT = "cd js && npm install && npm run build   (or: pip install -e . , which runs the same build)"
 _MISSING_ESM = "export default { render({ el }) { el.textContent = 'jupyter_profview: bundle missing'; } };"
-_tokens = itertools.count(1)
 
 
 class BundleMissingError(FileNotFoundError):
@@ -87,9 +83,6 @@ class TraceWidget(_ViewWidget):
 
     # the synced traits are those of jupyter_profview.widget.traits.TRAITS (made by _ViewWidget)
 
-    #: the TraceSet of an all-ranks widget (`jupyter_profview.widget.ranks.show_ranks`)
-    traceset: Any = None
-
     # public, kernel only (derived from the two above)
     selection = traitlets.Instance(pd.DataFrame, read_only=True)
     visible = traitlets.Tuple(traitlets.Float(), traitlets.Float(), read_only=True)
@@ -103,52 +96,47 @@ class TraceWidget(_ViewWidget):
             # built after this module was imported: send the files' contents
             self._esm = _ESM_PATH.read_text(encoding="utf-8")
             self._css = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
-        #: the view's state, changes and commands, as the server's worker holds them
+        #: the view's state, changes, commands and panels, as the server's worker holds them
         self.session = ViewSession(trace, color_by)
         self._data = self.session.data
-        self._path: CriticalPath | None = None
-        self._attribution: Attribution | None = None
-        self._icicle_window: tuple[float, float] | None = None
-        self.icicle_backward = "launch"
-        #: the icicle merges the instances of a numbered annotation (ProfilerStep#N) into one node
-        self.icicle_merge_steps = True
-        #: recomputes the shown path for another instance (set by show_critical_path)
-        self._path_source: Any = trace
-        self._advice_shown: Advice | None = None
-        self._advice_annotation: str | None = "ProfilerStep"
+        self._pushing = False
+        self._ready = False
         super().__init__(**{**self.session.state(), **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
         self.set_trait("visible", self.session.extent)
+        self._ready = True
+        # traits given to the constructor that the session keeps (shown_ranks, icicle_by ...)
+        given = {k: v for k, v in kwargs.items() if k in SETTERS and k != "_selection"}
+        if given:
+            self._push(self.session.apply(given))
 
     # -- public API -------------------------------------------------------------
     @property
     def trace(self) -> Trace:
         return self._data.trace
 
+    @property
+    def traceset(self) -> Any:
+        """The TraceSet of an all-ranks widget (`jupyter_profview.widget.ranks.show_ranks`), or
+        None: what the panels' analyses run on, kernel and collective numbers included."""
+        return self.session.traceset
+
+    @traceset.setter
+    def traceset(self, ts: Any) -> None:
+        self.session.source = self.trace if ts is None else ts
+        self._data.metrics.source = ts
+
     def zoom_to(self, start: float, end: float) -> None:
         """Ask the front end to show ``[start, end]`` (relative, in ``trace.time_unit``)."""
-        start, end = float(start), float(end)
-        if not (np.isfinite(start) and np.isfinite(end) and start < end):
-            raise ValueError(f"zoom_to needs finite start < end, got {start}, {end}")
-        self._zoom_request = {"start": start, "end": end, "token": next(_tokens)}
-        # What the user sees next; the front end reports its own moves through _view later (a
-        # later _view equal to the old one, e.g. the reset button, must still count as a change).
-        self._view = {"start": start, "end": end}
+        self._push(self.session.zoom(start, end))
 
     def select(self, x: Any, *, highlight: bool = False) -> pd.DataFrame:
         """Select events from Python (what ``highlight`` takes: a DataFrame of events, a boolean
         mask or a query string): ``w.selection`` becomes them and the table lists them (with
         their launch rows and the efficiency of their ops); ``highlight=True`` also highlights
         them.  Returns the selected events."""
-        pos = self._positions_of(x)
-        rows = self.trace.events.iloc[pos]
-        with self.hold_sync():
-            if highlight:
-                self.highlight(rows, zoom=False)
-            self.session.selected = pos
-            self.set_trait("selection", rows)
-            self._kernel_selection = {"token": next(_tokens), "count": int(len(pos))}
-        return rows
+        self._push(self.session.select(self._positions_of(x), highlight=highlight))
+        return self.selection
 
     def _positions_of(self, x: Any) -> np.ndarray:
         events = self.trace.events
@@ -176,23 +164,14 @@ class TraceWidget(_ViewWidget):
         aligned with ``trace.events`` (Series or array), a ``DataFrame.query``
         string over ``trace.events``, or ``None`` to clear.
         """
-        events = self.trace.events
         pos = self._positions_of(x)
-        token = next(_tokens)
-        self._highlight = encode_frame({"id": self._data.ids[pos].astype(np.int32)}, {"token": token})
-        if zoom and len(pos):
-            t0 = float(self._data.start[pos].min())
-            t1 = float(self._data.end[pos].max())
-            full0, full1 = self._data.timeline.extent()
-            pad = max((t1 - t0) * 0.05, (full1 - full0) * 1e-6, 1.0)
-            lo, hi = max(t0 - pad, full0), min(t1 + pad, full1)
-            self.zoom_to(lo, hi if hi > lo else lo + pad)
-        return events.iloc[pos]
+        self._push(self.session.highlight(pos, zoom=zoom))
+        return self.trace.events.iloc[pos]
 
     @property
     def critical_path(self) -> CriticalPath | None:
         """The critical path shown (`show_critical_path`, or the step picker's), or None."""
-        return self._path
+        return self.session.panel("critical_path").path  # type: ignore[no-any-return]
 
     def show_critical_path(self, cp: CriticalPath | None, *, zoom: bool = True, source: Any = None) -> None:
         """Draw ``cp`` (`jupyter_profview.analysis.critical_path`): its events highlighted,
@@ -201,38 +180,27 @@ class TraceWidget(_ViewWidget):
         instance of its annotation.  ``None`` clears it.  A path of one rank of a TraceSet shown in
         the all-ranks widget is drawn on that rank's lanes; ``source`` (the Trace or TraceSet it was
         computed from) is what the step picker recomputes on (default: the widget's trace, or the
-        TraceSet the all-ranks widget was made from)."""
-        if cp is None:
-            self._path = None
-            with self.hold_sync():
-                self._critical_path = b""
-                self.critical_path_instance = -1
-                self.highlight(None, zoom=False)
-            return
-        if not isinstance(cp, CriticalPath):
-            raise TypeError(f"show_critical_path takes a CriticalPath, got {type(cp).__name__}")
-        if source is not None:
-            self._path_source = source
-        elif cp.rank is not None and getattr(self, "traceset", None) is not None:
-            self._path_source = self.traceset
-        self._path = cp
-        ids, shift = id_mapping(self._data, cp.rank)
-        lit = ids.reindex(cp.events["event"].to_numpy(np.int64)).dropna().to_numpy(np.int64)
-        with self.hold_sync():
-            self._critical_path = path_frame(self._data, cp, ids, shift, next(_tokens))
-            self.set_trait("critical_path_instance", -1 if cp.instance is None else int(cp.instance))
-            self.highlight(self.trace.events.loc[lit], zoom=False)
-            if zoom:
-                ev = cp.events
-                lo = float(min(cp.start, ev["start"].min() if len(ev) else cp.start))
-                hi = float(max(cp.end, (ev["start"] + ev["dur"]).max() if len(ev) else cp.end))
-                pad = max((hi - lo) * 0.02, 1.0)
-                self.zoom_to(lo + shift - pad, hi + shift + pad)
+        TraceSet the all-ranks widget was made from).  The panel: `widget/critical_path.py`."""
+        self._push(self.session.panel("critical_path").show(cp, zoom=zoom, source=source))
 
     @property
     def icicle(self) -> pd.DataFrame | None:
         """The tree the icicle shows (`jupyter_profview.analysis.attribute`), or None."""
-        return None if self._attribution is None else self._attribution.tree
+        att = self._attribution
+        return None if att is None else att.tree
+
+    @property
+    def _attribution(self) -> Attribution | None:
+        return self.session.panel("icicle").attribution  # type: ignore[no-any-return]
+
+    @property
+    def icicle_backward(self) -> str:
+        return str(self.session.panel("icicle").backward)
+
+    @property
+    def icicle_merge_steps(self) -> bool:
+        """Whether the icicle merges the instances of a numbered annotation (ProfilerStep#N)."""
+        return bool(self.session.panel("icicle").merge_steps)
 
     def show_icicle(self, by: str = "annotation", *, measure: str = "gpu", backward: str = "launch",
                     merge_steps: bool = True) -> None:
@@ -241,129 +209,32 @@ class TraceWidget(_ViewWidget):
         part of the step costs most, over the whole run), its boxes
         sized by GPU (``measure="gpu"``) or CPU time; clicking a node highlights and selects every
         slice and kernel under it; a shift-drag range on the timeline redraws it for that range.
-        ``by=""`` hides it."""
-        if by and by not in BY:
-            raise ValueError(f"icicle by must be one of {BY} or '', not {by!r}")
-        if measure not in ("gpu", "cpu"):
-            raise ValueError(f"icicle measure must be 'gpu' or 'cpu', not {measure!r}")
-        self.icicle_backward = backward
-        self.icicle_merge_steps = merge_steps
-        with self.hold_sync():
-            self.icicle_measure = measure
-            if self.icicle_by == by:
-                self._draw_icicle()
-            else:
-                self.set_trait("icicle_by", by)
-
-    def _draw_icicle(self, *, recompute: bool = True) -> None:
-        """Send the icicle of ``icicle_by``; ``recompute=False`` re-lays out the tree already
-        computed (a change of ``icicle_measure`` changes only the boxes' widths)."""
-        by = self.icicle_by
-        if not by:
-            self._attribution = None
-            self._icicle = b""
-            return
-        if recompute or self._attribution is None:
-            self._attribution = attribute_members(self.trace, by, backward=self.icicle_backward,
-                                                  window=self._icicle_window,
-                                                  merge_steps=self.icicle_merge_steps)
-        self._icicle = icicle_frame(self._attribution, by=by, measure=self.icicle_measure,
-                                    window=self._icicle_window, token=next(_tokens))
-
-    @traitlets.validate("icicle_by")
-    def _check_icicle_by(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in ("", *BY):
-            raise traitlets.TraitError(f"icicle_by must be one of {BY} or '', not {proposal['value']!r}")
-        return str(proposal["value"])
-
-    @traitlets.validate("icicle_measure")
-    def _check_icicle_measure(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in ("gpu", "cpu"):
-            raise traitlets.TraitError(f"icicle_measure must be 'gpu' or 'cpu', not {proposal['value']!r}")
-        return str(proposal["value"])
-
-    @traitlets.observe("icicle_by", "icicle_measure")
-    def _on_icicle(self, change: dict[str, Any]) -> None:
-        if hasattr(self, "_data"):
-            self._draw_icicle(recompute=change["name"] == "icicle_by")
-
-    @traitlets.observe("_icicle_pick")
-    def _on_icicle_pick(self, change: dict[str, Any]) -> None:
-        pick = change["new"] or {}
-        att = self._attribution
-        try:
-            row = int(pick["node"])
-        except (KeyError, TypeError, ValueError):
-            return
-        if att is None or not 0 <= row < len(att.tree):
-            return
-        self.select(self.trace.events.loc[att.events_under(row)], highlight=True)
+        ``by=""`` hides it.  The panel: `widget/icicle.py`."""
+        self._push(self.session.panel("icicle").show(by, measure=measure, backward=backward,
+                                                     merge_steps=merge_steps))
 
     @property
     def advice(self) -> Advice | None:
         """The findings shown in the panel (`show_advice`), or None."""
-        return self._advice_shown
+        return self.session.panel("advice").advice  # type: ignore[no-any-return]
 
-    def show_advice(self, advice: Advice | None = None, *, annotation: str | None = "ProfilerStep") -> Advice:
+    def show_advice(self, advice: Advice | None = None, *,
+                    annotation: str | None = STEP_ANNOTATION) -> Advice:
         """Show the findings of `advise` in a panel above the table: one line per finding with
         its severity, time at stake and share of the window; clicking a finding highlights its
         evidence (everything else dimmed), zooms to the first evidence in the step that holds the
         most of it, and lists the evidence in the table (`w.selection`).  `advice` defaults to
-        `advise(trace, annotation=annotation)` (of the TraceSet for an all-ranks widget)."""
-        if advice is None:
-            source = getattr(self, "traceset", None) or self.trace
-            advice = advise(source, annotation=annotation)
-        if not isinstance(advice, Advice):
-            raise TypeError(f"show_advice takes an Advice, got {type(advice).__name__}")
-        self._advice_shown = advice
-        self._advice_annotation = annotation
-        self._advice = advice_value(advice, next(_tokens))
-        return advice
+        `advise(trace, annotation=annotation)` (of the TraceSet for an all-ranks widget).  The
+        panel: `widget/advice.py`."""
+        panel = self.session.panel("advice")
+        self._push(panel.show(advice, annotation))
+        return panel.advice  # type: ignore[no-any-return]
 
     def pick_finding(self, k: int) -> pd.DataFrame:
         """What a click on finding `k` does (also callable from Python): highlight and select its
         evidence and zoom to it.  Returns the evidence events."""
-        advice = self._advice_shown
-        if advice is None or not 0 <= k < len(advice.findings):
-            raise IndexError(f"no finding {k} is shown")
-        row = advice.findings.iloc[k]
-        rank = int(row["rank"]) if "rank" in advice.findings.columns else None
-        ids, shift = id_mapping(self._data, rank)
-        own = np.asarray(row["events"], np.int64)
-        source = getattr(self, "traceset", None)
-        trace = source[rank] if source is not None and rank is not None else self.trace
-        lo, hi = evidence_focus(trace, own, self._advice_annotation,
-                                (advice.window[0] - shift, advice.window[1] - shift) if rank is not None
-                                else advice.window)
-        mine = ids.reindex(own).dropna().to_numpy(np.int64)
-        with self.hold_sync():
-            rows = self.select(self.trace.events.loc[mine], highlight=True)
-            if hi > lo:
-                self.zoom_to(lo + shift, hi + shift)
-        return rows
-
-    @traitlets.observe("_advice_pick")
-    def _on_advice_pick(self, change: dict[str, Any]) -> None:
-        try:
-            k = int((change["new"] or {})["finding"])
-        except (KeyError, TypeError, ValueError):
-            return
-        if self._advice_shown is not None and 0 <= k < len(self._advice_shown.findings):
-            self.pick_finding(k)
-
-    @traitlets.observe("critical_path_instance")
-    def _on_path_instance(self, change: dict[str, Any]) -> None:
-        cp = self._path
-        new = int(change["new"])
-        if cp is None or cp.annotation is None or new < 0 or new == cp.instance:
-            return
-        try:
-            fresh = critical_path(self._path_source, annotation=cp.annotation, instance=new, rank=cp.rank)
-        except ValueError as exc:  # ProfviewError: no such instance
-            self.log.warning("profview: critical path of instance %s: %s", new, exc)
-            self.set_trait("critical_path_instance", -1 if cp.instance is None else cp.instance)
-            return
-        self.show_critical_path(fresh)
+        self._push(self.session.panel("advice").pick(k))
+        return self.selection
 
     def selection_with_flows(self) -> pd.DataFrame:
         """``w.selection`` plus the other end of every flow and launch link of
@@ -401,7 +272,7 @@ class TraceWidget(_ViewWidget):
         start, end = self.visible
         # The page opens where the user is now, not at an earlier zoom_to/highlight request.
         state["_view"] = {"start": start, "end": end}
-        state["_zoom_request"] = {"start": start, "end": end, "token": next(_tokens)}
+        state["_zoom_request"] = {"start": start, "end": end, "token": next(TOKENS)}
         text = widget_html(state, _ESM_PATH.read_bytes(),
                            _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else "",
                            title=title or f"profview: {self.trace.info.source or self.trace.format}")
@@ -410,22 +281,55 @@ class TraceWidget(_ViewWidget):
         return out
 
     # -- browser -> kernel -------------------------------------------------------
+    def _push(self, out: dict[str, Any]) -> None:
+        """Set the traits the session changed (what the server's worker sends a tab); a zoom moves
+        `visible`, a selection made by the kernel side `selection`."""
+        if not out:
+            return
+        with self.hold_sync():
+            self._pushing = True
+            try:
+                for name, value in out.items():
+                    self.set_trait(name, value)
+                if "_zoom_request" in out:  # what the user sees next (a later equal _view still counts)
+                    z = out["_zoom_request"]
+                    self._view = {"start": z["start"], "end": z["end"]}
+                if "_kernel_selection" in out:
+                    self.set_trait("selection", self.trace.events.iloc[self.session.selected])
+            finally:
+                self._pushing = False
+
     @traitlets.validate(*(t.name for t in TRAITS if t.session and t.set_by == "both"))
     def _check_session_trait(self, proposal: dict[str, Any]) -> Any:
-        """A bad `color_by` or `shown_ranks` is refused before it is set (the session says why)."""
+        """A trait set from Python or the browser goes through the session first: a bad value is
+        refused (the session says why), the traits it changes in answer are sent (a new `color_by`
+        a new `_info` and `_overview`, a new `critical_path_instance` the step's path)."""
         name, value = proposal["trait"].name, proposal["value"]
-        if hasattr(self, "session"):
-            try:
-                self.session.apply({name: value})
-            except rpc.RequestError as exc:
-                raise traitlets.TraitError(str(exc)) from None
+        if not getattr(self, "_ready", False) or self._pushing:
+            return value
+        try:
+            out = self.session.apply({name: value})
+        except rpc.RequestError as exc:
+            raise traitlets.TraitError(str(exc)) from None
+        value = out.pop(name, value)
+        self._push(out)
         return value
 
-    @traitlets.observe("color_by")
-    def _on_color_by(self, change: dict[str, Any]) -> None:
-        if hasattr(self, "session"):  # the session recoloured in the check: send the new colours
-            self._info = self._data.info()
-            self._overview = self._data.overview()
+    @traitlets.observe(*(t.name for t in TRAITS if t.session and t.set_by == "browser"))
+    def _on_browser_trait(self, change: dict[str, Any]) -> None:
+        """A trait only the browser sets (`_selection`, a pick, a toolbar request): the session
+        applies it; a bad one is logged and ignored."""
+        name = change["name"]
+        if self._pushing:
+            return
+        try:
+            out = self.session.apply({name: change["new"]})
+        except (rpc.RequestError, IndexError) as exc:
+            self.log.warning("profview: ignoring bad %s: %s", name, exc)
+            out = {}
+        self._push(out)
+        if name == "_selection":
+            self.set_trait("selection", self.trace.events.iloc[self.session.selected])
 
     @traitlets.observe("_view")
     def _on_view(self, change: dict[str, Any]) -> None:
@@ -436,19 +340,6 @@ class TraceWidget(_ViewWidget):
             return
         if np.isfinite(start) and np.isfinite(end) and start <= end:
             self.set_trait("visible", (start, end))
-
-    @traitlets.observe("_selection")
-    def _on_selection(self, change: dict[str, Any]) -> None:
-        try:
-            self.session.apply({"_selection": change["new"]})
-        except rpc.RequestError as exc:
-            self.log.warning("profview: ignoring bad %s", exc)
-        rng = (change["new"] or {}).get("range") if self.selection_error is None else None
-        window = (float(min(rng)), float(max(rng))) if isinstance(rng, list) and len(rng) == 2 else None
-        if self.icicle_by and window != self._icicle_window and (window is not None or not change["new"]):
-            self._icicle_window = window
-            self._draw_icicle()
-        self.set_trait("selection", self.trace.events.iloc[self.session.selected])
 
     @property
     def selection_error(self) -> str | None:

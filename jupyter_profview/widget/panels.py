@@ -1,0 +1,20 @@
+"""The panels of a view, listed once: [`PANELS`][jupyter_profview.widget.panels.PANELS] (the
+interface: [`Panel`][jupyter_profview.widget.panel.Panel]; the TypeScript list: `js/src/panels.ts`)."""
+
+from __future__ import annotations
+
+from .advice import AdvicePanel
+from .colour import ColourPanel
+from .critical_path import CriticalPathPanel
+from .icicle import IciclePanel
+from .panel import Panel
+from .view_panels import MemoryPanel, RanksPanel, TablePanel, TimelinePanel
+
+#: every panel of a view, in toolbar order (the TypeScript list: js/src/panels.ts)
+PANELS: tuple[type[Panel], ...] = (TimelinePanel, MemoryPanel, TablePanel, RanksPanel, ColourPanel,
+                                   AdvicePanel, CriticalPathPanel, IciclePanel)
+
+#: trait name -> the panel that owns it
+TRAIT_OWNER: dict[str, type[Panel]] = {t: p for p in PANELS for t in p.traits}
+#: command name -> the panel that answers it
+COMMAND_OWNER: dict[str, type[Panel]] = {c: p for p in PANELS for c in p.commands}
