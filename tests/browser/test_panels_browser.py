@@ -1,0 +1,163 @@
+"""The explain panels without a kernel, under Debian Chromium: a JupyterLab "Profile viewer" tab and
+the `profview serve` page open a real A100 + NCCL trace (HTA's test data), and their toolbar shows
+the findings, a step's critical path (and another step's, from the picker) and the icicle.  Every
+number read off the screen is the DataFrame's (`advise`, `critical_path`, `attribute`, computed
+here) under the shared number rule; a click on a finding highlights exactly its evidence and the
+table lists it -- through the server worker's session, the one the notebook widget wraps."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jupyter_profview as profview
+from jupyter_profview.analysis import attribute, critical_path
+from jupyter_profview.numbers import format_duration, share_text
+from tests.browser.lab import TIMEOUT_MS, LabServer, canvas_ink, wait_until
+from tests.browser.test_lab_extension import PREBUILT, TOKEN, item, screenshot_on_failure, start_lab
+from tests.server_helpers import profview_serve
+
+NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
+NAME = "nccl.pt.trace.json.gz"  # a profiler's file name: the file browser opens it in the viewer
+BUTTONS = ["What's wrong", "Critical path", "Breakdown"]
+
+pytestmark = pytest.mark.skipif(
+    not (PREBUILT / "package.json").is_file(),
+    reason="labextension not built: cd labextension && npm install && npm run build")
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict[str, Any]:
+    """What the screen must show, computed from the trace by the analyses themselves."""
+    t = profview.load(NCCL)
+    return {"advice": profview.advise(t), "cp0": critical_path(t, instance=0),
+            "cp1": critical_path(t, instance=1), "tree": attribute(t, "annotation", merge_steps=True)}
+
+
+@pytest.fixture(scope="module")
+def panels_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    top = tmp_path_factory.mktemp("panels")
+    (top / "root").mkdir()
+    shutil.copy(NCCL, top / "root" / NAME)
+    server = start_lab(top)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def legend_texts(cp: Any) -> list[str]:
+    return [f"{r.type} {format_duration(r.time)} ({share_text(r.share)})" for r in cp.breakdown.itertuples()]
+
+
+def check_panels(page: Any, scope: str, want: dict[str, Any], shot: Path) -> None:
+    """Open the three panels from the toolbar of the view inside `scope` and read their numbers."""
+    root = page.locator(f"{scope} .pv-root").first
+    assert wait_until(lambda: canvas_ink(page, f"{scope} .pv-timeline canvas") > 2000), "nothing drawn"
+    buttons = page.locator(f"{scope} .pv-panel-btn")
+    assert wait_until(lambda: buttons.count() == len(BUTTONS) and buttons.first.is_visible())
+    assert buttons.all_inner_texts() == BUTTONS
+
+    # What's wrong: one row per finding, its numbers the DataFrame's
+    f = want["advice"].findings
+    w0, w1 = want["advice"].window
+    page.locator(f"{scope} .pv-panel-btn[data-panel='advice']").click()
+    rows = page.locator(f"{scope} .pv-advice-row:not(.pv-advice-th)")
+    assert wait_until(lambda: rows.count() == len(f)), rows.count()
+    assert page.locator(f"{scope} .pv-advice-title").inner_text() == \
+        f"What's wrong: {len(f)} findings in the {format_duration(w1 - w0)} window"
+    for i in range(len(f)):
+        r = rows.nth(i)
+        count = int(f["count"].iat[i])
+        assert r.locator("span").all_inner_texts()[:5] == [
+            f["severity"].iat[i], f["rule"].iat[i], format_duration(int(f["time"].iat[i])),
+            share_text(float(f["share"].iat[i])), f"{count:,} event{'' if count == 1 else 's'}"]
+    # a click highlights the evidence and the table lists it
+    k = int(f.index[f["rule"] == "exposed_communication"][0])
+    evidence = {int(e) for e in f["events"].iat[k]}
+    rows.nth(k).click()
+    assert wait_until(lambda: root.get_attribute("data-highlight") == str(len(evidence)))
+    totals = page.locator(f"{scope} .pv-table-totals")
+    assert wait_until(lambda: totals.inner_text().startswith(f"{len(evidence)} kernel launches selected")), \
+        totals.inner_text()
+    assert page.locator(f"{scope} .pv-panel-btn[data-panel='advice']").get_attribute("aria-pressed") == "true"
+
+    # Critical path: the first step's, then the second one's from the picker
+    cp0, cp1 = want["cp0"], want["cp1"]
+    page.locator(f"{scope} .pv-panel-btn[data-panel='critical_path']").click()
+    title = page.locator(f"{scope} .pv-critical-title")
+    assert wait_until(lambda: title.is_visible() and title.inner_text() == (
+        f"Critical path of {cp0.steps['name'].iat[0]}: {format_duration(cp0.length)} over "
+        f"{len(cp0.events):,} events")), title.inner_text()
+    assert page.locator(f"{scope} .pv-critical-key").all_inner_texts() == legend_texts(cp0)
+    assert wait_until(lambda: root.get_attribute("data-highlight") == str(len(cp0.events)))
+    arrows = cp0.path["type"].astype(str).isin(["launch", "kernel", "sync"]).sum()  # critical.ts ARROW_TYPES
+    assert root.get_attribute("data-critical-arrows") == str(arrows)
+    page.locator(f"{scope} .pv-critical-step").select_option("1")
+    assert wait_until(lambda: title.inner_text() == (
+        f"Critical path of {cp1.steps['name'].iat[1]}: {format_duration(cp1.length)} over "
+        f"{len(cp1.events):,} events")), title.inner_text()
+    assert page.locator(f"{scope} .pv-critical-key").all_inner_texts() == legend_texts(cp1)
+
+    # Breakdown: the icicle of GPU time by annotation, steps merged; the largest root's numbers
+    tree = want["tree"]
+    page.locator(f"{scope} .pv-panel-btn[data-panel='icicle']").click()
+    icicle = page.locator(f"{scope} .pv-icicle")
+    assert wait_until(lambda: icicle.get_attribute("data-nodes") == str(len(tree)))
+    canvas = page.locator(f"{scope} .pv-icicle-canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    assert box is not None
+    total = float(tree.loc[tree["parent"] == -1, "gpu_total"].sum())
+    first = tree[tree["parent"] == -1].sort_values(["gpu_total", "node"], ascending=[False, True]).iloc[0]
+    page.mouse.move(box["x"] + box["width"] * (first["gpu_total"] / total) / 2, box["y"] + 9)
+    assert wait_until(lambda: canvas.get_attribute("data-hover") == str(int(first["node"])))
+    assert page.locator(f"{scope} .pv-icicle-hover").inner_text() == (
+        f"{first['path']}\nGPU {format_duration(first['gpu_total'])} · CPU {format_duration(first['cpu_total'])}"
+        f" · {first['count']:,} × · {first['kernels']:,} kernels · "
+        f"{share_text(100 * first['gpu_total'] / total)} of GPU time")
+    page.screenshot(path=str(shot), full_page=True)
+    print("screenshot", shot)
+
+    # a second click hides a panel
+    page.locator(f"{scope} .pv-panel-btn[data-panel='advice']").click()
+    assert wait_until(lambda: not page.locator(f"{scope} .pv-advice").is_visible())
+
+
+def test_lab_tab_toolbar_shows_the_panels(browser: Any, panels_lab: LabServer, expected: dict[str, Any],
+                                          request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with screenshot_on_failure(request, tmp_path, lambda: context.pages):
+        page.goto(f"{panels_lab.base}/lab/workspaces/panels?reset&token={TOKEN}")
+        page.wait_for_selector(".jp-DirListing-item", timeout=TIMEOUT_MS)
+        item(page, NAME).dblclick()
+        page.wait_for_selector(".jp-ProfviewPanel .pv-timeline canvas")
+        check_panels(page, ".jp-ProfviewPanel", expected, tmp_path / "lab-panels.png")
+        assert errors == []
+    context.close()
+
+
+def test_serve_page_toolbar_shows_the_panels(browser: Any, expected: dict[str, Any],
+                                             request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    trace = tmp_path / NAME
+    shutil.copy(NCCL, trace)
+    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with screenshot_on_failure(request, tmp_path, lambda: context.pages), \
+            profview_serve(trace, tmp_path / "serve.log") as (_http, url):
+        page.goto(url)
+        page.wait_for_selector("#profview-root .pv-timeline canvas")
+        check_panels(page, "#profview-root", expected, tmp_path / "serve-panels.png")
+        assert errors == []
+    context.close()
