@@ -117,11 +117,23 @@ def check_panels(page: Any, scope: str, want: dict[str, Any], shot: Path) -> Non
     page.mouse.move(box["x"] + box["width"] * (first["gpu_total"] / total) / 2, box["y"] + 9)
     assert wait_until(lambda: canvas.get_attribute("data-hover") == str(int(first["node"])))
     assert page.locator(f"{scope} .pv-icicle-hover").inner_text() == (
-        f"{first['path']}\nGPU {format_duration(first['gpu_total'])} · CPU {format_duration(first['cpu_total'])}"
-        f" · {first['count']:,} × · {first['kernels']:,} kernels · "
+        f"{first['path']}\nGPU {format_duration(first['gpu_total'])} · "
+        f"CPU {format_duration(first['cpu_total'])} · {first['count']:,} × · {first['kernels']:,} kernels · "
         f"{share_text(100 * first['gpu_total'] / total)} of GPU time")
     page.screenshot(path=str(shot), full_page=True)
     print("screenshot", shot)
+
+    # Colour by: the kernel and collective numbers this trace has (its kernels carry them all)
+    colour = page.locator(f"{scope} .pv-colorby")
+    assert colour.is_visible()
+    assert colour.locator("option").all_inner_texts() == [
+        "colour: category", "colour: phase", "colour: SM efficiency", "colour: occupancy",
+        "colour: tensor core", "colour: bus bandwidth"]
+    legend = page.locator(f"{scope} .pv-legend")
+    before = legend.inner_text()
+    colour.select_option("sm_efficiency")
+    assert wait_until(lambda: legend.inner_text() != before and "SM efficiency" in legend.inner_text()), \
+        legend.inner_text()
 
     # a second click hides a panel
     page.locator(f"{scope} .pv-panel-btn[data-panel='advice']").click()
