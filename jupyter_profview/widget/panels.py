@@ -13,6 +13,8 @@ from .view_panels import MemoryPanel, RanksPanel, TablePanel, TimelinePanel
 #: every panel of a view, in toolbar order (the TypeScript list: js/src/panels.ts)
 PANELS: tuple[type[Panel], ...] = (TimelinePanel, MemoryPanel, TablePanel, RanksPanel, ColourPanel,
                                    AdvicePanel, CriticalPathPanel, IciclePanel)
+"""Every panel of a view, in toolbar order: the one Python list (the TypeScript one is `PANELS` of
+`js/src/panels.ts`; tests/test_panels.py checks that both name the same panels)."""
 
 #: trait name -> the panel that owns it
 TRAIT_OWNER: dict[str, type[Panel]] = {t: p for p in PANELS for t in p.traits}
