@@ -65,3 +65,49 @@ def test_every_redrawn_trait_is_drawn_by_its_panel() -> None:
         assert TRAIT_OWNER[name].name == panel, f"{name}: drawn by {panel}, owned by {TRAIT_OWNER[name].name}"
     view = {t.name for t in traits.TRAITS if t.view}
     assert set(drawn) == view
+
+
+NCCL = Path(__file__).parent / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
+
+
+def test_a_tab_opens_the_panels_through_the_servers_worker() -> None:
+    """What a Lab tab's toolbar sends (`POST .../traits` -> `worker.set_traits`): the findings, the
+    critical path and the icicle come back framed, their numbers the analyses' own."""
+    import jupyter_profview as profview
+    from jupyter_profview.analysis import attribute, critical_path
+    from jupyter_profview.server import wire, worker
+    from jupyter_profview.widget.codec import decode_frame
+
+    sid = "0123456789abcdef"
+    worker.open_session(sid, str(NCCL))
+    try:
+        t = profview.load(NCCL)
+        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "advice", "token": 1}}))
+        assert msg["_panel_status"]["error"] == "" and msg["_panel_status"]["shown"] is True
+        f = profview.advise(t).findings
+        assert [(r["rule"], r["time"], r["share"]) for r in msg["_advice"]["findings"]] == \
+            list(zip(f["rule"], f["time"], f["share"], strict=True))
+
+        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "critical_path"}}))
+        cp = critical_path(t)
+        meta = decode_frame(msg["_critical_path"]).meta
+        assert (meta["length"], meta["instance"], meta["events"]) == (cp.length, 0, len(cp.events))
+        msg, _ = wire.decode(worker.set_traits(sid, {"critical_path_instance": 1}))
+        assert decode_frame(msg["_critical_path"]).meta["length"] == critical_path(t, instance=1).length
+
+        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "icicle"}}))
+        frame = decode_frame(msg["_icicle"])
+        tree = attribute(t, "annotation", merge_steps=True)
+        assert len(frame.columns["node"]) == len(tree)
+        assert frame.meta["total"] == float(tree.loc[tree["parent"] == -1, "gpu_total"].sum())
+
+        # a bad request: the package's message in _panel_status, nothing shown
+        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "icicle", "by": "x"}}))
+        assert msg["_panel_status"]["shown"] is False and "by must be one of" in msg["_panel_status"]["error"]
+        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "table"}}))
+        assert "no panel 'table' opens from the toolbar" in msg["error"]
+        # hiding: the panel's trait emptied
+        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "advice", "show": False}}))
+        assert msg["_advice"] == {} and msg["_panel_status"]["shown"] is False
+    finally:
+        worker.close(sid)
