@@ -106,8 +106,8 @@ def sniff(head: bytes) -> bool:
         if end > len(head):
             break
         fields = _packet_fields(head, body, end)
-        if fields is None:
-            return False
+        if fields is None:  # damage after whole packets: theirs to judge
+            break
         perfetto = perfetto or bool(fields & _PACKET_FIELDS)
         pos = end
         packets += 1
