@@ -196,8 +196,22 @@ def write_chrome(trace: Trace, path: Path) -> None:
 # Perfetto protobuf
 # ---------------------------------------------------------------------------
 
-def to_perfetto(trace: Trace, path: str | Path, *, args: bool = True) -> Path:
-    """Write ``trace`` (any format) to ``path`` as a Perfetto protobuf trace and return the path.
+def perfetto_path(trace: Trace) -> Path:
+    """Where `to_perfetto` writes without a path: next to the trace's file, its name with
+    ``.pftrace`` (``run.pt.trace.json.gz`` -> ``run.pt.trace.pftrace``); ``trace.pftrace`` in
+    the working directory where the trace has no file."""
+    source = Path(trace.info.source) if trace.info.source else None
+    if source is None or not source.parent.is_dir():
+        return Path("trace.pftrace").resolve()
+    name = source.name
+    for suffix in (".gz", ".json", ".pftrace", ".perfetto-trace", ".pb"):
+        name = name.removesuffix(suffix)
+    return source.parent / f"{name or 'trace'}.pftrace"
+
+
+def to_perfetto(trace: Trace, path: str | Path | None = None, *, args: bool = True) -> Path:
+    """Write ``trace`` (any format) to ``path`` (default: `perfetto_path`, next to the trace's
+    file) as a Perfetto protobuf trace and return the path.
 
     Open it at https://ui.perfetto.dev ("Open trace file"); ``profview.load(path)`` reads it
     back with the same slices (name, start, duration, lane) and flows.  ``args=False`` leaves the
@@ -205,7 +219,7 @@ def to_perfetto(trace: Trace, path: str | Path, *, args: bool = True) -> Path:
     written as 1 µs."""
     from .formats.perfetto.writer import write
 
-    return write(trace, path, args=args)
+    return write(trace, perfetto_path(trace) if path is None else path, args=args)
 
 
 # ---------------------------------------------------------------------------

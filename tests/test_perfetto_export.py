@@ -84,3 +84,16 @@ def test_perfetto_trace_round_trips_with_counters(tmp_path: Path) -> None:
         t.counters["when"] = t.counters["time"] + t.info.base_time_ns
     assert sorted(zip(back.counters["when"], back.counters["value"], strict=True)) == \
         sorted(zip(trace.counters["when"], trace.counters["value"], strict=True))
+
+
+def test_widget_saves_next_to_the_trace(tmp_path: Path) -> None:
+    import shutil
+
+    from jupyter_profview.widget import TraceWidget
+
+    copy = tmp_path / "run.pt.trace.json.gz"
+    shutil.copy(DATA / "hta" / "trace_compare_base_base.json.gz", copy)
+    trace = profview.load(copy)
+    written = TraceWidget(trace).to_perfetto()
+    assert written == tmp_path / "run.pt.trace.pftrace"
+    assert _slices(profview.load(written)) == _slices(trace)

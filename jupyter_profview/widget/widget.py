@@ -409,6 +409,13 @@ class TraceWidget(_ViewWidget):
         out.write_text(text, encoding="utf-8")
         return out
 
+    def to_perfetto(self, path: str | Path | None = None) -> Path:
+        """Save the trace as a Perfetto protobuf trace (default: next to its file, ``.pftrace``),
+        to open at https://ui.perfetto.dev; returns where (`jupyter_profview.export.to_perfetto`)."""
+        from ..export import to_perfetto
+
+        return to_perfetto(self.trace, path)
+
     # -- browser -> kernel -------------------------------------------------------
     @traitlets.validate(*(t.name for t in TRAITS if t.session and t.set_by == "both"))
     def _check_session_trait(self, proposal: dict[str, Any]) -> Any:
