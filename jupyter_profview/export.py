@@ -20,7 +20,7 @@ which Perfetto and chrome://tracing open:
 
 `to_perfetto` writes a Perfetto protobuf trace (``.pftrace``) that ui.perfetto.dev opens:
 process tracks, one named track per lane, slices as begin/end pairs, instants, counters, and
-flows as ``flow_ids`` / ``terminating_flow_ids`` (see [jupyter_profview.formats.perfetto.writer][]).
+flows as ``flow_ids`` / ``terminating_flow_ids`` (see `jupyter_profview.formats.perfetto.writer`).
 
 ``convert TRACE out.parquet`` writes one Parquet file per table next to the
 given name: ``out.events.parquet``, ``out.memory.parquet``,

@@ -139,7 +139,8 @@ def load(source: Source) -> Trace:
     except OverflowError as exc:
         raise ProfviewError(f"a timestamp or value out of range ({exc})", source=source.name,
                             expected=EXPECTED) from None
-    del view
+    view.release()
+    del view, data  # the columns hold what is needed; the bytes go before the tables are built
     if damage and reader.columns.records == 0:
         d = damage[0]
         raise ProfviewError(d.reason, source=source.name, position=f"byte {d.offset}", expected=EXPECTED)
@@ -168,7 +169,7 @@ def _packets(view: memoryview, start: int, stop: int):  # type: ignore[no-untype
 
 
 def _trace(reader: Reader, damage: list[Damage], source: Source) -> Trace:
-    c = reader.columns
+    c = reader.finish()
     quality = Quality(records_read=c.records)
     quality.placed.update(c.placed)
     quality.skipped.update(c.skipped)

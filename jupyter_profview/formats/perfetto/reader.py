@@ -83,6 +83,12 @@ class _Sequence:
     # sequence clock -> (incremental, ns per unit)
     clock_unit: dict[int, tuple[bool, int]] = field(default_factory=dict)
     thread: tuple[int, int] | None = None  # legacy ThreadDescriptor (pid, tid)
+    # caches of the defaults and the interned names, as the reader's codes
+    clock: int = 0                    # the defaults' timestamp clock
+    default_track: int = -1           # the defaults' track (a track code), -1 none
+    extra_tracks: list[int] = field(default_factory=list)  # the defaults' extra counter tracks
+    name_codes: dict[int, int] = field(default_factory=dict)  # name iid -> string code
+    cat_codes: dict[Any, int] = field(default_factory=dict)  # category iids -> string code
 
     def clear(self) -> None:
         self.valid = True
@@ -91,7 +97,10 @@ class _Sequence:
         self.arg_names.clear()
         self.arg_strings.clear()
         self.counters.clear()
+        self.name_codes.clear()
+        self.cat_codes.clear()
         self.defaults = None
+        self.clock, self.default_track, self.extra_tracks = 0, -1, []
 
 
 @dataclass
@@ -144,6 +153,7 @@ class Reader:
         self._sequences: dict[int, _Sequence] = {}
         self._stacks: dict[int, list[int]] = {}
         self._latest = (0, 0)  # (value, domain) of the last timestamp seen
+        self.n_events = self.n_counters = 0  # packets placed, added to `columns.placed` at the end
 
     def string(self, text: str) -> int:
         code = self._strings.get(text)
@@ -159,8 +169,13 @@ class Reader:
             self.columns.tracks.append(Track(key))
         return code
 
-    def open_slices(self) -> int:
-        return sum(len(s) for s in self._stacks.values())
+    def finish(self) -> Columns:
+        """The columns, with the placed packets counted."""
+        c = self.columns
+        c.placed["events"] += self.n_events
+        c.placed["counters"] += self.n_counters
+        self.n_events = self.n_counters = 0
+        return c
 
     def feed(self, data: bytes | memoryview) -> None:
         """Parse ``data`` (a run of whole packets) and walk them."""
@@ -189,7 +204,7 @@ class Reader:
             elif pk.previous_packet_dropped:
                 seq.valid = False
             if pk.HasField("trace_packet_defaults"):
-                seq.defaults = pk.trace_packet_defaults
+                self._defaults(seq, pk.trace_packet_defaults)
             if pk.HasField("interned_data"):
                 if seq.valid:
                     self._intern(seq, pk.interned_data)
@@ -232,9 +247,19 @@ class Reader:
             return
         self.packets(inner)
 
+    def _defaults(self, seq: _Sequence, defaults: Any) -> None:
+        seq.defaults = defaults
+        seq.clock = defaults.timestamp_clock_id
+        te = defaults.track_event_defaults
+        seq.default_track = self.track(te.track_uuid) if te.track_uuid else -1
+        seq.extra_tracks = [self.track(u) for u in te.extra_counter_track_uuids]
+
     def _intern(self, seq: _Sequence, data: Any) -> None:
         for entry in data.event_names:
             seq.names[entry.iid] = entry.name
+            seq.name_codes.pop(entry.iid, None)
+        if data.event_categories:
+            seq.cat_codes.clear()
         for entry in data.event_categories:
             seq.categories[entry.iid] = entry.name
         for entry in data.debug_annotation_names:
@@ -262,9 +287,7 @@ class Reader:
         if not pk.HasField("timestamp"):
             return self._latest
         ts = pk.timestamp
-        cid = pk.timestamp_clock_id
-        if not cid and seq.defaults is not None:
-            cid = seq.defaults.timestamp_clock_id
+        cid = pk.timestamp_clock_id or seq.clock
         if not cid:
             got = (ts, 0)
         elif FIRST_SEQUENCE_CLOCK <= cid <= LAST_SEQUENCE_CLOCK:
@@ -285,7 +308,6 @@ class Reader:
         ev = pk.track_event
         ts, dom = self._time(pk, seq, sid)
         kind = ev.type
-        defaults = seq.defaults.track_event_defaults if seq.defaults is not None else None
         if kind == TYPE_UNSPECIFIED:
             if not ev.HasField("legacy_event"):
                 c.skipped["track event of TYPE_UNSPECIFIED without a legacy phase"] += 1
@@ -293,14 +315,23 @@ class Reader:
             phase = ev.legacy_event.phase
         else:
             phase = 0
-        if ev.HasField("track_uuid") and ev.track_uuid:
-            track = self.track(ev.track_uuid)
-        elif not ev.HasField("track_uuid") and defaults is not None and defaults.track_uuid:
-            track = self.track(defaults.track_uuid)
+        if ev.HasField("track_uuid"):
+            uuid = ev.track_uuid
+            track = self.track(uuid) if uuid else self._legacy_track(ev, seq)
+        elif seq.default_track >= 0:
+            track = seq.default_track
         else:
             track = self._legacy_track(ev, seq)
-        if ev.extra_counter_values or ev.extra_double_counter_values:
-            self._extra_counters(ev, defaults, ts, dom, seq)
+        if ev.extra_counter_values:
+            uuids = ev.extra_counter_track_uuids
+            codes = [self.track(u) for u in uuids] if uuids else seq.extra_tracks
+            values = ev.extra_counter_values
+            if len(codes) < len(values):
+                c.skipped["extra counter values without a counter track"] += len(values) - len(codes)
+            for code, value in zip(codes, values, strict=False):
+                self._sample(code, value, ts, dom, seq)
+        if ev.extra_double_counter_values:
+            self._extra_doubles(ev, ts, dom, seq)
         if kind == TYPE_SLICE_END or phase == LEGACY_END:
             stack = self._stacks.get(track)
             c.end_track.append(track)
@@ -315,17 +346,31 @@ class Reader:
             c.end_row.append(row)
             c.ev_end[row] = ts
             c.ev_end_dom[row] = dom
-            c.placed["events"] += 1
+            self.n_events += 1
         elif kind == TYPE_COUNTER:
-            self._counter(ev, track, ts, dom, seq)
-            c.placed["counters"] += 1
+            value = ev.double_counter_value if ev.HasField("double_counter_value") else ev.counter_value
+            self._sample(track, value, ts, dom, seq)
+            self.n_counters += 1
             return
-        elif kind in (TYPE_SLICE_BEGIN, TYPE_INSTANT) or phase in LEGACY_INSTANTS or \
-                phase in (LEGACY_BEGIN, LEGACY_COMPLETE):
+        elif kind == TYPE_SLICE_BEGIN or kind == TYPE_INSTANT or phase in LEGACY_INSTANTS or \
+                phase == LEGACY_BEGIN or phase == LEGACY_COMPLETE:
             row = len(c.ev_kind)
             c.ev_track.append(track)
-            c.ev_name.append(self.string(self._name(ev, seq)))
-            c.ev_cat.append(self.string(self._category(ev, seq)))
+            iid = ev.name_iid
+            code = seq.name_codes.get(iid, -1) if iid else -1
+            if code < 0:
+                code = self.string(self._name(ev, seq))
+                if iid:
+                    seq.name_codes[iid] = code
+            c.ev_name.append(code)
+            cats = ev.category_iids
+            key = tuple(cats) if len(cats) != 1 else cats[0]
+            code = seq.cat_codes.get(key, -1) if cats else -1
+            if code < 0:
+                code = self.string(self._category(ev, seq))
+                if cats:
+                    seq.cat_codes[key] = code
+            c.ev_cat.append(code)
             c.ev_start.append(ts)
             c.ev_start_dom.append(dom)
             c.ev_order.append(len(c.end_order) + len(c.ev_order))
@@ -334,14 +379,17 @@ class Reader:
                 c.ev_stacked.append(1)
                 c.ev_end.append(ts)
                 c.ev_end_dom.append(-1)
-                self._stacks.setdefault(track, []).append(row)
+                stack = self._stacks.get(track)
+                if stack is None:
+                    stack = self._stacks[track] = []
+                stack.append(row)
             else:
                 complete = phase == LEGACY_COMPLETE
                 c.ev_kind.append(SLICE if complete else INSTANT)
                 c.ev_stacked.append(0)
                 c.ev_end.append(ts + (ev.legacy_event.duration_us * 1000 if complete else 0))
                 c.ev_end_dom.append(dom)
-            c.placed["events"] += 1
+            self.n_events += 1
         else:
             c.skipped[f"legacy event of phase {chr(phase)!r} (not read)"] += 1
             return
@@ -394,10 +442,6 @@ class Reader:
             return f"<{ann.proto_type_name}>"
         return None
 
-    def _counter(self, ev: Any, track: int, ts: int, dom: int, seq: _Sequence) -> None:
-        value: float = ev.double_counter_value if ev.HasField("double_counter_value") else ev.counter_value
-        self._sample(track, value, ts, dom, seq)
-
     def _sample(self, track: int, value: float, ts: int, dom: int, seq: _Sequence) -> None:
         c = self.columns
         info = c.tracks[track]
@@ -408,20 +452,15 @@ class Reader:
         c.ct_dom.append(dom)
         c.ct_value.append(value * info.multiplier)
 
-    def _extra_counters(self, ev: Any, defaults: Any, ts: int, dom: int, seq: _Sequence) -> None:
-        for uuids, values, default_uuids in (
-                (ev.extra_counter_track_uuids, ev.extra_counter_values,
-                 defaults.extra_counter_track_uuids if defaults is not None else ()),
-                (ev.extra_double_counter_track_uuids, ev.extra_double_counter_values,
-                 defaults.extra_double_counter_track_uuids if defaults is not None else ())):
-            if not values:
-                continue
-            tracks = uuids or default_uuids
-            if len(tracks) < len(values):
-                missing = len(values) - len(tracks)
-                self.columns.skipped["extra counter values without a counter track"] += missing
-            for uuid, value in zip(tracks, values, strict=False):
-                self._sample(self.track(uuid), value, ts, dom, seq)
+    def _extra_doubles(self, ev: Any, ts: int, dom: int, seq: _Sequence) -> None:
+        uuids = ev.extra_double_counter_track_uuids
+        if not uuids and seq.defaults is not None:
+            uuids = seq.defaults.track_event_defaults.extra_double_counter_track_uuids
+        values = ev.extra_double_counter_values
+        if len(uuids) < len(values):
+            self.columns.skipped["extra counter values without a counter track"] += len(values) - len(uuids)
+        for uuid, value in zip(uuids, values, strict=False):
+            self._sample(self.track(uuid), value, ts, dom, seq)
 
     def _legacy_track(self, ev: Any, seq: _Sequence) -> int:
         """The implied thread track of an event with no track: the legacy event's pid/tid

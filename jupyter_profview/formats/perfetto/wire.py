@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-BATCH_BYTES = 4 << 20  # bytes of packets parsed by protobuf in one call
+BATCH_BYTES = 1 << 20  # bytes of packets parsed by protobuf in one call
 
 
 @dataclass(frozen=True)
