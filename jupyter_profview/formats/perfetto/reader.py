@@ -47,6 +47,7 @@ from .schema import (
 
 LEGACY_BEGIN, LEGACY_END, LEGACY_COMPLETE = ord("B"), ord("E"), ord("X")
 LEGACY_INSTANTS = frozenset(map(ord, "IiRn"))
+OPENING_PHASES = LEGACY_INSTANTS | {LEGACY_BEGIN, LEGACY_COMPLETE}  # legacy phases that make an event
 SLICE, INSTANT = 0, 1
 MAX_DECOMPRESSED = 1 << 30  # one compressed_packets bundle may not inflate past this
 UNMATCHED_END = "slice end without an open slice on its track"
@@ -352,8 +353,7 @@ class Reader:
             self._sample(track, value, ts, dom, seq)
             self.n_counters += 1
             return
-        elif kind == TYPE_SLICE_BEGIN or kind == TYPE_INSTANT or phase in LEGACY_INSTANTS or \
-                phase == LEGACY_BEGIN or phase == LEGACY_COMPLETE:
+        elif kind in (TYPE_SLICE_BEGIN, TYPE_INSTANT) or phase in OPENING_PHASES:
             row = len(c.ev_kind)
             c.ev_track.append(track)
             iid = ev.name_iid
