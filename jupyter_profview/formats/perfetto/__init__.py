@@ -29,6 +29,8 @@ read is counted in ``quality``.  Needs only ``protobuf`` (the classes are built 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from google.protobuf.message import DecodeError
 
@@ -41,6 +43,7 @@ from .reader import Reader
 from .tables import Labels, counter_frame, event_columns, flow_frame
 from .wire import Damage, batches
 
+log = logging.getLogger(__name__)
 EXPECTED = "a Perfetto protobuf trace (a Trace message: repeated TracePacket packet = 1)"
 #: TracePacket fields that only a Perfetto packet has (XPlane / StepStats / RunMetadata never
 #: go past field 6): timestamp, sequence id, track event, interned data, flags, configs, stats,
@@ -197,8 +200,12 @@ def _trace(reader: Reader, damage: list[Damage], source: Source) -> Trace:
     def lookup(event_id: int) -> dict[str, object]:
         return dict(args.get(int(walk_row[event_id]), {}))
 
+    counters = counter_frame(c, labels, quality)
+    if c.notes:
+        metadata["notes"] = dict(c.notes)
+        log.warning("%s: %s", source.name, "; ".join(f"{k}: {v}" for k, v in c.notes.items()))
     return make_trace("perfetto", "ns", events, quality, base=base, flows=flows,
-                      counters=counter_frame(c, labels, quality), metadata=metadata,
+                      counters=counters, metadata=metadata,
                       args=lookup if args else None)
 
 

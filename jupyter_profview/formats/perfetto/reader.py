@@ -139,6 +139,7 @@ class Columns:
     clocks: Clocks = field(default_factory=Clocks)
     placed: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    notes: Counter[str] = field(default_factory=Counter)  # what is not a packet: values, entries
     records: int = 0
     dropped: int = 0  # packets with previous_packet_dropped
 
@@ -210,7 +211,7 @@ class Reader:
                 if seq.valid:
                     self._intern(seq, pk.interned_data)
                 else:
-                    c.skipped["interned data while the sequence's state was invalid"] += 1
+                    c.notes["interned data ignored: the sequence's state was invalid"] += 1
             if pk.HasField("clock_snapshot"):
                 self._snapshot(sid, seq, pk.clock_snapshot)
                 c.placed["metadata"] += 1
@@ -232,6 +233,7 @@ class Reader:
                 c.skipped["packet with no track data (config, stats, system info, ...)"] += 1
 
     def _inflate(self, blob: bytes) -> None:
+        self.columns.records += 1  # counted as one record where it cannot be opened
         inflater = zlib.decompressobj()
         try:
             data = inflater.decompress(blob, MAX_DECOMPRESSED)
@@ -246,6 +248,7 @@ class Reader:
         except Exception:  # DecodeError: the bundle's packets are corrupt
             self.columns.skipped["compressed_packets bundle whose packets do not parse"] += 1
             return
+        self.columns.records -= 1
         self.packets(inner)
 
     def _defaults(self, seq: _Sequence, defaults: Any) -> None:
@@ -328,7 +331,7 @@ class Reader:
             codes = [self.track(u) for u in uuids] if uuids else seq.extra_tracks
             values = ev.extra_counter_values
             if len(codes) < len(values):
-                c.skipped["extra counter values without a counter track"] += len(values) - len(codes)
+                c.notes["extra counter values without a counter track"] += len(values) - len(codes)
             for code, value in zip(codes, values, strict=False):
                 self._sample(code, value, ts, dom, seq)
         if ev.extra_double_counter_values:
@@ -458,7 +461,7 @@ class Reader:
             uuids = seq.defaults.track_event_defaults.extra_double_counter_track_uuids
         values = ev.extra_double_counter_values
         if len(uuids) < len(values):
-            self.columns.skipped["extra counter values without a counter track"] += len(values) - len(uuids)
+            self.columns.notes["extra counter values without a counter track"] += len(values) - len(uuids)
         for uuid, value in zip(uuids, values, strict=False):
             self._sample(self.track(uuid), value, ts, dom, seq)
 

@@ -135,9 +135,10 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
     incomplete = open_ & ~lost
     end[incomplete] = trace_end
     quality.unmatched_begin += int(incomplete.sum())
-    if lost.any():
-        quality.placed["events"] -= int(lost.sum())
-        quality.skipped["event in a clock with no snapshot linking it to the trace clock"] += int(lost.sum())
+    if lost.any():  # the packets of those events: a begin and its end, or one
+        packets = int(lost.sum() + (lost & has_end).sum())
+        quality.placed["events"] -= packets
+        quality.skipped["event in a clock with no snapshot linking it to the trace clock"] += packets
     keep = np.flatnonzero(~lost)
     tracks = np.frombuffer(c.ev_track, np.int32)
     used = np.unique(tracks[keep])
@@ -177,7 +178,7 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame 
     track = np.frombuffer(c.ct_track, np.int32)
     value = np.frombuffer(c.ct_value, np.float64)
     if ct_lost.any():
-        quality.skipped["counter sample in a clock with no snapshot linking it to the trace clock"] += \
+        c.notes["counter samples in a clock with no snapshot linking it to the trace clock"] += \
             int(ct_lost.sum())
         keep = ~ct_lost
         track, value, ct_time = track[keep], value[keep], ct_time[keep]
