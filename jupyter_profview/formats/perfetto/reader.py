@@ -25,13 +25,9 @@ multiplied by its ``unit_multiplier``.
 from __future__ import annotations
 
 import zlib
-from array import array
-from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from .clocks import Clocks
 from .schema import (
     FIRST_SEQUENCE_CLOCK,
     LAST_SEQUENCE_CLOCK,
@@ -44,6 +40,7 @@ from .schema import (
     TYPE_UNSPECIFIED,
     message_class,
 )
+from .state import Columns, Sequence, Track
 
 LEGACY_BEGIN, LEGACY_END, LEGACY_COMPLETE = ord("B"), ord("E"), ord("X")
 LEGACY_INSTANTS = frozenset(map(ord, "IiRn"))
@@ -51,97 +48,6 @@ OPENING_PHASES = LEGACY_INSTANTS | {LEGACY_BEGIN, LEGACY_COMPLETE}  # legacy pha
 SLICE, INSTANT = 0, 1
 MAX_DECOMPRESSED = 1 << 30  # one compressed_packets bundle may not inflate past this
 UNMATCHED_END = "slice end without an open slice on its track"
-
-
-@dataclass
-class Track:
-    """What the descriptors say about a track (``key``: its uuid, or a tuple for the implied
-    per-thread tracks of legacy events)."""
-
-    key: Any
-    name: str = ""
-    parent: int = 0
-    pid: int | None = None
-    tid: int | None = None
-    process_name: str = ""
-    thread_name: str = ""
-    counter: bool = False
-    incremental: bool = False
-    multiplier: int = 1
-    counter_type: int = 0
-
-
-@dataclass
-class _Sequence:
-    valid: bool = True
-    names: dict[int, str] = field(default_factory=dict)
-    categories: dict[int, str] = field(default_factory=dict)
-    arg_names: dict[int, str] = field(default_factory=dict)
-    arg_strings: dict[int, str] = field(default_factory=dict)
-    defaults: Any = None              # TracePacketDefaults
-    counters: dict[int, float] = field(default_factory=dict)  # incremental counter values
-    clock_last: dict[int, int] = field(default_factory=dict)  # sequence clock -> last ns
-    # sequence clock -> (incremental, ns per unit)
-    clock_unit: dict[int, tuple[bool, int]] = field(default_factory=dict)
-    thread: tuple[int, int] | None = None  # legacy ThreadDescriptor (pid, tid)
-    # caches of the defaults and the interned names, as the reader's codes
-    clock: int = 0                    # the defaults' timestamp clock
-    default_track: int = -1           # the defaults' track (a track code), -1 none
-    extra_tracks: list[int] = field(default_factory=list)  # the defaults' extra counter tracks
-    name_codes: dict[int, int] = field(default_factory=dict)  # name iid -> string code
-    cat_codes: dict[Any, int] = field(default_factory=dict)  # category iids -> string code
-
-    def clear(self) -> None:
-        self.valid = True
-        self.names.clear()
-        self.categories.clear()
-        self.arg_names.clear()
-        self.arg_strings.clear()
-        self.counters.clear()
-        self.name_codes.clear()
-        self.cat_codes.clear()
-        self.defaults = None
-        self.clock, self.default_track, self.extra_tracks = 0, -1, []
-
-
-@dataclass
-class Columns:
-    """The walk's output.  Events: one row per slice or instant, ``start``/``end`` as (ns value,
-    clock domain code) pairs, ``end_dom`` -1 for a begin never ended.  Counters: one row per
-    sample.  Flows: (event row, flow id, terminating) in file order."""
-
-    ev_track: array = field(default_factory=lambda: array("i"))
-    ev_name: array = field(default_factory=lambda: array("i"))
-    ev_cat: array = field(default_factory=lambda: array("i"))
-    ev_kind: array = field(default_factory=lambda: array("b"))
-    ev_start: array = field(default_factory=lambda: array("q"))
-    ev_start_dom: array = field(default_factory=lambda: array("i"))
-    ev_end: array = field(default_factory=lambda: array("q"))
-    ev_end_dom: array = field(default_factory=lambda: array("i"))
-    ev_stacked: array = field(default_factory=lambda: array("b"))  # 1: a begin, ended by an end record
-    ev_order: array = field(default_factory=lambda: array("q"))  # begins: place among begins+ends
-    end_track: array = field(default_factory=lambda: array("i"))  # every slice end read
-    end_time: array = field(default_factory=lambda: array("q"))
-    end_dom: array = field(default_factory=lambda: array("i"))
-    end_order: array = field(default_factory=lambda: array("q"))
-    end_row: array = field(default_factory=lambda: array("q"))  # the slice it closed, -1 none
-    ct_track: array = field(default_factory=lambda: array("i"))
-    ct_time: array = field(default_factory=lambda: array("q"))
-    ct_dom: array = field(default_factory=lambda: array("i"))
-    ct_value: array = field(default_factory=lambda: array("d"))
-    flow_row: array = field(default_factory=lambda: array("q"))
-    flow_id: array = field(default_factory=lambda: array("Q"))
-    flow_end: array = field(default_factory=lambda: array("b"))
-    flow_at_end: array = field(default_factory=lambda: array("b"))  # bound at the slice's end
-    args: dict[int, dict[str, Any]] = field(default_factory=dict)
-    strings: list[str] = field(default_factory=list)
-    tracks: list[Track] = field(default_factory=list)
-    clocks: Clocks = field(default_factory=Clocks)
-    placed: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    notes: Counter[str] = field(default_factory=Counter)  # what is not a packet: values, entries
-    records: int = 0
-    dropped: int = 0  # packets with previous_packet_dropped
 
 
 class Reader:
@@ -152,7 +58,7 @@ class Reader:
         self._trace = message_class("Trace")
         self._strings: dict[str, int] = {}
         self._tracks: dict[Any, int] = {}
-        self._sequences: dict[int, _Sequence] = {}
+        self._sequences: dict[int, Sequence] = {}
         self._stacks: dict[int, list[int]] = {}
         self._latest = (0, 0)  # (value, domain) of the last timestamp seen
         self.n_events = self.n_counters = 0  # packets placed, added to `columns.placed` at the end
@@ -186,13 +92,13 @@ class Reader:
     def packets(self, packets: Iterable[Any]) -> None:
         c = self.columns
         sequences = self._sequences
-        last_id, seq = -1, _Sequence()
+        last_id, seq = -1, Sequence()
         for pk in packets:
             c.records += 1
             sid = pk.trusted_packet_sequence_id
             if sid != last_id:
                 last_id = sid
-                seq = sequences.get(sid) or sequences.setdefault(sid, _Sequence())
+                seq = sequences.get(sid) or sequences.setdefault(sid, Sequence())
             flags = pk.sequence_flags
             if pk.HasField("compressed_packets"):
                 c.records -= 1  # the bundle is not a record; the packets in it are
@@ -251,14 +157,14 @@ class Reader:
         self.columns.records -= 1
         self.packets(inner)
 
-    def _defaults(self, seq: _Sequence, defaults: Any) -> None:
+    def _defaults(self, seq: Sequence, defaults: Any) -> None:
         seq.defaults = defaults
         seq.clock = defaults.timestamp_clock_id
         te = defaults.track_event_defaults
         seq.default_track = self.track(te.track_uuid) if te.track_uuid else -1
         seq.extra_tracks = [self.track(u) for u in te.extra_counter_track_uuids]
 
-    def _intern(self, seq: _Sequence, data: Any) -> None:
+    def _intern(self, seq: Sequence, data: Any) -> None:
         for entry in data.event_names:
             seq.names[entry.iid] = entry.name
             seq.name_codes.pop(entry.iid, None)
@@ -271,7 +177,7 @@ class Reader:
         for entry in data.debug_annotation_string_values:
             seq.arg_strings[entry.iid] = entry.str.decode("utf-8", "replace")
 
-    def _snapshot(self, sid: int, seq: _Sequence, snap: Any) -> None:
+    def _snapshot(self, sid: int, seq: Sequence, snap: Any) -> None:
         clocks = self.columns.clocks
         values: dict[int, int] = {}
         for clock in snap.clocks:
@@ -286,7 +192,7 @@ class Reader:
                 values[clocks.code(cid)] = ns
         clocks.add_snapshot(values, snap.primary_trace_clock)
 
-    def _time(self, pk: Any, seq: _Sequence, sid: int) -> tuple[int, int]:
+    def _time(self, pk: Any, seq: Sequence, sid: int) -> tuple[int, int]:
         """(ns, domain code) of the packet's timestamp (the latest one seen where it has none)."""
         if not pk.HasField("timestamp"):
             return self._latest
@@ -307,7 +213,7 @@ class Reader:
         self._latest = got
         return got
 
-    def _event(self, pk: Any, seq: _Sequence, sid: int) -> None:
+    def _event(self, pk: Any, seq: Sequence, sid: int) -> None:
         c = self.columns
         ev = pk.track_event
         ts, dom = self._time(pk, seq, sid)
@@ -409,7 +315,7 @@ class Reader:
                     c.flow_end.append(terminating)
                     c.flow_at_end.append(at_end)
 
-    def _name(self, ev: Any, seq: _Sequence) -> str:
+    def _name(self, ev: Any, seq: Sequence) -> str:
         if ev.name_iid:
             return seq.names.get(ev.name_iid, f"<unknown name iid {ev.name_iid}>")
         if ev.HasField("name"):
@@ -418,17 +324,17 @@ class Reader:
             return seq.names.get(ev.legacy_event.name_iid, f"<unknown name iid {ev.legacy_event.name_iid}>")
         return ""
 
-    def _category(self, ev: Any, seq: _Sequence) -> str:
+    def _category(self, ev: Any, seq: Sequence) -> str:
         if ev.category_iids:
             return ",".join(seq.categories.get(i, f"<unknown category iid {i}>") for i in ev.category_iids)
         return ",".join(ev.categories)
 
-    def _arg_name(self, ann: Any, seq: _Sequence) -> str:
+    def _arg_name(self, ann: Any, seq: Sequence) -> str:
         if ann.name_iid:
             return seq.arg_names.get(ann.name_iid, f"<unknown arg name iid {ann.name_iid}>")
         return str(ann.name)
 
-    def _arg_value(self, ann: Any, seq: _Sequence) -> Any:
+    def _arg_value(self, ann: Any, seq: Sequence) -> Any:
         if ann.dict_entries:
             return {self._arg_name(e, seq): self._arg_value(e, seq) for e in ann.dict_entries}
         if ann.array_values:
@@ -445,7 +351,7 @@ class Reader:
             return f"<{ann.proto_type_name}>"
         return None
 
-    def _sample(self, track: int, value: float, ts: int, dom: int, seq: _Sequence) -> None:
+    def _sample(self, track: int, value: float, ts: int, dom: int, seq: Sequence) -> None:
         c = self.columns
         info = c.tracks[track]
         if info.incremental:
@@ -455,7 +361,7 @@ class Reader:
         c.ct_dom.append(dom)
         c.ct_value.append(value * info.multiplier)
 
-    def _extra_doubles(self, ev: Any, ts: int, dom: int, seq: _Sequence) -> None:
+    def _extra_doubles(self, ev: Any, ts: int, dom: int, seq: Sequence) -> None:
         uuids = ev.extra_double_counter_track_uuids
         if not uuids and seq.defaults is not None:
             uuids = seq.defaults.track_event_defaults.extra_double_counter_track_uuids
@@ -465,7 +371,7 @@ class Reader:
         for uuid, value in zip(uuids, values, strict=False):
             self._sample(self.track(uuid), value, ts, dom, seq)
 
-    def _legacy_track(self, ev: Any, seq: _Sequence) -> int:
+    def _legacy_track(self, ev: Any, seq: Sequence) -> int:
         """The implied thread track of an event with no track: the legacy event's pid/tid
         override, else the sequence's ThreadDescriptor, else one global track."""
         legacy = ev.legacy_event if ev.HasField("legacy_event") else None
@@ -484,7 +390,7 @@ class Reader:
         info.pid, info.tid = pid, tid
         return track
 
-    def _legacy_descriptors(self, pk: Any, seq: _Sequence) -> None:
+    def _legacy_descriptors(self, pk: Any, seq: Sequence) -> None:
         if pk.HasField("thread_descriptor"):
             t = pk.thread_descriptor
             seq.thread = (t.pid, t.tid)

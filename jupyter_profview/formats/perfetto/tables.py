@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from ...model import Quality
-from .reader import INSTANT, UNMATCHED_END, Columns, Track
+from .reader import INSTANT, UNMATCHED_END
+from .state import Columns, Track
 from .schema import BUILTIN_COUNTER_NAMES
 
 NO_PROCESS = "Global"
