@@ -12,8 +12,8 @@ import pandas as pd
 
 from ...model import Quality
 from .reader import INSTANT, UNMATCHED_END
-from .state import Columns, Track
 from .schema import BUILTIN_COUNTER_NAMES
+from .state import Columns, Track
 
 NO_PROCESS = "Global"
 
