@@ -184,28 +184,27 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame 
         keep = ~ct_lost
         track, value, ct_time = track[keep], value[keep], ct_time[keep]
     used = np.unique(track).tolist()
-    lookup = {k: i for i, k in enumerate(used)}
-    process, name, series = [], [], []
-    for t in used:
-        info = c.tracks[t]
-        process.append(labels.process_of(info))
-        name.append(labels.thread_of(info))
-        series.append(labels.parent_thread(info) or name[-1])
-    code = _codes(used, lookup, len(c.tracks))[track]
+    slot = np.zeros(max(len(c.tracks), 1), np.int64)  # track code -> row of `used`
+    slot[used] = np.arange(len(used))
+    columns: dict[str, Any] = {}
+    labels_of = {
+        "process": [labels.process_of(c.tracks[t]) for t in used],
+        "name": [labels.thread_of(c.tracks[t]) for t in used],
+    }
+    labels_of["series"] = [labels.parent_thread(c.tracks[t]) or name
+                           for t, name in zip(used, labels_of["name"], strict=True)]
+    row = slot[track]
+    for key, values in labels_of.items():  # codes per sample, never one string per sample
+        uniq = list(dict.fromkeys(values))
+        code = np.array([uniq.index(v) for v in values], np.int64) if values else np.zeros(0, np.int64)
+        columns[key] = pd.Categorical.from_codes(code[row], categories=pd.Index(uniq))
     return pd.DataFrame({
         "time": ct_time.astype(np.int64),
-        "process": pd.Categorical(np.asarray(process, object)[code]),
-        "name": pd.Categorical(np.asarray(name, object)[code]),
-        "series": pd.Categorical(np.asarray(series, object)[code]),
+        "process": columns["process"],
+        "name": columns["name"],
+        "series": columns["series"],
         "value": value.astype(np.float64),
     })
-
-
-def _codes(used: list[int], lookup: dict[int, int], n: int) -> np.ndarray:
-    out = np.zeros(max(n, 1), np.int64)
-    for t in used:
-        out[t] = lookup[t]
-    return out
 
 
 def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
