@@ -18,6 +18,10 @@ which Perfetto and chrome://tracing open:
 * ``time_unit == "step"`` (clock-less graph formats): 1 step = 1 µs, noted
   in ``otherData.time_unit_note``.
 
+`to_perfetto` writes a Perfetto protobuf trace (``.pftrace``) that ui.perfetto.dev opens:
+process tracks, one named track per lane, slices as begin/end pairs, instants, counters, and
+flows as ``flow_ids`` / ``terminating_flow_ids`` (see `jupyter_profview.formats.perfetto.writer`).
+
 ``convert TRACE out.parquet`` writes one Parquet file per table next to the
 given name: ``out.events.parquet``, ``out.memory.parquet``,
 ``out.allocations.parquet``, ``out.nodes.parquet``, ``out.flows.parquet``
@@ -186,6 +190,36 @@ def write_chrome(trace: Trace, path: Path) -> None:
     if path.name.endswith(".gz"):
         data = gzip.compress(data)
     path.write_bytes(data)
+
+
+# ---------------------------------------------------------------------------
+# Perfetto protobuf
+# ---------------------------------------------------------------------------
+
+def perfetto_path(trace: Trace) -> Path:
+    """Where `to_perfetto` writes without a path: next to the trace's file, its name with
+    ``.pftrace`` (``run.pt.trace.json.gz`` -> ``run.pt.trace.pftrace``); ``trace.pftrace`` in
+    the working directory where the trace has no file."""
+    source = Path(trace.info.source) if trace.info.source else None
+    if source is None or not source.parent.is_dir():
+        return Path("trace.pftrace").resolve()
+    name = source.name
+    for suffix in (".gz", ".json", ".pftrace", ".perfetto-trace", ".pb"):
+        name = name.removesuffix(suffix)
+    return source.parent / f"{name or 'trace'}.pftrace"
+
+
+def to_perfetto(trace: Trace, path: str | Path | None = None, *, args: bool = True) -> Path:
+    """Write ``trace`` (any format) to ``path`` (default: `perfetto_path`, next to the trace's
+    file) as a Perfetto protobuf trace and return the path.
+
+    Open it at https://ui.perfetto.dev ("Open trace file"); ``profview.load(path)`` reads it
+    back with the same slices (name, start, duration, lane) and flows.  ``args=False`` leaves the
+    events' args out (smaller, faster).  Clock-less traces (``time_unit == "step"``): 1 step is
+    written as 1 µs."""
+    from .formats.perfetto.writer import write
+
+    return write(trace, perfetto_path(trace) if path is None else path, args=args)
 
 
 # ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ EXAMPLE_FILES = {
     "torch_memory_timeline": "torch_memory/mlp_adam.memory.raw.json.gz",  # export_memory_timeline
     "torch_memory_series": "torch_memory/mlp_adam.memory.json",  # the same run, .json: per category
     "torch_cuda_snapshot": "torch_memory/cuda_snapshot_synthetic.pickle",  # hand-built: no GPU here
+    "perfetto_chromium": "perfetto/chromium_cdp.pftrace.gz",  # Chromium via CDP, streamFormat proto
 }
 RANKS_EXTRA = "pip install 'jupyter_profview[ranks]'"
 

@@ -129,8 +129,9 @@ EVENTS = Table(
         _c("correlation", "Int64", "`correlation` arg: links a runtime call to the device "
            "activity it launched", formats="chrome"),
         _c("incomplete", "bool", "a begin without an end, running to the trace's end",
-           formats="chrome"),
-        _c("has_args", "bool", "the record has `args` (`trace.args(id)` reads them)", formats="chrome"),
+           formats="chrome perfetto"),
+        _c("has_args", "bool", "the record has `args` (`trace.args(id)` reads them)",
+           formats="chrome perfetto"),
         _c("long_name", "category", "the event metadata's `name` (where `name` shows its "
            "`display_name`)", nullable=True, formats="xspace"),
         _c("flops", "Int64", "floating-point operations of the op", formats="xspace megengine_json"),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # not at run time: the registry itself stays cheap to import
 _MODULES = (
     "megengine_json",
     "chrome",
+    "perfetto",
     "tf_step_stats",
     "xspace",
     "torch_memory",

@@ -280,6 +280,13 @@ class TraceWidget(_ViewWidget):
         out.write_text(text, encoding="utf-8")
         return out
 
+    def to_perfetto(self, path: str | Path | None = None) -> Path:
+        """Save the trace as a Perfetto protobuf trace (default: next to its file, ``.pftrace``),
+        to open at https://ui.perfetto.dev; returns where (`jupyter_profview.export.to_perfetto`)."""
+        from ..export import to_perfetto
+
+        return to_perfetto(self.trace, path)
+
     # -- browser -> kernel -------------------------------------------------------
     def _push(self, out: dict[str, Any]) -> None:
         """Set the traits the session changed (what the server's worker sends a tab); a zoom moves

@@ -1,0 +1,260 @@
+"""From the walk's `Columns` to the Trace's tables: times converted to the trace clock, lanes
+labelled, flows linked (Perfetto's ``FlowTracker``: in time order, a ``flow_ids`` entry begins a
+flow or, where one with its id is open, steps it (an arrow from its last event); a
+``terminating_flow_ids`` entry ends an open one with an arrow and closes it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...model import Quality
+from .reader import INSTANT, UNMATCHED_END
+from .schema import BUILTIN_COUNTER_NAMES
+from .state import Columns, Track
+
+NO_PROCESS = "Global"
+
+
+class Labels:
+    """(process, thread) labels of tracks: a thread track is ``name (tid)`` (``thread <tid>``
+    unnamed) in its process; a process is its name (``name (pid)`` where two share it,
+    ``pid <pid>`` unnamed); any other track is its name in the process of its nearest ancestor
+    with one (``Global`` where none)."""
+
+    def __init__(self, tracks: list[Track]) -> None:
+        self.tracks = tracks
+        self.by_uuid = {t.key: t for t in tracks if isinstance(t.key, int)}
+        names: dict[int, str] = {}
+        for t in tracks:
+            if t.pid is not None and t.process_name:
+                names.setdefault(t.pid, t.process_name)
+        counts: dict[str, int] = {}
+        for name in names.values():
+            counts[name] = counts.get(name, 0) + 1
+        self.process = {pid: name if counts[name] == 1 else f"{name} ({pid})" for pid, name in names.items()}
+
+    def _pid(self, track: Track) -> int | None:
+        seen = 0
+        while track.pid is None and track.parent in self.by_uuid and seen < 64:
+            track = self.by_uuid[track.parent]
+            seen += 1
+        return track.pid
+
+    def process_of(self, track: Track) -> str:
+        pid = self._pid(track)
+        if pid is None:
+            return NO_PROCESS
+        return self.process.get(pid, f"pid {pid}")
+
+    def thread_of(self, track: Track) -> str:
+        if track.tid is not None:
+            return f"{track.thread_name} ({track.tid})" if track.thread_name else f"thread {track.tid}"
+        if track.name:
+            return track.name
+        if track.counter and track.counter_type in BUILTIN_COUNTER_NAMES:
+            return BUILTIN_COUNTER_NAMES[track.counter_type]
+        if track.pid is not None and track.tid is None:
+            return "process"
+        return f"track {track.key}"
+
+    def parent_thread(self, track: Track) -> str | None:
+        parent = self.by_uuid.get(track.parent)
+        return self.thread_of(parent) if parent is not None and parent.tid is not None else None
+
+
+def counter_times(c: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """Counter sample times in the trace clock, and the mask of those whose clock has no path."""
+    return c.clocks.to_trace(np.frombuffer(c.ct_time, np.int64), np.frombuffer(c.ct_dom, np.int32))
+
+
+def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, quality: Quality) -> np.ndarray:
+    """Perfetto matches begins and ends in timestamp order (its sorter runs first); the walk
+    matched them in file order, the same wherever a track's begins and ends come in time order.
+    The tracks where they do not (several sequences on one track, explicit clocks) are matched
+    again here in time order (stable).  Returns each walk row's end (-1 still open); ``end`` and
+    ``end_dom`` of the columns are left as they were."""
+    rows = np.flatnonzero(np.frombuffer(c.ev_stacked, np.int8) == 1)
+    ends = np.frombuffer(c.end_row, np.int64)
+    closed_by = np.full(len(c.ev_kind), -1, np.int64)  # walk row -> index of its end record
+    matched = ends >= 0
+    closed_by[ends[matched]] = np.flatnonzero(matched)
+    track = np.concatenate([np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.end_track, np.int32)])
+    order = np.concatenate([np.frombuffer(c.ev_order, np.int64)[rows], np.frombuffer(c.end_order, np.int64)])
+    when = np.concatenate([start[rows], end_time])
+    by_file = np.lexsort((order, track))
+    t, w = track[by_file], when[by_file]
+    bad_tracks = np.unique(t[1:][(t[1:] == t[:-1]) & (w[1:] < w[:-1])])
+    if not len(bad_tracks):
+        return closed_by
+    is_begin = np.concatenate([np.ones(len(rows), bool), np.zeros(len(ends), bool)])
+    ident = np.concatenate([rows, np.arange(len(ends))])
+    pick = np.flatnonzero(np.isin(track, bad_tracks))
+    pick = pick[np.lexsort((order[pick], when[pick]))]
+    stacks: dict[int, list[int]] = {}
+    before = int((ends[np.isin(np.frombuffer(c.end_track, np.int32), bad_tracks)] < 0).sum())
+    unmatched = 0
+    for k in pick.tolist():
+        if is_begin[k]:
+            closed_by[ident[k]] = -1
+            stacks.setdefault(int(track[k]), []).append(int(ident[k]))
+        else:
+            stack = stacks.get(int(track[k]))
+            if stack:
+                closed_by[stack.pop()] = ident[k]
+            else:
+                unmatched += 1
+    quality.skipped[UNMATCHED_END] += unmatched - before
+    quality.placed["events"] -= unmatched - before
+    if not quality.skipped[UNMATCHED_END]:
+        del quality.skipped[UNMATCHED_END]
+    return closed_by
+
+
+def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[str, Any], np.ndarray]:
+    """The columns for `build_events` and the walk rows they hold (events whose clock has no
+    path to the trace clock are dropped and counted)."""
+    clocks = c.clocks
+    start, lost = clocks.to_trace(np.frombuffer(c.ev_start, np.int64),
+                                  np.frombuffer(c.ev_start_dom, np.int32))
+    stacked = np.frombuffer(c.ev_stacked, np.int8) == 1
+    # X slices and instants: their own end; begins: the end record that closes them
+    end, end_lost = clocks.to_trace(np.frombuffer(c.ev_end, np.int64),
+                                    np.where(stacked, 0, np.frombuffer(c.ev_end_dom, np.int32)))
+    lost |= end_lost
+    end_time, end_time_lost = clocks.to_trace(np.frombuffer(c.end_time, np.int64),
+                                              np.frombuffer(c.end_dom, np.int32))
+    closed_by = rematch_out_of_order(c, start, end_time, quality)
+    has_end = stacked & (closed_by >= 0)
+    end[has_end] = end_time[closed_by[has_end]]
+    lost[has_end] |= end_time_lost[closed_by[has_end]]
+    open_ = stacked & ~has_end
+    ct_time, _ = counter_times(c)
+    trace_end = max([int(x.max()) for x in (start, end[~open_], ct_time) if len(x)], default=0)
+    incomplete = open_ & ~lost
+    end[incomplete] = trace_end
+    quality.unmatched_begin += int(incomplete.sum())
+    if lost.any():  # the packets of those events: a begin and its end, or one
+        packets = int(lost.sum() + (lost & has_end).sum())
+        quality.placed["events"] -= packets
+        quality.skipped["event in a clock with no snapshot linking it to the trace clock"] += packets
+    keep = np.flatnonzero(~lost)
+    tracks = np.frombuffer(c.ev_track, np.int32)
+    used = np.unique(tracks[keep])
+    proc = np.zeros(len(c.tracks), np.int32)
+    thread = np.zeros(len(c.tracks), np.int32)
+    proc_labels: dict[str, int] = {}
+    thread_labels: dict[str, int] = {}
+    for t in used.tolist():
+        info = c.tracks[t]
+        proc[t] = proc_labels.setdefault(labels.process_of(info), len(proc_labels))
+        thread[t] = thread_labels.setdefault(labels.thread_of(info), len(thread_labels))
+    strings = pd.Index(c.strings)
+    kind = np.frombuffer(c.ev_kind, np.int8)[keep]
+    columns: dict[str, Any] = {
+        "name": pd.Categorical.from_codes(np.frombuffer(c.ev_name, np.int32)[keep], categories=strings),
+        "category": pd.Categorical.from_codes(np.frombuffer(c.ev_cat, np.int32)[keep], categories=strings),
+        "process": pd.Categorical.from_codes(proc[tracks[keep]], categories=pd.Index(list(proc_labels))),
+        "thread": pd.Categorical.from_codes(thread[tracks[keep]], categories=pd.Index(list(thread_labels))),
+        "start": start[keep],
+        "dur": end[keep] - start[keep],
+        "kind": np.where(kind == INSTANT, "instant", "slice"),
+        "incomplete": incomplete[keep],
+    }
+    if c.args:
+        has = np.zeros(len(c.ev_kind), bool)
+        has[list(c.args)] = True
+        columns["has_args"] = has[keep]
+    return columns, keep
+
+
+def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame | None:
+    """One row per sample: ``name`` the counter track's name, ``series`` the thread it belongs
+    to (thread-scoped counters such as Chrome's thread time) or the name again."""
+    if not len(c.ct_track):
+        return None
+    ct_time, ct_lost = counter_times(c)
+    track = np.frombuffer(c.ct_track, np.int32)
+    value = np.frombuffer(c.ct_value, np.float64)
+    if ct_lost.any():
+        c.notes["counter samples in a clock with no snapshot linking it to the trace clock"] += \
+            int(ct_lost.sum())
+        keep = ~ct_lost
+        track, value, ct_time = track[keep], value[keep], ct_time[keep]
+    used = np.unique(track).tolist()
+    slot = np.zeros(max(len(c.tracks), 1), np.int64)  # track code -> row of `used`
+    slot[used] = np.arange(len(used))
+    columns: dict[str, Any] = {}
+    labels_of = {
+        "process": [labels.process_of(c.tracks[t]) for t in used],
+        "name": [labels.thread_of(c.tracks[t]) for t in used],
+    }
+    labels_of["series"] = [labels.parent_thread(c.tracks[t]) or name
+                           for t, name in zip(used, labels_of["name"], strict=True)]
+    row = slot[track]
+    for key, values in labels_of.items():  # codes per sample, never one string per sample
+        uniq = list(dict.fromkeys(values))
+        code = np.array([uniq.index(v) for v in values], np.int64) if values else np.zeros(0, np.int64)
+        columns[key] = pd.Categorical.from_codes(code[row], categories=pd.Index(uniq))
+    return pd.DataFrame({
+        "time": ct_time.astype(np.int64),
+        "process": columns["process"],
+        "name": columns["name"],
+        "series": columns["series"],
+        "value": value.astype(np.float64),
+    })
+
+
+def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+               names: pd.Categorical, cats: pd.Categorical, base: int, quality: Quality) -> pd.DataFrame:
+    """Arrows of the v2 flows (``event_of_row``: event id of each walk row, -1 if dropped;
+    ``starts``/``ends``: absolute times per walk row, for the time order)."""
+    rows = np.frombuffer(c.flow_row, np.int64)
+    ids = np.frombuffer(c.flow_id, np.uint64)
+    terminating = np.frombuffer(c.flow_end, np.int8)
+    at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends[rows] if len(rows) else 0,
+                  starts[rows] if len(rows) else 0)
+    order = np.argsort(at, kind="stable")
+    active: dict[int, int] = {}
+    used = np.zeros(len(rows), bool)
+    src: list[int] = []
+    dst: list[int] = []
+    fids: list[int] = []
+    refs = rows.tolist()
+    id_list = ids.tolist()
+    ends_flag = terminating.tolist()
+    for k in order.tolist():
+        fid = id_list[k]
+        here = k
+        last = active.get(fid)
+        if ends_flag[k]:
+            if last is None:
+                continue
+            del active[fid]
+        elif last is None:
+            active[fid] = here
+            continue
+        else:
+            active[fid] = here
+        src.append(refs[last])
+        dst.append(refs[here])
+        fids.append(fid)
+        used[last] = used[here] = True
+    keep = [i for i, (s, d) in enumerate(zip(src, dst, strict=True))
+            if event_of_row[s] >= 0 and event_of_row[d] >= 0]
+    quality.unpaired_flows += int((~used).sum())
+    s = np.array([src[i] for i in keep], np.int64)
+    d = np.array([dst[i] for i in keep], np.int64)
+    source = event_of_row[s] if len(s) else np.zeros(0, np.int64)
+    target = event_of_row[d] if len(d) else np.zeros(0, np.int64)
+    return pd.DataFrame({
+        "flow_id": pd.array([str(fids[i]) for i in keep], dtype="string"),
+        "name": names.take(source) if len(source) else pd.Categorical([]),
+        "category": cats.take(source) if len(source) else pd.Categorical([]),
+        "source": source.astype(np.int64),
+        "target": target.astype(np.int64),
+        "start": (starts[s] - base).astype(np.int64) if len(s) else np.zeros(0, np.int64),
+        "end": (starts[d] - base).astype(np.int64) if len(d) else np.zeros(0, np.int64),
+    })
