@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..derived import covered, difference, instances, intersection, union
+from ..derived import covered, difference, instances, union
 from ..errors import ProfviewError
 from ..kinds import PIPELINE_COMPUTE_KINDS, is_communication, pipeline_action
 from ..model import Trace
@@ -154,11 +154,12 @@ def _rank_tables(events: pd.DataFrame, launches: pd.DataFrame | None, devices: l
     slices = among(events["kind"], ("slice",)) & mine
     ops = slices & among(events["category"], ("cpu_op",))
     comm = ops & match(events["name"], is_communication)  # the calls the thread waits in (module doc)
-    busy = difference((start[ops], end[ops]), (start[comm], end[comm]))
+    busy = _Busy(union(start[ops], end[ops]), union(start[comm], end[comm]))
     if launches is not None and len(launches):
-        busy = _with_kernels(busy, events, launches, mine, start, end)
+        busy = _Busy(_with_kernels(difference(busy.plus, busy.minus), events, launches, mine, start, end),
+                     (busy.minus[0][:0], busy.minus[1][:0]))
     s0, s1 = steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
-    compute = covered(busy, s0, s1)
+    compute = busy.within(s0, s1)
     ranks = pd.DataFrame({"step": steps["name"].astype(str).to_numpy(), "rank": np.int64(rank), "start": s0,
                           "dur": s1 - s0, "compute": compute})
     # each action to the step it starts in
@@ -168,8 +169,8 @@ def _rank_tables(events: pd.DataFrame, launches: pd.DataFrame | None, devices: l
     actions = actions[inside].assign(step=ranks["step"].to_numpy()[k[inside]])
     is_compute = actions["kind"].isin(PIPELINE_COMPUTE_KINDS).to_numpy(bool)
     actions["stage"] = np.where(actions["stage"].to_numpy() < 0, rank, actions["stage"].to_numpy())
-    actions["compute"] = np.where(is_compute, covered(busy, actions["start"].to_numpy(np.int64),
-                                                      actions["end"].to_numpy(np.int64)), 0)
+    a_end = np.minimum(actions["end"].to_numpy(np.int64), s1[k[inside]])  # clipped to its step
+    actions["compute"] = np.where(is_compute, busy.within(actions["start"].to_numpy(np.int64), a_end), 0)
     table = pd.DataFrame({
         "step": actions["step"].to_numpy(object), "rank": np.int64(rank),
         "stage": actions["stage"].to_numpy(np.int64), "kind": actions["kind"].to_numpy(object),
@@ -181,23 +182,38 @@ def _rank_tables(events: pd.DataFrame, launches: pd.DataFrame | None, devices: l
     return ranks, _stage_rows(ranks, table[is_compute], busy, rank), table
 
 
-def _stage_rows(ranks: pd.DataFrame, compute_actions: pd.DataFrame, busy: tuple[np.ndarray, np.ndarray],
-                rank: int) -> pd.DataFrame:
+def _stage_rows(ranks: pd.DataFrame, compute_actions: pd.DataFrame, busy: _Busy, rank: int) -> pd.DataFrame:
     """Per (step, stage) of one rank: the compute inside the union of the stage's compute actions
-    (ranges of one stage may nest or overlap: counted once); a rank without actions: one stage."""
+    (ranges of one stage that nest or overlap count once); a rank without actions: one stage."""
     if len(compute_actions) == 0:
         return pd.DataFrame({"step": ranks["step"], "rank": np.int64(rank), "stage": np.int64(rank),
                              "actions": np.int64(0), "compute": ranks["compute"].to_numpy(np.int64)})
-    rows = []
+    frames = []
     s0 = ranks["start"].to_numpy(np.int64)
     s1 = s0 + ranks["dur"].to_numpy(np.int64)
+    steps = ranks["step"].to_numpy(object)
     for stage, group in compute_actions.groupby("stage", sort=True):
-        spans = intersection(busy, union(group["start"].to_numpy(np.int64), group["end"].to_numpy(np.int64)))
+        lo, hi = union(group["start"].to_numpy(np.int64), group["end"].to_numpy(np.int64))
+        k = np.clip(np.searchsorted(s0, lo, side="right") - 1, 0, len(s0) - 1)  # the step each starts in
+        value = busy.within(lo, np.minimum(hi, s1[k]))
+        compute = np.bincount(k, weights=value, minlength=len(s0)).astype(np.int64)
         count = group.groupby("step", sort=False).size()
-        for step, value in zip(ranks["step"].tolist(), covered(spans, s0, s1).tolist(), strict=True):
-            rows.append((step, rank, int(str(stage)), int(count.get(step, 0)), value))
-    return pd.DataFrame(rows, columns=list(STAGE_COLUMNS)).astype({"rank": np.int64, "stage": np.int64,
-                                                                   "actions": np.int64, "compute": np.int64})
+        frames.append(pd.DataFrame({"step": steps, "rank": np.int64(rank), "stage": np.int64(int(str(stage))),
+                                    "actions": [int(count.get(st, 0)) for st in steps], "compute": compute}))
+    return pd.concat(frames, ignore_index=True).astype({"actions": np.int64})
+
+
+@dataclass(frozen=True)
+class _Busy:
+    """The compute of the pipeline thread: the time in `plus` and not in `minus` (`minus` lies
+    inside `plus`: the communication calls are among the ops), both sorted disjoint intervals."""
+
+    plus: tuple[np.ndarray, np.ndarray]
+    minus: tuple[np.ndarray, np.ndarray]
+
+    def within(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Compute inside each `[start[i], end[i])` (int64)."""
+        return covered(self.plus, start, end) - covered(self.minus, start, end)
 
 
 def _with_kernels(busy: tuple[np.ndarray, np.ndarray], events: pd.DataFrame, launches: pd.DataFrame,
