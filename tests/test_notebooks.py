@@ -52,7 +52,7 @@ def test_there_are_notebooks():
         "07_gpu_trace.ipynb", "08_many_ranks.ipynb",
         "09_compare_runs.ipynb",
         "10_xspace_and_memory.ipynb", "11_critical_path.ipynb", "12_gpu_time_by_model.ipynb",
-        "13_what_is_wrong.ipynb", "14_kernel_efficiency.ipynb",
+        "13_what_is_wrong.ipynb", "14_kernel_efficiency.ipynb", "15_pipeline.ipynb",
     ]
 
 

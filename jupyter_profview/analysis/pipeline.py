@@ -43,6 +43,8 @@ on the set's common clock.  The TraceSet is taken to be one pipeline (its ranks 
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -247,14 +249,9 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
     """
     parts: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
     if is_traceset(source):
-        for rank in source.ranks:
-            events, launches, devices = _cached_rank(source, rank)
-            ranks, stages, actions = _rank_tables(events, launches, devices, rank)
-            shift = source.offsets[rank]
-            ranks["start"] += shift
-            actions["start"] += shift
-            actions["end"] += shift
-            parts.append((ranks, stages, actions))
+        # one rank per thread: reading Parquet and the numpy passes release the GIL
+        with ThreadPoolExecutor(max_workers=max(1, min(len(source.ranks), os.cpu_count() or 1))) as pool:
+            parts = list(pool.map(lambda r: _rank_of_set(source, r), source.ranks))
         p = len(source.ranks)
     elif isinstance(source, Trace):
         if source.time_unit != "ns":
@@ -301,6 +298,17 @@ def _slowest(stages: pd.DataFrame) -> pd.DataFrame:
     top = stages.sort_values(["compute", "stage"], ascending=[False, True], kind="stable")
     top = top.drop_duplicates("step")[["step", "stage", "rank", "compute"]]
     return _order(top, ("step", "stage", "rank", "compute"), ["step"])
+
+
+def _rank_of_set(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """`_rank_tables` of one rank of a TraceSet, its times on the set's clock."""
+    events, launches, devices = _cached_rank(ts, rank)
+    ranks, stages, actions = _rank_tables(events, launches, devices, rank)
+    shift = ts.offsets[rank]
+    ranks["start"] += shift
+    actions["start"] += shift
+    actions["end"] += shift
+    return ranks, stages, actions
 
 
 def _cached_rank(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]]:
