@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from pipeline_walk import DATA
 
@@ -21,8 +22,9 @@ def test_a_stage_highlights_its_actions_on_its_rank(tmp_path) -> None:
     want = pp.actions[pp.actions["stage"] == 1]
     assert len(rows) == len(want) > 0
     assert set(rows["rank"]) == {1}
-    assert sorted(rows["name"].astype(str)) == sorted(
-        f"PP:1{k}{'' if m is None or str(m) == '<NA>' else m}" for k, m in zip(want["kind"], want["microbatch"]))
+    pairs = zip(want["kind"], want["microbatch"], strict=True)
+    labels = (f"PP:1{k}{'' if pd.isna(m) else m}" for k, m in pairs)
+    assert sorted(rows["name"].astype(str)) == sorted(labels)
     forward = highlight_stage(w, pp, 2, step="ProfilerStep#3", kinds=("F",), zoom=False)
     assert sorted(forward["name"].astype(str)) == [f"PP:2F{m}" for m in range(4)]
     assert set(forward["rank"]) == {0}

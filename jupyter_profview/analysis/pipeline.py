@@ -43,8 +43,6 @@ on the set's common clock.  The TraceSet is taken to be one pipeline (its ranks 
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -241,7 +239,7 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
     for the columns).
 
     ```python
-    ts = profview.load_many(examples / "pipeline" / "interleaved")
+    ts = profview.load_many("tests/data/pipeline/interleaved")   # a recorded run, 2 ranks
     pp = analysis.pipeline_bubbles(ts)
     pp.ranks            # bubble per (step, rank)
     pp.slowest          # the stage that holds each step back
@@ -249,9 +247,7 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
     """
     parts: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
     if is_traceset(source):
-        # one rank per thread: reading Parquet and the numpy passes release the GIL
-        with ThreadPoolExecutor(max_workers=max(1, min(len(source.ranks), os.cpu_count() or 1))) as pool:
-            parts = list(pool.map(lambda r: _rank_of_set(source, r), source.ranks))
+        parts = [_rank_of_set(source, r) for r in source.ranks]  # one rank in RAM at a time
         p = len(source.ranks)
     elif isinstance(source, Trace):
         if source.time_unit != "ns":
