@@ -19,6 +19,12 @@ bug waiting for this one to change.
   `communication`.
 - **Enqueueing calls**: the runtime calls that put work on a stream, as HTA counts them in queue
   lengths (`ENQUEUE_CALLS`).
+- **Communication** (`is_communication`): a collective call, a `c10d::` op or a communication
+  kernel; the time inside one is waiting for (or moving data to) another rank.
+- **Pipeline actions** (`pipeline_action`): the ranges `torch.distributed.pipelining` records
+  around each action of a schedule: `PP:<stage><kind><microbatch>` in the multi-stage runtime
+  schedules (`PP:1F0`, `PP:0SEND_F2`, `PP:3UNSHARD`), `Forward <mb>` / `Backward <mb>` in
+  `ScheduleGPipe` (no stage: the rank's one stage).
 - **Tensor-core kernels**: a kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic,
   see there).
 """
@@ -112,3 +118,42 @@ def is_tensor_core_kernel(name: str) -> bool:
 def is_collective_call(name: str) -> bool:
     """Whether a CPU-side slice named `name` is a collective call (module docstring)."""
     return name == COLLECTIVE_PARAMS or COLLECTIVE_ANNOTATION.match(name) is not None
+
+
+def is_communication(name: str) -> bool:
+    """Whether a slice named `name` is communication: a collective call (`is_collective_call`), a
+    `c10d::` op (`COLLECTIVE_OP`) or a communication kernel (`COMMUNICATION_KERNEL`)."""
+    return (is_collective_call(name) or COLLECTIVE_OP.match(name) is not None
+            or is_communication_kernel(name))
+
+
+#: the kinds of a `torch.distributed.pipelining` action (its `_ComputationType` values): `F`
+#: forward, `I` backward of the input, `W` backward of the weights, `B` full backward, the
+#: point-to-point sends and receives, FSDP's unshard / reshard, the gradient reduction, and
+#: DualPipeV's overlapped forward + backward
+PIPELINE_ACTION_KINDS = ("F", "I", "B", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD",
+                         "REDUCE_GRAD", "OVERLAP_F_B")
+#: the actions that compute (the others move data or memory)
+PIPELINE_COMPUTE_KINDS = frozenset({"F", "I", "B", "W", "OVERLAP_F_B"})
+#: `record_function(f"PP:{action}")` of the runtime schedules: `PP:<stage><kind><microbatch>`, or
+#: `PP:(<sub-action>;...)OVERLAP_F_B` (stage and microbatch: the first sub-action's)
+PIPELINE_ACTION = re.compile(
+    r"^PP:(?:(\d+)(F|I|B|W|UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)(\d*)"
+    r"|\((\d+)[A-Z_]+?(\d*)(?:;[^)]*)?\)(OVERLAP_F_B))$")
+#: `record_function(f"Forward {i}")` / `f"Backward {i}"` of `ScheduleGPipe`
+PIPELINE_SINGLE_ACTION = re.compile(r"^(Forward|Backward) (\d+)$")
+
+
+def pipeline_action(name: str) -> tuple[int | None, str, int | None] | None:
+    """`(stage, kind, microbatch)` of a pipeline action's range (module docstring), None for
+    any other name; `stage` is None for GPipe's `Forward <mb>` / `Backward <mb>` (kind `F` /
+    `B`), `microbatch` None for an action of no microbatch (`PP:0UNSHARD`)."""
+    hit = PIPELINE_ACTION.match(name)
+    if hit is not None:
+        if hit.group(6):  # OVERLAP_F_B: the first sub-action's stage and microbatch
+            return int(hit.group(4)), "OVERLAP_F_B", int(hit.group(5)) if hit.group(5) else None
+        return int(hit.group(1)), hit.group(2), int(hit.group(3)) if hit.group(3) else None
+    single = PIPELINE_SINGLE_ACTION.match(name)
+    if single is not None:
+        return None, "F" if single.group(1) == "Forward" else "B", int(single.group(2))
+    return None

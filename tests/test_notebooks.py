@@ -53,6 +53,7 @@ def test_there_are_notebooks():
         "09_compare_runs.ipynb",
         "10_xspace_and_memory.ipynb", "11_critical_path.ipynb", "12_gpu_time_by_model.ipynb",
         "13_what_is_wrong.ipynb", "14_kernel_efficiency.ipynb", "15_perfetto.ipynb",
+        "16_pipeline.ipynb",
     ]
 
 

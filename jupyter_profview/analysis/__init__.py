@@ -8,6 +8,7 @@
 * `.efficiency` -- achieved FLOP/s and bandwidth of GEMMs / convolutions against the device's peak.
 * `.kernels` -- each kernel's SM efficiency, occupancy and tensor-core use (Kineto's kernel args).
 * `.collectives` -- each collective's bytes, algorithm and bus bandwidth; matched across ranks.
+* `.pipeline` -- pipeline parallelism: bubble per step, rank and stage; the slowest stage.
 * `.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
 * `.advice` -- what is wrong: findings with the time at stake and their evidence (`advise`).
 * `.compare` -- two runs side by side (`compare`); its presentation in `.compare_view`.
@@ -43,6 +44,7 @@ from .gpu import (
 )
 from .kernels import kernel_efficiency
 from .memory import live_at, peak_time
+from .pipeline import PipelineBubbles, pipeline_bubbles
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
@@ -53,4 +55,4 @@ __all__ = ["steps", "device_activities", "Advice", "advise", "attribute", "op_ef
            "Comparison", "bytes_column", "compare", "live_at", "peak_time", "phases", "self_intervals",
            "summary", "top", "union_length", "collective_calls", "collective_skew", "step_times",
            "stragglers", "kernel_efficiency", "collective_bandwidth", "collective_summary",
-           "CollectiveSummary"]
+           "CollectiveSummary", "PipelineBubbles", "pipeline_bubbles"]

@@ -23,6 +23,7 @@ from .intervals import (
     busy,
     busy_before,
     busy_fraction,
+    covered,
     difference,
     intersection,
     union,
@@ -33,6 +34,6 @@ from .queues import SERIES_COLUMNS, enqueued, queue_levels, queue_series
 from .step_instances import STEP_COLUMNS, cpu_steps, instances, last_step_start, step_mask, steps
 
 __all__ = ["ACTIVITY_COLUMNS", "SERIES_COLUMNS", "STEP_COLUMNS", "busy", "busy_before",
-           "busy_fraction", "complete_steps", "cpu_steps", "device_activities", "difference",
+           "busy_fraction", "complete_steps", "covered", "cpu_steps", "device_activities", "difference",
            "enqueued", "forget", "instances", "intersection", "last_step_start", "queue_levels",
            "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths"]

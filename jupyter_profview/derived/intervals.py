@@ -127,3 +127,20 @@ def busy_fraction(start: np.ndarray, end: np.ndarray, edges: np.ndarray,
     safe = np.maximum(k, 0)
     upto = np.where(k >= 0, before[safe] + np.clip(edges - start[safe], 0, (end - start)[safe]), 0.0)
     return np.where(width > 0, np.diff(upto) / np.where(width > 0, width, 1), 0.0)
+
+
+def covered(union_: Intervals, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per query `[start[i], end[i])`: how much of it the sorted disjoint intervals `union_`
+    ([`union`][jupyter_profview.derived.intervals.union]) cover (int64; 0 for an empty query)."""
+    s, e = np.asarray(union_[0], np.int64), np.asarray(union_[1], np.int64)
+    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+    if len(s) == 0:
+        return np.zeros(len(start), np.int64)
+    before = np.concatenate([[0], np.cumsum(e - s)])
+
+    def upto(t: np.ndarray) -> np.ndarray:  # covered time before t
+        k = np.searchsorted(s, t, side="right") - 1
+        safe = np.maximum(k, 0)
+        return np.where(k >= 0, before[safe] + np.clip(t - s[safe], 0, (e - s)[safe]), 0)
+
+    return np.maximum(upto(np.maximum(end, start)) - upto(start), 0).astype(np.int64)

@@ -32,7 +32,9 @@ The rules (each one's docstring in `rules.py` gives its exact definition)
     - `fp32_matmul`: FP32 GEMMs on CUDA GPUs of compute capability >= 8.0;
     - `exposed_communication`: per GPU, communication with no computation beside it;
     - `step_outliers`: steps more than 20 % longer than the median step (3 or more steps);
-    - `straggler` (TraceSet): the rank the others wait for in the collectives.
+    - `straggler` (TraceSet): the rank the others wait for in the collectives;
+    - `pipeline_bubble` (pipeline runs): per rank, the time its steps wait in the pipeline's
+      bubbles, the slowest stage, what to change (`advice/pipeline.py`).
 
 Where a rule needs something the trace does not have (no `deviceProperties`, ROCm devices for
 the TF32 rule), it says so in `Advice.skipped` instead of guessing.
@@ -51,6 +53,7 @@ from ...model import Trace
 from ...numbers import format_duration, share_text
 from ..traceset import is_traceset
 from .facts import Facts, annotation_steps
+from .pipeline import pipeline_bubble
 from .rules import RULES, Finding, Skip, step_outliers
 from .straggler import straggler
 
@@ -156,6 +159,7 @@ def _advise_one(trace: Trace, annotation: str | None, rank: int | None = None) -
         return inside
 
     found += step_outliers(Facts(trace, window, shared), steps, rule_times)
+    found += pipeline_bubble(trace) if rank is None else []  # a TraceSet's: across its ranks, below
     details = {(rank, f["rule"], f["device"]): {k: v for k, v in f.items() if k not in FINDING_COLUMNS}
                for f in found}
     table = _frame(found, span, rank)
@@ -203,6 +207,7 @@ def advise(trace: Trace | TraceSet, *, annotation: str | None = "ProfilerStep",
             findings.append(_frame([found], hi - lo, rank=int(found["rank"])))
             details[(int(found["rank"]), "straggler", "")] = {k: v for k, v in found.items()
                                                             if k not in FINDING_COLUMNS}
+    findings += [_frame([f], hi - lo, rank=f["rank"]) for f in pipeline_bubble(trace)] if rank is None else []
     table = pd.concat([f for f in findings if len(f)], ignore_index=True) if any(len(f) for f in findings) \
         else _frame([], 1, rank=0)[:0]
     table = table.sort_values("time", ascending=False, kind="stable").reset_index(drop=True)

@@ -14,6 +14,10 @@ Definitions, over the matched calls that two or more ranks made:
 - `time` is the sum over calls of max(0, its start - the latest start among the other ranks): how
   much later than everyone else it arrived;
 - the evidence is its late calls (those it entered last);
+- point-to-point calls (`send`, `recv`: [`op_kind`][jupyter_profview.ranks.device_args.op_kind])
+  are not matched: the k-th send of one rank and of another are different transfers, and in a
+  pipeline-parallel run the time in them is the waiting the schedule itself causes (its bubble,
+  the `pipeline_bubble` rule), not a late rank;
 - the message names what it spent the time on before its late calls: on each rank, the CPU ops and
   annotations (`cpu_op`, `user_annotation`) that start between the end of the rank's previous
   collective call and the late call, summed by name (their `self` time); the names whose total on
@@ -28,10 +32,15 @@ import numpy as np
 import pandas as pd
 
 from ...numbers import format_duration
+from ...ranks.device_args import op_kind
 from ..columns import among
 
 if TYPE_CHECKING:
     from ...ranks.traceset import TraceSet
+
+
+#: the collective kinds of a point-to-point call (module docstring)
+POINT_TO_POINT = frozenset({"send", "recv"})
 
 
 def straggler(ts: TraceSet) -> dict[str, Any] | None:
@@ -40,6 +49,11 @@ def straggler(ts: TraceSet) -> dict[str, Any] | None:
     if len(calls) == 0:
         return None
     keys = ["pg", "name", "seq"]
+    names = calls["name"].astype(str)
+    p2p = names.map({n: op_kind(n) in POINT_TO_POINT for n in names.unique()}).to_numpy(bool)
+    calls = calls[~p2p]
+    if len(calls) == 0:
+        return None
     calls = calls.sort_values([*keys, "rank"], kind="stable")
     size = calls.groupby(keys, sort=False)["rank"].transform("nunique")
     calls = calls[size >= 2]
