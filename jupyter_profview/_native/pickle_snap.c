@@ -97,11 +97,13 @@ typedef struct {
     size_t nmarks, mcap;
     cont_t *conts;
     size_t nconts, ccap;
-    /* memo: keys and values in a hash table */
+    /* memo: keys 0..dense_n-1 in an array (MEMOIZE's len(memo) keys), others in a hash table */
+    val_t *dense;
+    size_t dense_n, dense_cap;
     uint32_t *memo_key;
     val_t *memo_val;
     uint8_t *memo_used;
-    size_t memo_cap, memo_n;
+    size_t memo_cap, memo_n, hash_total; /* memo_n: distinct keys, as len(memo) */
     /* strings */
     vec_t str_off; /* offsets into blob, n + 1 */
     uint8_t *blob;
@@ -413,35 +415,64 @@ static int setitems(pk_t *p, const val_t *items, size_t n) {
 
 /* ---- memo ------------------------------------------------------------------ */
 
-static int memo_put(pk_t *p, uint32_t key, val_t v) {
-    if (p->memo_n * 2 >= p->memo_cap) {
-        size_t cap = p->memo_cap ? p->memo_cap * 2 : 4096;
+static int hash_find(const pk_t *p, uint32_t key, size_t *slot) {
+    if (!p->memo_cap) return 0;
+    size_t mask = p->memo_cap - 1, j = mix(0, key) & mask;
+    for (; p->memo_used[j]; j = (j + 1) & mask)
+        if (p->memo_key[j] == key) { *slot = j; return 1; }
+    return 0;
+}
+
+static int hash_put(pk_t *p, uint32_t key, val_t v) {
+    size_t j;
+    if (hash_find(p, key, &j)) { p->memo_val[j] = v; return 1; }
+    if ((p->hash_total + 1) * 2 > p->memo_cap) {
+        size_t cap = p->memo_cap ? p->memo_cap * 2 : 1024;
         uint32_t *k2 = (uint32_t *)malloc(cap * sizeof *k2);
         val_t *v2 = (val_t *)malloc(cap * sizeof *v2);
         uint8_t *u2 = (uint8_t *)calloc(cap, 1);
         if (!k2 || !v2 || !u2) { free(k2), free(v2), free(u2); return 0; }
         for (size_t i = 0; i < p->memo_cap; i++) {
             if (!p->memo_used[i]) continue;
-            size_t j = mix(0, p->memo_key[i]) & (cap - 1);
-            while (u2[j]) j = (j + 1) & (cap - 1);
-            u2[j] = 1, k2[j] = p->memo_key[i], v2[j] = p->memo_val[i];
+            size_t q = mix(0, p->memo_key[i]) & (cap - 1);
+            while (u2[q]) q = (q + 1) & (cap - 1);
+            u2[q] = 1, k2[q] = p->memo_key[i], v2[q] = p->memo_val[i];
         }
         free(p->memo_key), free(p->memo_val), free(p->memo_used);
         p->memo_key = k2, p->memo_val = v2, p->memo_used = u2, p->memo_cap = cap;
     }
-    size_t mask = p->memo_cap - 1, j = mix(0, key) & mask;
-    while (p->memo_used[j] && p->memo_key[j] != key) j = (j + 1) & mask;
-    if (!p->memo_used[j]) p->memo_used[j] = 1, p->memo_key[j] = key, p->memo_n++;
-    p->memo_val[j] = v;
+    size_t mask = p->memo_cap - 1;
+    j = mix(0, key) & mask;
+    while (p->memo_used[j]) j = (j + 1) & mask;
+    p->memo_used[j] = 1, p->memo_key[j] = key, p->memo_val[j] = v;
+    p->hash_total++;
     return 1;
 }
 
+static int memo_put(pk_t *p, uint32_t key, val_t v) {
+    size_t j;
+    if (key < p->dense_n) { p->dense[key] = v; return 1; }
+    if (key == p->dense_n) {
+        if (p->dense_n == p->dense_cap) {
+            size_t cap = p->dense_cap ? p->dense_cap * 2 : 4096;
+            val_t *d = (val_t *)realloc(p->dense, cap * sizeof *d);
+            if (!d) return 0;
+            p->dense = d, p->dense_cap = cap;
+        }
+        p->dense[p->dense_n++] = v;
+        if (!hash_find(p, key, &j)) p->memo_n++; /* else the same key, shadowed now */
+        return 1;
+    }
+    if (!hash_find(p, key, &j)) p->memo_n++;
+    return hash_put(p, key, v);
+}
+
 static int memo_get(pk_t *p, uint32_t key, val_t *out) {
-    if (!p->memo_cap) return 0;
-    size_t mask = p->memo_cap - 1, j = mix(0, key) & mask;
-    for (; p->memo_used[j]; j = (j + 1) & mask)
-        if (p->memo_key[j] == key) { *out = p->memo_val[j]; return 1; }
-    return 0;
+    size_t j;
+    if (key < p->dense_n) { *out = p->dense[key]; return 1; }
+    if (!hash_find(p, key, &j)) return 0;
+    *out = p->memo_val[j];
+    return 1;
 }
 
 /* ---- opcodes ----------------------------------------------------------------- */
@@ -726,7 +757,7 @@ void pv_pk_free(void *h) {
     if (!p) return;
     for (size_t k = 0; k < p->nconts; k++) free(p->conts[k].items);
     free(p->conts), free(p->stack), free(p->marks), free(p->in);
-    free(p->memo_key), free(p->memo_val), free(p->memo_used);
+    free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->dense);
     free(p->str_off.p), free(p->blob);
     free(p->str_tab.slot), free(p->frame_tab.slot), free(p->stack_tab.slot);
     for (int c = 0; c < NCOLS; c++) free(p->col[c].p);
@@ -737,7 +768,9 @@ void pv_pk_free(void *h) {
 static void drop_tree(pk_t *p) {
     for (size_t k = 0; k < p->nconts; k++) free(p->conts[k].items);
     free(p->conts), free(p->stack), free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->in);
+    free(p->dense);
     p->conts = NULL, p->stack = NULL, p->memo_key = NULL, p->memo_val = NULL, p->memo_used = NULL, p->in = NULL;
+    p->dense = NULL, p->dense_n = p->dense_cap = 0;
     p->nconts = p->ccap = p->memo_cap = p->memo_n = p->scap = p->top = 0;
     p->in_len = p->in_cap = p->in_pos = 0;
 }
