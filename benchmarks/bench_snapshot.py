@@ -64,8 +64,9 @@ def run(path: Path, method: str) -> dict[str, float]:
     env = dict(os.environ)
     if method == "profview-py":
         env["PROFVIEW_NATIVE"] = "0"
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), method], capture_output=True, text=True,
-                         env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), method], capture_output=True, text=True, env=env, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -88,8 +89,11 @@ def main() -> None:
     results = {}
     for method in ("pickle", "profview", "decode", *(["profview-py"] if args.python else [])):
         r = results[method] = run(path, method)
-        print(f"{method:12s} wall {r['wall']:7.2f} s  cpu {r['cpu']:7.2f} s  peak RSS {r['peak'] / 1e6:7.0f} MB "
-              f"(base {r['base'] / 1e6:.0f} MB)  entries {r['n']:,}")
+        print(
+            f"{method:12s} wall {r['wall']:7.2f} s  cpu {r['cpu']:7.2f} s  "
+            f"peak RSS {r['peak'] / 1e6:7.0f} MB "
+            f"(base {r['base'] / 1e6:.0f} MB)  entries {r['n']:,}"
+        )
     p, v = results["pickle"], results["profview"]
     ratio, mem = v["wall"] / p["wall"], v["peak"] / size
     print(f"profview / pickle time: {ratio:.2f} (target <= 1.0; cpu {v['cpu'] / p['cpu']:.2f})")

@@ -46,16 +46,22 @@ BYTES_PER_ENTRY = 240  # of this workload (protocol 4), measured
 
 def _stacks(rng: random.Random, n: int) -> list[list[tuple[str, str, int]]]:
     """``n`` call stacks, innermost first: allocator C++ frames, torch frames, then model code."""
-    cpp = [("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", LIB, 0),
-           ("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate", LIB, 0),
-           ("at::TensorBase at::detail::_empty_generic<long>", LIB, 0), ("at::detail::empty_cuda", LIB, 0)]
-    torch = [("forward", "torch/nn/modules/linear.py", 125),
-             ("_call_impl", "torch/nn/modules/module.py", 1750),
-             ("_wrapped_call_impl", "torch/nn/modules/module.py", 1739),
-             ("backward", "torch/_tensor.py", 648),
-             ("_engine_run_backward", "torch/autograd/graph.py", 824), ("step", "torch/optim/adam.py", 226),
-             ("forward", "torch/nn/modules/activation.py", 133),
-             ("forward", "torch/nn/modules/normalization.py", 217)]
+    cpp = [
+        ("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", LIB, 0),
+        ("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate", LIB, 0),
+        ("at::TensorBase at::detail::_empty_generic<long>", LIB, 0),
+        ("at::detail::empty_cuda", LIB, 0),
+    ]
+    torch = [
+        ("forward", "torch/nn/modules/linear.py", 125),
+        ("_call_impl", "torch/nn/modules/module.py", 1750),
+        ("_wrapped_call_impl", "torch/nn/modules/module.py", 1739),
+        ("backward", "torch/_tensor.py", 648),
+        ("_engine_run_backward", "torch/autograd/graph.py", 824),
+        ("step", "torch/optim/adam.py", 226),
+        ("forward", "torch/nn/modules/activation.py", 133),
+        ("forward", "torch/nn/modules/normalization.py", 217),
+    ]
     model = [(f"block_{k}", "model.py", 40 + 7 * k) for k in range(24)]
     out = []
     for _ in range(n):
@@ -82,9 +88,14 @@ class Allocator:
         """The allocator's numbers, from its own blocks (what analysis.oom must find)."""
         free = [b[1] for s in self.segments for b in s["blocks"] if b[2] is None]
         allocated = sum(b[1] for s in self.segments for b in s["blocks"] if b[2] is not None)
-        return {"requested": requested, "allocated": allocated, "reserved": self.reserved(),
-                "free_in_reserved": sum(free), "largest_free": max(free, default=0),
-                "device_free": self.capacity - self.reserved()}
+        return {
+            "requested": requested,
+            "allocated": allocated,
+            "reserved": self.reserved(),
+            "free_in_reserved": sum(free),
+            "largest_free": max(free, default=0),
+            "device_free": self.capacity - self.reserved(),
+        }
 
     def _emit(self, action: str, addr: int, size: int, stack: int, free: int = -1) -> None:
         if self.recording:
@@ -114,8 +125,13 @@ class Allocator:
                 self._emit("oom", 0, size, stack, self.capacity - self.reserved())
                 self.ooms.append(self.state(size))
                 return None
-            seg = {"address": self.next_addr, "total": total, "pool": pool, "stack": stack,
-                   "blocks": [[self.next_addr, total, None]]}
+            seg = {
+                "address": self.next_addr,
+                "total": total,
+                "pool": pool,
+                "stack": stack,
+                "blocks": [[self.next_addr, total, None]],
+            }
             self.next_addr += total + 2 * MB
             self.segments.append(seg)
             self.segments.sort(key=lambda s: s["address"])
@@ -150,8 +166,9 @@ class Allocator:
         raise KeyError(addr)
 
 
-def simulate(rng: random.Random, device: int, capacity: int, layers: int, oom: str | None,
-             nstacks: int = 64) -> tuple[Allocator, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def simulate(
+    rng: random.Random, device: int, capacity: int, layers: int, oom: str | None, nstacks: int = 64
+) -> tuple[Allocator, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(allocator at the end, the trace before the steady iteration, the steady iteration's trace);
     the OOM tail, if any, is in the allocator's trace after both (`Allocator.trace`)."""
     a = Allocator(device, capacity, 0x7F0000000000 + device * (1 << 40))
@@ -193,8 +210,12 @@ def simulate(rng: random.Random, device: int, capacity: int, layers: int, oom: s
     return a, head, steady
 
 
-def snapshot_object(allocs: list[Allocator], traces: list[list[tuple[Any, ...]]],
-                    stacks: list[list[tuple[str, str, int]]], strings: dict[str, str]) -> dict[str, Any]:
+def snapshot_object(
+    allocs: list[Allocator],
+    traces: list[list[tuple[Any, ...]]],
+    stacks: list[list[tuple[str, str, int]]],
+    strings: dict[str, str],
+) -> dict[str, Any]:
     """The snapshot as plain containers (what ``torch.cuda.memory._snapshot()`` returns)."""
     s = strings.setdefault
 
@@ -206,17 +227,42 @@ def snapshot_object(allocs: list[Allocator], traces: list[list[tuple[Any, ...]]]
     segments = []
     for a in allocs:
         for seg in a.segments:
-            blocks = [{"address": b[0], "size": b[1], "requested_size": b[1],
-                       "state": "active_allocated" if b[2] is not None else "inactive",
-                       "frames": frames(b[2]) if b[2] is not None else []} for b in seg["blocks"]]
+            blocks = [
+                {
+                    "address": b[0],
+                    "size": b[1],
+                    "requested_size": b[1],
+                    "state": "active_allocated" if b[2] is not None else "inactive",
+                    "frames": frames(b[2]) if b[2] is not None else [],
+                }
+                for b in seg["blocks"]
+            ]
             used = sum(b[1] for b in seg["blocks"] if b[2] is not None)
-            segments.append({"device": a.device, "address": seg["address"], "total_size": seg["total"],
-                             "allocated_size": used, "active_size": used, "requested_size": used, "stream": 0,
-                             "segment_type": seg["pool"], "segment_pool_id": (0, 0), "is_expandable": False,
-                             "frames": frames(seg["stack"]), "blocks": blocks})
-    return {"segments": segments, "device_traces": [[entry(e, frames) for e in t] for t in traces],
-            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
-                                   "expandable_segments": False}}
+            segments.append(
+                {
+                    "device": a.device,
+                    "address": seg["address"],
+                    "total_size": seg["total"],
+                    "allocated_size": used,
+                    "active_size": used,
+                    "requested_size": used,
+                    "stream": 0,
+                    "segment_type": seg["pool"],
+                    "segment_pool_id": (0, 0),
+                    "is_expandable": False,
+                    "frames": frames(seg["stack"]),
+                    "blocks": blocks,
+                }
+            )
+    return {
+        "segments": segments,
+        "device_traces": [[entry(e, frames) for e in t] for t in traces],
+        "allocator_settings": {
+            "PYTORCH_CUDA_ALLOC_CONF": "",
+            "max_split_size": -1,
+            "expandable_segments": False,
+        },
+    }
 
 
 def entry(e: tuple[Any, ...], frames: Any) -> dict[str, Any]:
@@ -300,8 +346,19 @@ class _Writer:
         self.buf.write(b"}")
         self.memoize()
         self.buf.write(b"(")
-        for x in ("action", action, "device_free" if action == "oom" else "addr",
-                  free if action == "oom" else addr, "size", size, "stream", 0, "time_us", time_us, "frames"):
+        for x in (
+            "action",
+            action,
+            "device_free" if action == "oom" else "addr",
+            free if action == "oom" else addr,
+            "size",
+            size,
+            "stream",
+            0,
+            "time_us",
+            time_us,
+            "frames",
+        ):
             self.save(x)
         cached = self.stacks.get(stack)
         if cached is None:
@@ -326,7 +383,7 @@ class _Writer:
             self.buf.write(one)
             return
         for i in range(0, len(items), 1000 * step):
-            part = items[i:i + 1000 * step]
+            part = items[i : i + 1000 * step]
             if len(part) == step:
                 for x in part:
                     self.save(x)
@@ -338,8 +395,17 @@ class _Writer:
             self.buf.write(many)
 
 
-def write(path: Path, *, entries: int = 20_000, protocol: int = 4, oom: str | None = "fragmentation",
-          devices: int = 1, seed: int = 0, capacity: int = 8 << 30, layers: int = 24) -> dict[str, Any]:
+def write(
+    path: Path,
+    *,
+    entries: int = 20_000,
+    protocol: int = 4,
+    oom: str | None = "fragmentation",
+    devices: int = 1,
+    seed: int = 0,
+    capacity: int = 8 << 30,
+    layers: int = 24,
+) -> dict[str, Any]:
     """Write a snapshot of about ``entries`` trace entries per device; returns what was written
     (entries per device, the OOMs)."""
     rng = random.Random(seed)
@@ -353,8 +419,12 @@ def write(path: Path, *, entries: int = 20_000, protocol: int = 4, oom: str | No
         traces.append((head, steady, reps, tail))
     strings: dict[str, str] = {}
     if protocol < 4:
-        full = [head + [(*e[:3], e[3] + r * 10_000_000, *e[4:]) for r in range(reps) for e in steady] + tail
-                for head, steady, reps, tail in traces]
+        full = [
+            head
+            + [_shift(e, r, steady) for r in range(reps) for e in steady]
+            + [_shift(e, reps - 1, steady) for e in tail]
+            for head, steady, reps, tail in traces
+        ]
         obj = snapshot_object(allocs, full, stacks, strings)
         path.write_bytes(pickle.dumps(obj, protocol=protocol))
         return {"entries": [len(t) for t in full], "ooms": [a.ooms for a in allocs]}
@@ -379,8 +449,16 @@ def write(path: Path, *, entries: int = 20_000, protocol: int = 4, oom: str | No
         for head, steady, reps, tail in traces:
             wr.buf.write(b"]")
             wr.memoize()
-            stream = (e for part in ([head], ([(*e[:3], e[3] + (r + 1) * 10_000_000, *e[4:]) for e in steady]
-                                              for r in range(reps)), [tail]) for chunk in part for e in chunk)
+            stream = (
+                e
+                for part in (
+                    [head],
+                    ([_shift(e, r, steady) for e in steady] for r in range(reps)),
+                    [[_shift(e, reps - 1, steady) for e in tail]],
+                )
+                for chunk in part
+                for e in chunk
+            )
             n = 0
             batch: list[dict[str, Any]] = []
             first = True
@@ -401,6 +479,12 @@ def write(path: Path, *, entries: int = 20_000, protocol: int = 4, oom: str | No
         wr.buf.write(b"u.")
         wr.flush()
     return {"entries": counts, "ooms": [a.ooms for a in allocs]}
+
+
+def _shift(e: tuple[Any, ...], r: int, steady: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Entry ``e`` moved ``r`` iterations later (the steady iteration repeats every ``period``)."""
+    period = steady[-1][3] - steady[0][3] + 500 if steady else 0
+    return (*e[:3], e[3] + max(r, 0) * period, *e[4:])
 
 
 def _list_batch(wr: _Writer, batch: list[tuple[Any, ...]], first: bool, last: bool, frames: Any) -> None:
@@ -426,8 +510,12 @@ def main() -> None:
     ap.add_argument("--oom", choices=["fragmentation", "capacity", "none"], default="fragmentation")
     args = ap.parse_args()
     per_entry = BYTES_PER_ENTRY
-    info = write(args.out, entries=int(args.mb * 1e6 / per_entry), protocol=args.protocol,
-                 oom=None if args.oom == "none" else args.oom)
+    info = write(
+        args.out,
+        entries=int(args.mb * 1e6 / per_entry),
+        protocol=args.protocol,
+        oom=None if args.oom == "none" else args.oom,
+    )
     print(f"{args.out}: {args.out.stat().st_size / 1e6:.1f} MB, {info['entries']} entries")
 
 

@@ -41,9 +41,12 @@ MIB = 1 << 20
 def _raw(trace: Trace) -> dict[str, Any]:
     raw = trace._derived.get(ALLOCATOR_KEY)
     if raw is None:
-        raise ProfviewError("not a CUDA memory snapshot: the allocator's view needs the segments and "
-                            "the allocator trace of torch.cuda.memory._dump_snapshot",
-                            source=trace.format, expected="a torch_cuda_snapshot trace")
+        raise ProfviewError(
+            "not a CUDA memory snapshot: the allocator's view needs the segments and "
+            "the allocator trace of torch.cuda.memory._dump_snapshot",
+            source=trace.format,
+            expected="a torch_cuda_snapshot trace",
+        )
     return raw  # type: ignore[no-any-return]
 
 
@@ -136,8 +139,12 @@ class _Replay:
         allocated = sum(s for s, _ in self.allocs.values())
         reserved = sum(self.segments.values())
         largest = max((size for _, _, size, stack in self.blocks() if stack is None), default=0)
-        return {"allocated": allocated, "reserved": reserved, "free_in_reserved": reserved - allocated,
-                "largest_free": largest}
+        return {
+            "allocated": allocated,
+            "reserved": reserved,
+            "free_in_reserved": reserved - allocated,
+            "largest_free": largest,
+        }
 
 
 def _devices(raw: dict[str, Any]) -> list[int]:
@@ -150,13 +157,22 @@ def allocator_state(trace: Trace, time: int, device: int | None = None) -> pd.Da
     ``owner`` and ``frames`` (innermost first) of allocations."""
     raw = _raw(trace)
     rows = []
-    for d in ([device] if device is not None else _devices(raw)):
+    for d in [device] if device is not None else _devices(raw):
         r = _Replay(raw, d)
         r.advance(int(np.searchsorted(np.asarray(r.time, np.int64), time, side="right")))
         for seg, addr, size, stack in r.blocks():
             frames = raw["stacks"][stack] if stack is not None else []
-            rows.append((f"cuda:{d}", seg, addr, size, "free" if stack is None else "allocated",
-                         _owner(frames) if stack is not None else "", frames))
+            rows.append(
+                (
+                    f"cuda:{d}",
+                    seg,
+                    addr,
+                    size,
+                    "free" if stack is None else "allocated",
+                    _owner(frames) if stack is not None else "",
+                    frames,
+                )
+            )
     return pd.DataFrame(rows, columns=["device", "segment", "address", "size", "state", "owner", "frames"])
 
 
@@ -173,15 +189,27 @@ def fragmentation(trace: Trace, points: int = 200) -> pd.DataFrame:
     for d in _devices(raw):
         r = _Replay(raw, d)
         n = len(r.action)
-        at = sorted(set(np.linspace(0, n, min(points, n + 1)).astype(int).tolist())
-                    | {k for k, a in enumerate(r.action) if a == OOM})
+        at = sorted(
+            set(np.linspace(0, n, min(points, n + 1)).astype(int).tolist())
+            | {k for k, a in enumerate(r.action) if a == OOM}
+        )
         for k in at:
             r.advance(k)
             t = r.time[k] if k < n else (r.time[-1] if n else 0)
             num = r.numbers()
-            rows.append((f"cuda:{d}", t, num["allocated"], num["reserved"], num["free_in_reserved"],
-                         num["largest_free"]))
-    return pd.DataFrame(rows, columns=["device", "time", "allocated", "reserved", "fragmented", "largest_free"])
+            rows.append(
+                (
+                    f"cuda:{d}",
+                    t,
+                    num["allocated"],
+                    num["reserved"],
+                    num["free_in_reserved"],
+                    num["largest_free"],
+                )
+            )
+    return pd.DataFrame(
+        rows, columns=["device", "time", "allocated", "reserved", "fragmented", "largest_free"]
+    )
 
 
 def oom(trace: Trace, top: int = 5) -> pd.DataFrame:
@@ -201,13 +229,31 @@ def oom(trace: Trace, top: int = 5) -> pd.DataFrame:
             for size, stack in r.allocs.values():
                 owners[_owner(raw["stacks"][stack])] += size
             big_segments = [s for s in r.segments.values() if s >= req]
-            rows.append({"device": f"cuda:{d}", "time": r.time[k], "requested": req, **num,
-                         "device_free": r.free[k] if r.free[k] >= 0 else pd.NA,
-                         "verdict": "fragmentation" if frag else "capacity",
-                         "top_owners": owners.most_common(top),
-                         "what_to_try": _advice(frag, req, num, r.free[k], big_segments)})
-    columns = ["device", "time", "requested", "allocated", "reserved", "free_in_reserved", "largest_free",
-               "device_free", "verdict", "top_owners", "what_to_try"]
+            rows.append(
+                {
+                    "device": f"cuda:{d}",
+                    "time": r.time[k],
+                    "requested": req,
+                    **num,
+                    "device_free": r.free[k] if r.free[k] >= 0 else pd.NA,
+                    "verdict": "fragmentation" if frag else "capacity",
+                    "top_owners": owners.most_common(top),
+                    "what_to_try": _advice(frag, req, num, r.free[k], big_segments),
+                }
+            )
+    columns = [
+        "device",
+        "time",
+        "requested",
+        "allocated",
+        "reserved",
+        "free_in_reserved",
+        "largest_free",
+        "device_free",
+        "verdict",
+        "top_owners",
+        "what_to_try",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -217,17 +263,23 @@ def _mib(n: int) -> str:
 
 def _advice(frag: bool, req: int, num: dict[str, int], device_free: int, big_segments: list[int]) -> str:
     if frag:
-        text = (f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: {_mib(num['free_in_reserved'])} is free "
-                f"inside reserved segments but the largest free block is {_mib(num['largest_free'])}, "
-                f"less than the {_mib(req)} asked for; expandable segments grow in place instead of "
-                "leaving holes between segments.")
+        text = (
+            f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: {_mib(num['free_in_reserved'])} is free "
+            f"inside reserved segments but the largest free block is {_mib(num['largest_free'])}, "
+            f"less than the {_mib(req)} asked for; expandable segments grow in place instead of "
+            "leaving holes between segments."
+        )
         if big_segments:
-            text += (f" Or max_split_size_mb below {req // MIB} MiB: {len(big_segments)} segment(s) large "
-                     "enough for the request were split by smaller allocations, and blocks larger than "
-                     "that size are then never split.")
+            text += (
+                f" Or max_split_size_mb below {req // MIB} MiB: {len(big_segments)} segment(s) large "
+                "enough for the request were split by smaller allocations, and blocks larger than "
+                "that size are then never split."
+            )
         return text
     avail = num["free_in_reserved"] + max(device_free, 0)
-    return (f"Activation checkpointing (torch.utils.checkpoint) or a smaller batch: live tensors hold "
-            f"{_mib(num['allocated'])} and the request of {_mib(req)} exceeds the "
-            f"{_mib(avail)} free in reserved segments and on the device; the allocator's settings "
-            "cannot make room.")
+    return (
+        f"Activation checkpointing (torch.utils.checkpoint) or a smaller batch: live tensors hold "
+        f"{_mib(num['allocated'])} and the request of {_mib(req)} exceeds the "
+        f"{_mib(avail)} free in reserved segments and on the device; the allocator's settings "
+        "cannot make room."
+    )
