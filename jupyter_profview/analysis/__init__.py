@@ -10,6 +10,8 @@
 * `.collectives` -- each collective's bytes, algorithm and bus bandwidth; matched across ranks.
 * `.pipeline` -- pipeline parallelism: bubble per step, rank and stage; the slowest stage.
 * `.critical_path` -- what bounds a step: the longest chain of ops, launches, kernels and syncs.
+* `.allocator` -- a CUDA memory snapshot's segments and blocks at any time, fragmentation, and
+  why each out-of-memory happened (`oom`).
 * `.advice` -- what is wrong: findings with the time at stake and their evidence (`advise`).
 * `.compare` -- two runs side by side (`compare`); its presentation in `.compare_view`.
 
@@ -24,6 +26,7 @@ column (`.traceset`); ``linked_events`` takes one rank (event ids are per rank).
 from __future__ import annotations
 
 from .advice import Advice, advise
+from .allocator import allocator_state, fragmentation, oom
 from .attribution import attribute
 from .collectives import CollectiveSummary, collective_bandwidth, collective_summary
 from .compare import Comparison, compare
@@ -48,7 +51,8 @@ from .pipeline import PipelineBubbles, pipeline_bubbles
 from .ranks import collective_calls, collective_skew, step_times, stragglers
 from .summary import bytes_column, phases, self_intervals, summary, top, union_length
 
-__all__ = ["steps", "device_activities", "Advice", "advise", "attribute", "op_efficiency", "CriticalPath",
+__all__ = ["steps", "device_activities", "Advice", "advise",
+           "allocator_state", "fragmentation", "oom", "attribute", "op_efficiency", "CriticalPath",
            "critical_path", "critical_path_steps",
            "comm_comp_overlap", "idle_time", "kernel_breakdown", "launch_stats", "linked_events",
            "queue_length", "queue_length_series", "temporal_breakdown", "utilisation",

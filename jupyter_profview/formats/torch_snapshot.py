@@ -59,28 +59,21 @@ from __future__ import annotations
 
 import io
 import pickle
-from collections import defaultdict
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from ..builder import build_events, make_trace
+from .. import _native as native
 from ..errors import ProfviewError
 from ..limits import MAX_INT_DIGITS, PICKLE_MAX_DEPTH, pickle_object_budget
-from ..model import Quality, Trace, memory_frame
+from ..model import Trace
 from ..sources import MAX_STRING, Source
 from . import TraceFormat
+from .snapshot_columns import ACTIONS, EXPECTED, from_object
+from .snapshot_tables import PREEXISTING, build
 
-EXPECTED = "a PyTorch memory snapshot pickle ({'segments': [...], 'device_traces': [[...], ...]})"
-ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
-           "segment_unmap", "oom", "snapshot")
-_LIMIT = 2**62
+__all__ = ["ACTIONS", "FORMAT", "PREEXISTING", "load", "sniff", "unpickle"]
 MAX_SNAPSHOT = 4 * 1024**3  # decompressed bytes of one snapshot pickle
 
 
-PREEXISTING = "(allocated before recording)"
-_IN_USE = ("active_allocated", "active_awaiting_free", "active_pending_free")  # freed at free_completed
 
 
 class _Refused(Exception):
@@ -270,236 +263,56 @@ def unpickle(data: bytes | Source, name: str) -> Any:
                             position=f"byte {stream.position}", expected=EXPECTED) from None
 
 
-def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, name: str, default: Any = ...) -> Any:
-    if not isinstance(obj, dict):
-        raise ProfviewError(f"{where} is {type(obj).__name__}", source=name, position=where,
-                            expected="a dict")
-    if key not in obj:
-        if default is not ...:
-            return default
-        raise ProfviewError(f"missing {key!r}", source=name, position=where, expected=EXPECTED)
-    value = obj[key]
-    bad = not isinstance(value, kind) or isinstance(value, bool) and kind in (int, (int, float))
-    if bad or (isinstance(value, int) and abs(value) >= _LIMIT):
-        raise ProfviewError(f"{key} = {str(value)[:40]}", source=name, position=f"{where}.{key}",
-                            expected=f"{kind.__name__ if isinstance(kind, type) else 'a number'}")
-    return value
-
-
-def _frames(raw: Any, where: str, name: str) -> list[str]:
-    if not isinstance(raw, list):
-        raise ProfviewError("frames is not a list", source=name, position=where, expected="a list of frames")
-    out = []
-    for k, f in enumerate(raw):
-        fname = _get(f, "name", str, f"{where}[{k}]", name, "?")
-        file = _get(f, "filename", str, f"{where}[{k}]", name, "?")
-        line = _get(f, "line", int, f"{where}[{k}]", name, 0)
-        out.append(fname if file in ("none", "?", "") else f"{fname} ({file}:{line})")
-    return out
-
-
-def _owner(frames: list[str]) -> str:
-    outside = [f for f in frames if "torch/" not in f and not f.startswith("<built-in")]
-    return (outside or frames or [""])[0]
-
-
-class _Builder:
-    """The rows being collected, and the allocator state while the trace is replayed."""
-
-    def __init__(self, name: str, lo: int) -> None:
-        self.name = name
-        self.lo = lo  # the earliest time: where what predates the recording is placed
-        self.q = Quality()
-        self.ev: dict[str, list[Any]] = defaultdict(list)
-        self.allocs: list[list[Any]] = []
-        self.allocated: Points = defaultdict(list)  # device -> (time, +-bytes)
-        self.reserved: Points = defaultdict(list)
-        self.seg_start: dict[tuple[int, int], tuple[int, int]] = {}  # (device, addr) -> (time, size)
-        self.open_allocs: dict[tuple[int, int], int] = {}  # (device, addr) -> row of allocs
-        self.end_allocated: dict[int, int] = defaultdict(int)  # bytes in use in the snapshot
-        self.end_reserved: dict[int, int] = defaultdict(int)
-
-    def event(self, kind: str, name: str, device: int, thread: str, start: int, dur: int,
-              size: int | None, addr: int | None, frame: str) -> None:
-        for key, value in (("kind", kind), ("name", name), ("category", "segment" if kind == "slice" else
-                                                                          "allocator"),
-                           ("process", f"cuda:{device}"), ("thread", thread), ("start", start),
-                           ("dur", dur), ("size", size), ("addr", addr), ("frame", frame)):
-            self.ev[key].append(value)
-
-
-Points = dict[int, list[tuple[int, int]]]
-
-
 def load(source: Source) -> Trace:
-    name = source.name
-    snap = unpickle(source, name)
-    if not isinstance(snap, dict) or "segments" not in snap:
-        raise ProfviewError(f"top level is {type(snap).__name__} without 'segments'", source=name,
-                            expected=EXPECTED)
-    segments = _get(snap, "segments", list, "snapshot", name)
-    traces = _get(snap, "device_traces", list, "snapshot", name, [])
-    timed = any(isinstance(e, dict) and "time_us" in e for d in traces if isinstance(d, list) for e in d)
-    times = _times(traces, timed, name)
-    lo = min((min(t) for t in times.values() if t), default=0)
-    hi = max((max(t) for t in times.values() if t), default=0)
-    b = _Builder(name, lo)
-    for d, trace in enumerate(traces):
-        for k, entry in enumerate(trace):
-            _trace_entry(b, d, f"device_traces[{d}][{k}]", entry, times[d][k])
-    for s, segment in enumerate(segments):
-        _segment(b, f"segments[{s}]", segment, hi)
-    return _finish(b, b.allocated, b.reserved, b.end_allocated, b.end_reserved, lo, timed)
+    """The snapshot's tables: decoded by the native interpreter (``pickle_snap.c``) where it is
+    built, else, or where it leaves the file to the reference, by the restricted unpickler."""
+    columns = None
+    if native.available():
+        columns = _native_columns(source)
+    if columns is None:
+        columns = from_object(unpickle(source, source.name), source.name)
+    return build(columns, source.name, FORMAT.name)
 
 
-def _times(traces: list[Any], timed: bool, name: str) -> dict[int, list[int]]:
-    """Per device, the time of each trace entry: ns, or its position without ``time_us``."""
-    times: dict[int, list[int]] = {}
-    for d, trace in enumerate(traces):
-        if not isinstance(trace, list):
-            raise ProfviewError("not a list", source=name, position=f"device_traces[{d}]", expected=EXPECTED)
-        times[d] = [(_get(e, "time_us", int, f"device_traces[{d}][{k}]", name) * 1000 if timed else k)
-                    for k, e in enumerate(trace)]
-        if any(abs(t) >= _LIMIT for t in times[d]):
-            raise ProfviewError("time_us out of range", source=name, position=f"device_traces[{d}]",
-                                expected="microseconds since the epoch")
-    return times
+#: why the last native decode fell back to the pure-Python reader (None: it did not)
+last_fallback: str | None = None
 
 
-def _trace_entry(b: _Builder, d: int, where: str, e: Any, t: int) -> None:
-    """One allocator trace entry of device ``d`` at time ``t``: an instant, and
-    its effect on the allocated / reserved curves, allocations and segments."""
-    name = b.name
-    b.q.records_read += 1
-    action = _get(e, "action", str, where, name)
-    if action not in ACTIONS:
-        raise ProfviewError(f"unknown action {action!r}", source=name, position=where,
-                            expected=f"one of {', '.join(ACTIONS)}")
-    size = _get(e, "size", int, where, name, 0)
-    addr = _get(e, "addr", int, where, name, None)
-    frames = _frames(e.get("frames", []), f"{where}.frames", name)
-    b.event("instant", action, d, f"stream {_get(e, 'stream', int, where, name, 0)}", t, 0,
-            size, addr, _owner(frames))
-    b.q.placed["events"] += 1
-    if action == "alloc":
-        b.allocated[d].append((t, size))
-        b.allocs.append([f"cuda:{d}", addr, size, t, None, _owner(frames), frames, None])
-        if addr is not None:
-            b.open_allocs[(d, addr)] = len(b.allocs) - 1
-    elif action == "free_requested" and (d, addr) in b.open_allocs:
-        b.allocs[b.open_allocs[(d, addr)]][7] = t
-    elif action == "free_completed":
-        b.allocated[d].append((t, -size))
-        if (d, addr) in b.open_allocs:
-            b.allocs[b.open_allocs.pop((d, addr))][4] = t
-        else:  # allocated before recording started
-            b.allocated[d].append((b.lo, size))
-            b.allocs.append([f"cuda:{d}", addr, size, b.lo, t, PREEXISTING, frames, None])
-    elif action in ("segment_alloc", "segment_map"):
-        b.reserved[d].append((t, size))
-        if addr is not None:
-            b.seg_start[(d, addr)] = (t, size)
-    elif action in ("segment_free", "segment_unmap"):
-        b.reserved[d].append((t, -size))
-        if addr is not None and (d, addr) in b.seg_start:
-            start, seg_size = b.seg_start.pop((d, addr))
-            b.event("slice", f"segment {seg_size:,} B", d, "segments", start, t - start, seg_size, addr, "")
+def _native_columns(source: Source) -> dict[str, Any] | None:
+    """Columns from the native interpreter, None where it leaves the file to the Python reader
+    (a rare opcode, a value of an unexpected type: the reference decides and words the error)."""
+    global last_fallback
+    from .._native.snapshot import Fallback, Refused, decode_snapshot
 
+    def chunks() -> Any:
+        for chunk in source.chunks():
+            if source.consumed > MAX_SNAPSHOT:
+                where = f"after {source.consumed:,} decompressed bytes"
+                raise ProfviewError(f"the input expands to more than {MAX_SNAPSHOT:,} bytes",
+                                    source=source.name, position=where,
+                                    expected=f"at most {MAX_SNAPSHOT:,} bytes")
+            yield chunk
 
-def _segment(b: _Builder, where: str, seg: Any, hi: int) -> None:
-    """One segment of the snapshot (a slice until ``hi``) and its blocks: those
-    in use count in the final allocated bytes; those without an alloc in the
-    trace are allocations from before the recording."""
-    name = b.name
-    b.q.records_read += 1
-    d = _get(seg, "device", int, where, name, 0)
-    base_addr = _get(seg, "address", int, where, name)
-    total = _get(seg, "total_size", int, where, name)
-    b.end_reserved[d] += total
-    start, _ = b.seg_start.pop((d, base_addr), (b.lo, total))
-    b.event("slice", f"segment {total:,} B", d, "segments", start, hi - start, total, base_addr, "")
-    b.q.placed["events"] += 1
-    addr = base_addr
-    for k, block in enumerate(_get(seg, "blocks", list, where, name)):
-        bw = f"{where}.blocks[{k}]"
-        b.q.records_read += 1
-        size = _get(block, "size", int, bw, name)
-        addr = _get(block, "address", int, bw, name, addr)
-        state = _get(block, "state", str, bw, name)
-        if state in _IN_USE:
-            b.end_allocated[d] += size
-            if (d, addr) not in b.open_allocs:
-                frames = _frames(block.get("frames", []), f"{bw}.frames", name)
-                b.allocs.append([f"cuda:{d}", addr, size, b.lo, None, PREEXISTING, frames, None])
-                b.allocated[d].append((b.lo, size))
-            b.q.placed["allocations"] += 1
-        else:
-            b.q.skipped[f"{state} block (not allocated)"] += 1
-        addr += size
-
-
-def _curve(points: list[tuple[int, int]], end_level: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Running level per instant, offset so it ends at ``end_level`` (kept at 0 if that would go negative)."""
-    t = np.array([p[0] for p in points], np.int64)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    level = np.cumsum(np.array([p[1] for p in points], np.int64)[order])
-    baseline = end_level - int(level[-1])
-    if baseline + int(level.min()) < 0:
-        baseline = -int(level.min())
-    last = np.append(t[1:] != t[:-1], True)
-    return t[last], level[last] + baseline, baseline
-
-
-def _finish(b: _Builder, allocated: Points, reserved: Points,
-            end_allocated: dict[int, int], end_reserved: dict[int, int], lo: int, timed: bool) -> Trace:
-    if not b.ev["start"]:
-        raise ProfviewError("the snapshot has no segments and no trace entries", source=b.name,
-                            expected="a snapshot taken with memory history recording on")
-    for d, pts in (*allocated.items(), *reserved.items()):
-        if sum(abs(v) for _, v in pts) + end_allocated.get(d, 0) + end_reserved.get(d, 0) >= _LIMIT:
-            raise ProfviewError("byte counts add up beyond 2**62", source=b.name, position=f"device {d}",
-                                expected="sizes in bytes of real allocations")
-    mem_t: list[int] = []
-    mem_d: list[str] = []
-    mem_b: list[int] = []
-    peaks: dict[str, dict[str, int]] = {}
-    for d, points in sorted(allocated.items()):
-        t, level, _ = _curve([(lo, 0), *points], end_allocated.get(d, 0))
-        mem_t += t.tolist()
-        mem_b += level.tolist()
-        mem_d += [f"cuda:{d}"] * len(t)
-        peaks[f"cuda:{d}"] = {"time": int(t[int(np.argmax(level))]), "bytes": int(level.max())}
-    counters = None
-    if reserved:
-        rows = [(t, d, v) for d, pts in sorted(reserved.items())
-                for t, v in zip(*_curve([(lo, 0), *pts], end_reserved.get(d, 0))[:2], strict=True)]
-        counters = pd.DataFrame({
-            "time": np.array([r[0] for r in rows], np.int64),
-            "process": pd.Categorical([f"cuda:{r[1]}" for r in rows]),
-            "name": pd.Categorical(["reserved"] * len(rows)), "series": pd.Categorical(["bytes"] * len(rows)),
-            "value": np.array([r[2] for r in rows], np.float64)})
-    ev = b.ev
-    columns: dict[str, Any] = {k: ev[k] for k in ("name", "category", "process", "thread", "kind")}
-    columns["start"] = np.asarray(ev["start"], np.int64)
-    columns["dur"] = np.asarray(ev["dur"], np.int64)
-    columns["size"] = pd.array(ev["size"], dtype="Int64")
-    columns["addr"] = pd.array(ev["addr"], dtype="Int64")
-    columns["frame"] = pd.array(ev["frame"], dtype="string")
-    events, _, base = build_events(columns, b.q, base=lo)
-    al: list[Any] = list(zip(*b.allocs, strict=True)) if b.allocs else [()] * 8
-    allocations = pd.DataFrame({
-        "device": pd.Categorical(al[0]), "address": pd.array(al[1], dtype="Int64"),
-        "bytes": np.asarray(al[2], np.int64), "alloc_time": pd.array(al[3], dtype="Int64"),
-        "free_time": pd.array(al[4], dtype="Int64"), "owner": pd.array(al[5], dtype="string"),
-        "frames": pd.Series(list(al[6]), dtype=object),
-        "requested_free": pd.array([None if v is None else v - lo for v in al[7]], dtype="Int64"),
-    })
-    memory = memory_frame(mem_t, mem_d, mem_b, "measured") if mem_t else None
-    metadata = {"peaks": {k: {**v, "time": v["time"] - base} for k, v in peaks.items()},
-                "devices": sorted({f"cuda:{d}" for d in allocated} | {f"cuda:{d}" for d in end_reserved})}
-    return make_trace(FORMAT.name, "ns" if timed else "step", events, b.q, base=base, memory=memory,
-                      allocations=allocations, counters=counters, metadata=metadata)
+    budget = pickle_object_budget(source.size)
+    try:
+        columns = decode_snapshot(native._lib(), chunks(), budget)
+    except Refused as exc:
+        msg = str(exc.args[0])
+        what = f"corrupt pickle ({msg[9:]})" if msg.startswith("corrupt: ") else f"refused: {msg}"
+        raise ProfviewError(what, source=source.name, position=f"byte {exc.args[1]}",
+                            expected=EXPECTED) from None
+    except MemoryError:
+        raise ProfviewError("ran out of memory unpickling: a size in the pickle is larger than memory",
+                            source=source.name, expected=EXPECTED) from None
+    except Fallback as exc:
+        last_fallback = str(exc)
+        return None
+    has = columns["e_has_time"]
+    if has.any() and not has.all():  # some entries without time_us: the reference words the error
+        last_fallback = "time_us on some entries only"
+        return None
+    last_fallback = None
+    return columns
 
 
 FORMAT = TraceFormat(

@@ -31,6 +31,8 @@ The rules (each one's docstring in `rules.py` gives its exact definition)
     - `dataloader`: the union of `DataLoader` slices per thread;
     - `fp32_matmul`: FP32 GEMMs on CUDA GPUs of compute capability >= 8.0;
     - `exposed_communication`: per GPU, communication with no computation beside it;
+    - `out_of_memory`: the `oom` entries of a CUDA memory snapshot, explained by
+      `analysis.allocator.oom` (fragmentation or capacity, and what to try);
     - `step_outliers`: steps more than 20 % longer than the median step (3 or more steps);
     - `straggler` (TraceSet): the rank the others wait for in the collectives;
     - `pipeline_bubble` (pipeline runs): per rank, the time its steps wait in the pipeline's
@@ -53,6 +55,7 @@ from ...model import Trace
 from ...numbers import format_duration, share_text
 from ..traceset import is_traceset
 from .facts import Facts, annotation_steps
+from .oom_rule import out_of_memory
 from .pipeline import pipeline_bubble
 from .rules import RULES, Finding, Skip, step_outliers
 from .straggler import straggler
@@ -134,7 +137,7 @@ def _run_rules(trace: Trace, window: tuple[int, int], shared: dict[str, Any]
     facts = Facts(trace, window, shared)
     found: list[Finding] = []
     skipped: list[tuple[str, str]] = []
-    for name, rule in RULES.items():
+    for name, rule in {**RULES, "out_of_memory": out_of_memory}.items():
         try:
             found += rule(facts)
         except Skip as why:
