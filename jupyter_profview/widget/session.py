@@ -18,7 +18,7 @@ import numpy as np
 
 from . import rpc
 from .codec import encode_frame
-from .lod import section_key
+from .lod import first_view, section_key
 from .metric_colors import COLOR_CHOICES
 from .summary import summary_frame
 from .traits import BY_NAME
@@ -42,6 +42,8 @@ class ViewSession:
         extent = self.data.timeline.extent() if self.data.n else self.data.memory.extent()
         #: the whole trace's window, where a view opens
         self.extent: tuple[float, float] = (float(extent[0]), float(extent[1]))
+        #: where a view opens: the steps where the trace has them (`lod.first_view`)
+        self.first_view = first_view(self.data.trace, self.extent) if self.data.n else self.extent
 
     @property
     def trace(self) -> Any:
@@ -51,7 +53,7 @@ class ViewSession:
         """The synced traits a view starts with (the `session` traits of the spec, and
         `collapsed_groups`: several ranks start collapsed to one busy lane each)."""
         data = self.data
-        start, end = self.extent
+        start, end = self.first_view
         return {
             "_info": data.info(),
             "_tracks": data.tracks(),

@@ -118,7 +118,7 @@ class TraceWidget(_ViewWidget):
         self._advice_annotation: str | None = "ProfilerStep"
         super().__init__(**{**self.session.state(), **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
-        self.set_trait("visible", self.session.extent)
+        self.set_trait("visible", self.session.first_view)
 
     # -- public API -------------------------------------------------------------
     @property
