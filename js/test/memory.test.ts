@@ -98,3 +98,24 @@ describe("peak labels and the legend (several ranks)", () => {
     expect(placeLabel(placed, 300, 10, 80, 12, 0, 100)).toBe(10);
   });
 });
+
+describe("a highlight scrolls its first lane into view", () => {
+  it("scrolls only when the lane is outside the visible part, to a lane's top with a margin", async () => {
+    const { scrollFor } = await import("../src/evidence");
+    const layout = {
+      groups: [], trackY: new Float64Array([20, 200, 600, -1]), trackDepths: new Uint16Array([1, 1, 1, 1]),
+      home: new Float64Array([-1, -1, -1, 580]), height: 2000,
+    };
+    // 300 px tall: 22 px of axis, lanes 0..278 visible at scrollTop 0
+    expect(scrollFor(layout, 0, 0, 300)).toBeNull();
+    expect(scrollFor(layout, 1, 0, 300)).toBeNull();
+    expect(scrollFor(layout, 2, 0, 300)).toBe(600 - 32);
+    // a lane of a collapsed group: its group's header
+    expect(scrollFor(layout, 3, 0, 300)).toBe(580 - 32);
+    // above the visible part
+    expect(scrollFor(layout, 0, 400, 300)).toBe(0);
+    // never past the end of the lanes
+    expect(scrollFor({ ...layout, height: 650 }, 2, 0, 300)).toBe(650 - 278);
+    expect(scrollFor(layout, 9, 0, 300)).toBeNull();
+  });
+});

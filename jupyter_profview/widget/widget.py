@@ -179,7 +179,10 @@ class TraceWidget(_ViewWidget):
         events = self.trace.events
         pos = self._positions_of(x)
         token = next(_tokens)
-        self._highlight = encode_frame({"id": self._data.ids[pos].astype(np.int32)}, {"token": token})
+        lanes = self._data.timeline.event_track[pos] if len(pos) else ()
+        # the topmost lane of the evidence: the front end scrolls its lanes to it
+        first = {"first_track": int(np.min(lanes))} if len(lanes) else {}
+        self._highlight = encode_frame({"id": self._data.ids[pos].astype(np.int32)}, {"token": token, **first})
         if zoom and len(pos):
             t0 = float(self._data.start[pos].min())
             t1 = float(self._data.end[pos].max())
