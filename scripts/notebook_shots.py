@@ -47,7 +47,7 @@ def main() -> None:
                 src = REPO / "notebooks" / f"{name}.ipynb"
                 shutil.copy(src, root / src.name)
                 server.trust(root / src.name)
-                page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+                page = browser.new_context(viewport={"width": 1300, "height": 1500}).new_page()
                 page.set_default_timeout(labmod.TIMEOUT_MS)
                 known = {k["id"] for k in server.kernels()}
                 page.goto(f"{server.base}/lab/workspaces/{name}/tree/{src.name}?reset")

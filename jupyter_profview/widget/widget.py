@@ -182,7 +182,8 @@ class TraceWidget(_ViewWidget):
         lanes = self._data.timeline.event_track[pos] if len(pos) else ()
         # the topmost lane of the evidence: the front end scrolls its lanes to it
         first = {"first_track": int(np.min(lanes))} if len(lanes) else {}
-        self._highlight = encode_frame({"id": self._data.ids[pos].astype(np.int32)}, {"token": token, **first})
+        self._highlight = encode_frame({"id": self._data.ids[pos].astype(np.int32)},
+                                       {"token": token, **first})
         if zoom and len(pos):
             t0 = float(self._data.start[pos].min())
             t1 = float(self._data.end[pos].max())
