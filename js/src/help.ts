@@ -15,7 +15,7 @@ export const HELP_LINES = [
   "W / S: zoom in / out · A / D: pan left / right",
   "drag: pan · shift+drag: select a time range · shift+wheel (focused): scroll the lanes",
   "click: select · double-click: zoom to it · F: zoom to the selection · Esc: clear it",
-  "/: search by name · click outside the view: the wheel scrolls the page again",
+  "click outside the view: the wheel scrolls the page again",
 ];
 
 /** The note shown when a wheel over the unfocused view scrolled the page. */
