@@ -100,6 +100,7 @@ def interact(page: Any, hook: str) -> tuple[list[float], list[float], list[dict[
     page.evaluate(f"{hook}.frameTimes.length = 0; {hook}.detailTimes.length = 0;"
                   f" ({hook}.detailLog || []).length = 0")
     page.mouse.move(cx, cy)
+    page.keyboard.down("Control")  # Ctrl+wheel zooms (a plain wheel over an unfocused view scrolls the page)
     for direction in (-1, 1):
         for _ in range(12):
             page.mouse.wheel(0, direction * 240)
@@ -108,6 +109,7 @@ def interact(page: Any, hook: str) -> tuple[list[float], list[float], list[dict[
     for _ in range(6):
         page.mouse.wheel(0, -240)
         time.sleep(0.05)
+    page.keyboard.up("Control")
     time.sleep(0.6)
     for dx in (300, -300, 200):
         page.mouse.move(cx, cy)

@@ -96,7 +96,7 @@ def summary_chart(
         x=alt.X("value:Q", title=title),
         y=alt.Y(f"{by}:N", sort="-x", title=by),
         tooltip=[by, alt.Tooltip("value:Q", title=title, format=",.3f"), "count",
-                 alt.Tooltip("share:Q", format=".1%")],
+                 alt.Tooltip("share:Q", title="share (%)", format=".1f")],
     )
 
 

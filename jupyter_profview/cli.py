@@ -39,7 +39,7 @@ def _printable_summary(trace: Trace, table: pd.DataFrame) -> pd.DataFrame:
         for col in ("total", "self", "mean"):
             shown[col] = shown[col] / 1e6
         shown = shown.rename(columns={"total": "total_ms", "self": "self_ms", "mean": "mean_ms"})
-    shown["share"] = (shown["share"] * 100).round(2)
+    shown["share"] = shown["share"].round(2)  # already percent
     shown = shown.rename(columns={"share": "share_%"})
     for col, scale, label in (("flops", 1e9, "GFLOP"), ("flop_rate", 1e12, "TFLOP/s"),
                               ("bytes", 2**20, "MiB"), ("bandwidth", 1e9, "GB/s")):

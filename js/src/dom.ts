@@ -1,5 +1,6 @@
 // The widget's DOM skeleton (stable class names for tests) and the legend.
 
+import { helpControls, type Help } from "./help";
 import type { LegendEntry } from "./theme";
 
 export const el = <K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, parent?: HTMLElement): HTMLElementTagNameMap[K] => {
@@ -23,6 +24,8 @@ export interface Skeleton {
   tlScroll: HTMLDivElement;
   canvas: HTMLCanvasElement;
   tlSpacer: HTMLDivElement;
+  /** The "?" keys box and the wheel note (help.ts). */
+  help: Help;
 }
 
 /** Root (focusable), toolbar, legend, message line and the scrollable timeline canvas. */
@@ -36,8 +39,7 @@ export function skeleton(): Skeleton {
   const reset = el("button", "pv-reset", bar);
   reset.type = "button";
   reset.textContent = "Reset view";
-  reset.title = "Show the whole trace. Keys: W/S zoom, A/D pan, F zoom to selection, Esc clear; " +
-    "wheel zooms, drag pans, shift+drag selects a time range, shift+wheel scrolls lanes";
+  reset.title = "Back to the first view; clears the highlight and the picked finding";
   const colorBy = el("select", "pv-colorby", bar);
   for (const k of ["category", "phase"]) {
     const o = document.createElement("option");
@@ -62,7 +64,8 @@ export function skeleton(): Skeleton {
   const tlScroll = el("div", "pv-tl-scroll", timeline);
   const canvas = el("canvas", "pv-tl-canvas", tlScroll);
   const tlSpacer = el("div", "pv-tl-spacer", tlScroll);
-  return { root, reset, colorBy, expand, ranks, status, legend, message, timeline, tlScroll, canvas, tlSpacer };
+  const help = helpControls(bar, timeline);
+  return { root, reset, colorBy, expand, ranks, status, legend, message, timeline, tlScroll, canvas, tlSpacer, help };
 }
 
 export function renderLegend(box: HTMLElement, legend: LegendEntry[]): void {

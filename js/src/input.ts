@@ -3,6 +3,7 @@
 import { formatTime } from "./axis";
 import { rowAt, tracksBetween, type Group } from "./layout";
 import { AXIS_H, GUTTER_W, setGutterWidth } from "./scene";
+import { flashNote, scrollPage, wheelIsOurs } from "./help";
 import { eventLines } from "./tooltip";
 import type { ProfView } from "./view";
 import { applyKey, keyAction, panPixels, wheelFactor, zoomAt, zoomToRange } from "./viewport";
@@ -39,11 +40,24 @@ const timeAtX = (v: ProfView, x: number): number =>
 /** Where a zoom without a pointer position stays put: the pointer's x, else the middle. */
 const anchor = (v: ProfView, p: Pointer): number => (p.mouseX >= GUTTER_W ? (p.mouseX - GUTTER_W) / v.plotWidth : 0.5);
 
-/** Wheel: zoom at the pointer; horizontal wheel pans; shift+wheel scrolls the lanes. */
+/**
+ * The page's wheel unless the view is focused or Ctrl/⌘ is held (then true, and the event is the
+ * view's): a user scrolling the notebook scrolls past the widget, and is told how to zoom.
+ */
+function ownWheel(v: ProfView, e: WheelEvent): boolean {
+  e.preventDefault();
+  if (wheelIsOurs(e, v.root, document.activeElement)) return true;
+  scrollPage(v.root, e);
+  const note = v.root.querySelector<HTMLElement>(".pv-wheel-note");
+  if (note && Math.abs(e.deltaY) > 0) flashNote(note);
+  return false;
+}
+
+/** Wheel (focused or Ctrl/⌘): zoom at the pointer; horizontal wheel pans; shift+wheel scrolls the lanes. */
 function attachTimelineWheel(v: ProfView, p: Pointer): void {
   const canvas = v.timeline.canvas;
   v.listen<WheelEvent>(canvas, "wheel", (e) => {
-    e.preventDefault();
+    if (!ownWheel(v, e)) return;
     const [x] = local(e, canvas);
     p.mouseX = x;
     if (e.shiftKey && !e.ctrlKey) {
@@ -294,7 +308,7 @@ function attachMemoryInput(v: ProfView, p: Pointer): void {
     v.requestDraw();
   });
   v.listen<WheelEvent>(mem, "wheel", (e) => {
-    e.preventDefault();
+    if (!ownWheel(v, e)) return;
     p.mouseX = local(e, mem)[0];
     v.setView(zoomAt(v.view, wheelFactor(e.deltaY, e.deltaMode), anchor(v, p), v.bounds));
   }, { passive: false });

@@ -28,6 +28,20 @@ export function fitText(text: string, widthPx: number, charW: number, middle = f
   return `${text.slice(0, max - 1 - tail)}…${text.slice(text.length - tail)}`;
 }
 
+/**
+ * An event's name in a box `widthPx` wide: the whole name when it fits, else its informative
+ * end: a path-like name ("tower_0/gradients/conv2d/Conv2D", "/job:w/replica:0/Adam") keeps its
+ * last component ("…/Conv2D") rather than the prefix every op of a tower shares. The full name is
+ * in the tooltip.
+ */
+export function boxLabel(text: string, widthPx: number, charW: number): string {
+  const max = Math.floor(widthPx / charW);
+  if (text.length <= max) return text;
+  const cut = text.lastIndexOf("/", text.length - 2);
+  if (cut > 0 && max >= 3) return fitText(`…${text.slice(cut)}`, widthPx, charW);
+  return fitText(text, widthPx, charW);
+}
+
 /** Group header rows (name, rank note, track count) and the names of the lanes under them. */
 export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
   const { ctx, h, w } = surf;
@@ -101,7 +115,7 @@ export function drawLabels(surf: Surface, sc: TimelineScene, s: Slices | null,
     const x0 = Math.max(GUTTER_W, GUTTER_W + (s.start[i] - sc.view.start) * k);
     const x1 = Math.min(surf.w, GUTTER_W + (s.start[i] + s.dur[i] - sc.view.start) * k);
     if (x1 - x0 < minW) continue;
-    const text = fitText(s.labels[s.label[i]] ?? "", x1 - x0 - 6, surf.charW);
+    const text = boxLabel(s.labels[s.label[i]] ?? "", x1 - x0 - 6, surf.charW);
     if (!text) continue;
     const lit = !highlight || highlight.has(s.id[i]);
     ctx.globalAlpha = lit ? 1 : 0.35;

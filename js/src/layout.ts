@@ -55,6 +55,16 @@ export interface Layout {
   height: number;
 }
 
+/**
+ * Tracks drawn as lanes (not collapsed) whose first row starts below content y `bottom`: what a
+ * "+N tracks" hint under a timeline cut at that height counts.
+ */
+export function tracksBelow(layout: Layout, bottom: number): number {
+  let n = 0;
+  for (let i = 0; i < layout.trackY.length; i++) if (layout.trackY[i] >= 0 && layout.trackY[i] + ROW_H > bottom) n++;
+  return n;
+}
+
 export const GROUP_H = 20;
 export const ROW_H = 16;
 export const TRACK_GAP = 3;

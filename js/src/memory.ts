@@ -1,23 +1,23 @@
-// Memory / counters panel: one step curve per series on the shared x viewport. Memory series
-// (bytes) share one scale, their peak marked and labelled, simulated series tagged; counter series
-// (GPU utilisation as a 0-1 fraction, queue lengths, the trace's own counters) are drawn on their
-// own scale (0 to their max). A row of checkboxes shows or hides each series. A click lists what
-// is live at that time (`_live`).
+// Memory / counters panel: one step curve per series on the shared x viewport, in tracks of one
+// unit each (counter_tracks.ts): memory in bytes, GPU utilisation in %, queue lengths in queued
+// launches, each trace counter on its own axis; every track has its title, its labelled maximum
+// and a legend of all its series, and every peak label is in its series' unit and overlaps no
+// other. A row of checkboxes shows or hides each series. A click lists what is live at that time
+// (`_live`).
 
-import { formatBytes, formatNumber, formatTime, type TimeUnit } from "./axis";
+import { formatTime, type TimeUnit } from "./axis";
 import { timeColumn, type Frame } from "./codec";
+import {
+  colorOf, dashOf, fitMiddle, formatValue, layoutTracks, maxLabel, seriesLabel, tracksHeight,
+  LEGEND_ROW, type SeriesInfo, type Track,
+} from "./counter_tracks";
 import { renderLive, type LiveReply } from "./live";
 import type { Theme } from "./theme";
 import { GUTTER_W, plotWidth } from "./scene";
 import type { View } from "./viewport";
 
-export interface SeriesInfo {
-  device: string; kind: string; peak_bytes: number; peak_time: number;
-  unit: string; // "bytes" (memory) | "fraction" | "count" | "value" (counters)
-  max: number;
-  /** Several ranks in one view: whose device it is. */
-  rank?: number;
-}
+export { formatValue, type SeriesInfo } from "./counter_tracks";
+
 interface Curve { time: Float64Array; bytes: Float64Array }
 /** Geometry of one draw: x of a time, y of a value on a series' scale (its top value). */
 interface Plot {
@@ -27,8 +27,11 @@ interface Plot {
 }
 
 
-const PALETTE = ["#1a73e8", "#e8710a", "#188038", "#d01884", "#9334e6", "#12a4af", "#c5221f"];
-export const MEMORY_H = 110;
+/** Series' full names in the checkbox row and the tooltip. */
+function seriesName(s: SeriesInfo): string {
+  const rank = s.rank === undefined ? "" : `rank ${s.rank} · `;
+  return `${rank}${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
+}
 
 /** Split a memory frame into per-series curves sorted by time. */
 export function curvesFromFrame(frame: Frame): { series: SeriesInfo[]; curves: Curve[]; t0: number; t1: number } {
@@ -40,6 +43,7 @@ export function curvesFromFrame(frame: Frame): { series: SeriesInfo[]; curves: C
     peak_time: Number(s?.peak_time ?? NaN),
     unit: String(s?.unit ?? "bytes"),
     max: Number(s?.max ?? s?.peak_bytes ?? NaN),
+    ...(typeof s?.axis === "string" && s.axis ? { axis: s.axis } : {}),
     ...(typeof s?.rank === "number" && Number.isInteger(s.rank) ? { rank: s.rank } : {}),
   }));
   const sc = frame.columns.series;
@@ -71,20 +75,6 @@ export function curvesFromFrame(frame: Frame): { series: SeriesInfo[]; curves: C
   return { series, curves, t0: num(frame.meta.t0), t1: num(frame.meta.t1) };
 }
 
-/** The value that maps to the top of the panel for series `s` (memory: the largest memory peak). */
-export function scaleTop(s: SeriesInfo, maxBytes: number): number {
-  if (s.unit === "bytes") return maxBytes;
-  if (s.unit === "fraction") return 1;
-  return Number.isFinite(s.max) && s.max > 0 ? s.max : 1;
-}
-
-/** A series value as text in its unit. */
-export function formatValue(s: SeriesInfo, v: number): string {
-  if (s.unit === "bytes") return formatBytes(v);
-  if (s.unit === "fraction") return Number.isFinite(v) ? `${formatNumber(v * 100)} %` : formatNumber(v);
-  return formatNumber(v);
-}
-
 /** A label box on the canvas: x0, y0 (top), x1, y1 (bottom), in CSS px. */
 export type LabelBox = [number, number, number, number];
 
@@ -108,38 +98,6 @@ export function placeLabel(placed: LabelBox[], x: number, y: number, w: number, 
       }
     }
   }
-}
-
-/**
- * Legend labels of at most `max` characters that keep what tells the series apart: the prefix
- * all of them share (up to a separator) is cut first, then, if still too long, the middle.
- */
-export function legendLabels(names: string[], max = 22): string[] {
-  let cut = 0;
-  if (names.every((n) => n.length <= max)) return names.slice();
-  if (names.length > 1) {
-    let common = names[0];
-    for (const n of names) while (!n.startsWith(common)) common = common.slice(0, -1);
-    // back to the end of a separator, so that no word is cut in two
-    const seps = [" · ", " / ", " "];
-    let best = 0;
-    for (const sep of seps) {
-      const at = common.lastIndexOf(sep);
-      if (at >= 0) best = Math.max(best, at + sep.length);
-    }
-    if (names.every((n) => n.length > best)) cut = best;
-  }
-  return names.map((n) => {
-    const rest = cut > 0 ? `…${n.slice(cut).replace(/^[/·]\s*/, "")}` : n;
-    if (rest.length <= max) return rest;
-    const head = Math.ceil((max - 1) / 2);
-    return `${rest.slice(0, head)}…${rest.slice(rest.length - (max - 1 - head))}`;
-  });
-}
-
-function seriesName(s: SeriesInfo): string {
-  const rank = s.rank === undefined ? "" : `rank ${s.rank} · `;
-  return `${rank}${s.device || "memory"}${s.kind === "simulated" ? " (simulated)" : ""}`;
 }
 
 /** Index of the last sample with time <= t (or 0). */
@@ -167,10 +125,13 @@ export class MemoryPanel {
   private last: [View, Theme, [number, number] | null] | null = null;
   private ctx: CanvasRenderingContext2D;
   private w = 1;
+  private dpr = 1;
   private series: SeriesInfo[] = [];
   private overview: Curve[] = [];
   private detail: { curves: Curve[]; t0: number; t1: number } | null = null;
-  private maxBytes = 1;
+  /** The largest sample of each series' overview curve (memory: may exceed the reported peak). */
+  private curveMax: number[] = [];
+  private tracks: Track[] = [];
   liveTime: number | null = null;
   hoverTime: number | null = null;
 
@@ -191,21 +152,25 @@ export class MemoryPanel {
 
   get hasData(): boolean { return this.series.length > 0; }
 
+  /** Height of the panel (CSS px): its tracks stacked. */
+  get height(): number { return tracksHeight(this.tracks); }
+
   setOverview(frame: Frame): void {
     const c = curvesFromFrame(frame);
     this.series = c.series;
     this.overview = c.curves;
     this.detail = null;
-    let max = 0;
-    c.series.forEach((s, si) => {
-      if (s.unit !== "bytes") return;
-      if (Number.isFinite(s.peak_bytes)) max = Math.max(max, s.peak_bytes);
-      const cv = c.curves[si];
-      for (let i = 0; i < cv.bytes.length; i++) max = Math.max(max, cv.bytes[i]);
-    });
-    this.maxBytes = max > 0 ? max : 1;
+    this.curveMax = c.curves.map((cv) => cv.bytes.reduce((m, v) => (v > m ? v : m), -Infinity));
     this.el.style.display = this.hasData ? "" : "none";
     this.buildToggles();
+    this.relayout();
+  }
+
+  /** Tracks of the series drawn; the canvas follows their height. */
+  private relayout(): void {
+    this.tracks = layoutTracks(this.series, (i) => !this.hidden.has(i),
+      (i) => (this.series[i].unit === "bytes" ? this.curveMax[i] : NaN));
+    this.resize(this.w, this.dpr);
   }
 
   /** One checkbox per series (only when there is more than one), ticked = drawn. */
@@ -223,11 +188,12 @@ export class MemoryPanel {
       box.addEventListener("change", () => {
         if (box.checked) this.hidden.delete(si);
         else this.hidden.add(si);
+        this.relayout();
         if (this.last) this.draw(...this.last);
       });
       const swatch = document.createElement("span");
       swatch.className = "pv-counter-swatch";
-      swatch.style.background = PALETTE[si % PALETTE.length];
+      swatch.style.background = colorOf(si);
       label.append(box, swatch, document.createTextNode(seriesName(s)));
       this.toggles.appendChild(label);
     });
@@ -240,18 +206,20 @@ export class MemoryPanel {
 
   resize(cssW: number, dpr: number): void {
     this.w = Math.max(1, Math.floor(cssW));
+    this.dpr = dpr;
+    const h = this.height;
     const pw = Math.round(this.w * dpr);
-    const ph = Math.round(MEMORY_H * dpr);
+    const ph = Math.round(h * dpr);
     if (this.canvas.width !== pw || this.canvas.height !== ph) {
       this.canvas.width = pw;
       this.canvas.height = ph;
     }
     this.canvas.style.width = `${this.w}px`;
-    this.canvas.style.height = `${MEMORY_H}px`;
+    this.canvas.style.height = `${h}px`;
     this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   }
 
-  /** Tooltip lines: bytes in use per series at time t (step curve: last sample at or before t). */
+  /** Tooltip lines: each shown series' value at time t (step curve: last sample at or before t). */
   linesAt(view: View, t: number, unit: TimeUnit): string[] {
     const curves = this.curvesFor(view);
     const lines = [`at ${formatTime(t, unit)}`];
@@ -280,73 +248,79 @@ export class MemoryPanel {
     if (!this.hasData) return;
     this.last = [view, th, range];
     const { ctx, w } = this;
-    const h = MEMORY_H;
+    const h = this.height;
     const pw = plotWidth(w);
     const k = pw / (view.end - view.start);
-    const top = 8;
-    const p: Plot = {
-      view, th, h, top,
-      xOf: (t) => GUTTER_W + (t - view.start) * k,
-      yOf: (b, scale) => h - 4 - (b / scale) * (h - 4 - top),
-    };
-    this.drawBackground(p);
-    const curves = this.curvesFor(view);
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(GUTTER_W, 0, pw, h);
-    ctx.clip();
-    if (range) this.drawRange(p, range);
-    const placed: LabelBox[] = [];
-    let peaks = 0;
-    const shown = this.series.map((s, si) => [s, si] as const)
-      .filter(([, si]) => curves[si] && curves[si].time.length > 0 && !this.hidden.has(si));
-    for (const [s, si] of shown) this.drawCurve(p, s, curves[si], PALETTE[si % PALETTE.length], scaleTop(s, this.maxBytes));
-    // the peaks over every curve, so that no later curve crosses an earlier label
-    for (const [s, si] of shown) {
-      if (this.drawPeak(p, s, PALETTE[si % PALETTE.length], scaleTop(s, this.maxBytes), placed)) peaks++;
-    }
-    this.canvas.dataset.peakLabels = String(peaks);
-    this.canvas.dataset.peakBoxes = JSON.stringify(placed.map((b) => b.map((v) => Math.round(v * 10) / 10)));
-    ctx.lineWidth = 1;
-    this.drawCursors(p);
-    ctx.restore();
-    this.drawGutter(p);
-  }
-
-  /** Background, the panel's top edge, the gutter's edge and the line of the memory scale's top. */
-  private drawBackground(p: Plot): void {
-    const { ctx, w } = this;
-    const { th, h } = p;
     ctx.fillStyle = th.bg;
     ctx.fillRect(0, 0, w, h);
     ctx.font = `11px ${th.font}`;
     ctx.textBaseline = "middle";
-    ctx.strokeStyle = th.grid;
+    const curves = this.curvesFor(view);
+    const placed: LabelBox[] = [];
+    const peaks: string[] = [];
+    const xOf = (t: number): number => GUTTER_W + (t - view.start) * k;
+    for (const t of this.tracks) {
+      const p: Plot = {
+        view, th, h: t.h, top: t.top, xOf,
+        yOf: (b, scale) => t.top + t.h - 4 - (b / scale) * (t.h - 12),
+      };
+      this.drawTrackFrame(p, t);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(GUTTER_W, t.top, pw, t.h);
+      ctx.clip();
+      if (range) this.drawRange(p, range);
+      const shown = t.series.filter((si) => curves[si] && curves[si].time.length > 0);
+      for (const si of shown) this.drawCurve(p, si, curves[si], t.scale);
+      // the peaks over every curve, so that no later curve crosses an earlier label
+      for (const si of shown) {
+        const text = this.drawPeak(p, this.series[si], colorOf(si), t.scale, placed);
+        if (text) peaks.push(text);
+      }
+      ctx.lineWidth = 1;
+      this.drawCursors(p);
+      ctx.restore();
+      this.drawGutter(p, t);
+    }
+    this.canvas.dataset.peakLabels = String(peaks.length);
+    this.canvas.dataset.peakTexts = JSON.stringify(peaks);
+    this.canvas.dataset.peakBoxes = JSON.stringify(placed.map((b) => b.map((v) => Math.round(v * 10) / 10)));
+  }
+
+  /** A track's top edge, the gutter's edge and the line of the track's maximum. */
+  private drawTrackFrame(p: Plot, t: Track): void {
+    const { ctx, w } = this;
+    ctx.strokeStyle = p.th.grid;
+    ctx.lineWidth = 1;
     ctx.beginPath();
-    ctx.moveTo(0, 0.5);
-    ctx.lineTo(w, 0.5);
-    ctx.moveTo(GUTTER_W - 0.5, 0);
-    ctx.lineTo(GUTTER_W - 0.5, h);
-    ctx.moveTo(GUTTER_W, p.yOf(this.maxBytes, this.maxBytes) + 0.5);
-    ctx.lineTo(w, p.yOf(this.maxBytes, this.maxBytes) + 0.5);
+    ctx.moveTo(0, t.top + 0.5);
+    ctx.lineTo(w, t.top + 0.5);
+    ctx.moveTo(GUTTER_W - 0.5, t.top);
+    ctx.lineTo(GUTTER_W - 0.5, t.top + t.h);
+    const yMax = Math.round(p.yOf(t.scale, t.scale)) + 0.5;
+    ctx.moveTo(GUTTER_W, yMax);
+    ctx.lineTo(w, yMax);
     ctx.stroke();
   }
 
-  /** The selected time range, shaded across the panel. */
+  /** The selected time range, shaded across the track. */
   private drawRange(p: Plot, range: [number, number]): void {
     const { ctx } = this;
     const a = p.xOf(Math.min(...range));
     const b = p.xOf(Math.max(...range));
     ctx.fillStyle = p.th.accent;
     ctx.globalAlpha = 0.14;
-    ctx.fillRect(a, 0, Math.max(1, b - a), p.h);
+    ctx.fillRect(a, p.top, Math.max(1, b - a), p.h);
     ctx.globalAlpha = 1;
   }
 
-  /** One series as a step curve (dashed when simulated) over a light fill. */
-  private drawCurve(p: Plot, s: SeriesInfo, c: Curve, color: string, scale: number): void {
+  /** One series as a step curve (dashed when simulated, or past the twelfth colour) over a light fill. */
+  private drawCurve(p: Plot, si: number, c: Curve, scale: number): void {
     const { ctx, w } = this;
-    const { view, h } = p;
+    const s = this.series[si];
+    const color = colorOf(si);
+    const { view } = p;
+    const bottom = p.top + p.h;
     const yOf = (b: number): number => p.yOf(b, scale);
     let i = floorIndex(c.time, view.start);
     ctx.beginPath();
@@ -362,28 +336,28 @@ export class MemoryPanel {
     ctx.lineTo(w + 1, y);
     ctx.strokeStyle = color;
     ctx.lineWidth = 1.5;
-    ctx.setLineDash(s.kind === "simulated" ? [4, 3] : []);
+    ctx.setLineDash(dashOf(si, s.kind === "simulated"));
     ctx.stroke();
     ctx.setLineDash([]);
-    ctx.lineTo(w + 1, h);
-    ctx.lineTo(GUTTER_W - 1, h);
+    ctx.lineTo(w + 1, bottom);
+    ctx.lineTo(GUTTER_W - 1, bottom);
     ctx.closePath();
     ctx.fillStyle = color;
-    ctx.globalAlpha = s.unit === "bytes" ? 0.1 : 0.04;
+    ctx.globalAlpha = s.unit === "bytes" ? 0.1 : 0.05;
     ctx.fill();
     ctx.globalAlpha = 1;
   }
 
   /**
-   * A series' peak: a marker and a `peak …` label (when the peak is in view), placed clear of the
-   * labels drawn before it (`placed`); true when the label was drawn.
+   * A series' peak: a marker and a `peak …` label in the series' unit (when the peak is in view),
+   * placed inside its track clear of the labels drawn before it (`placed`); the text when drawn.
    */
-  private drawPeak(p: Plot, s: SeriesInfo, color: string, scale: number, placed: LabelBox[]): boolean {
-    if (!Number.isFinite(s.peak_time) || !Number.isFinite(s.peak_bytes)) return false;
+  private drawPeak(p: Plot, s: SeriesInfo, color: string, scale: number, placed: LabelBox[]): string | null {
+    if (!Number.isFinite(s.peak_time) || !Number.isFinite(s.peak_bytes)) return null;
     const { ctx, w } = this;
     const px = p.xOf(s.peak_time);
     const py = p.yOf(s.peak_bytes, scale);
-    if (px < GUTTER_W - 2 || px > w + 2) return false;
+    if (px < GUTTER_W - 2 || px > w + 2) return null;
     ctx.fillStyle = color;
     ctx.beginPath();
     ctx.moveTo(px, py - 1);
@@ -392,20 +366,22 @@ export class MemoryPanel {
     ctx.closePath();
     ctx.fill();
     // several ranks: say whose peak it is
-    const text = `${s.rank === undefined ? "" : `rank ${s.rank} `}peak ${formatBytes(s.peak_bytes)}`;
+    const text = `${s.rank === undefined ? "" : `rank ${s.rank} `}peak ${formatValue(s, s.peak_bytes)}`;
     const tw = ctx.measureText(text).width;
     const lx = px + 6 + tw > w ? px - 6 - tw : px + 6;
     const lineH = 12;
     // the text's baseline is 4 px above the peak; its box is the line above that
-    const at = placeLabel(placed, lx, Math.max(p.top, py - 4) - lineH + 2, tw, lineH, 0, p.h - 2);
-    if (at === null) return false;
+    const at = placeLabel(placed, lx, Math.max(p.top, py - 4) - lineH + 2, tw, lineH, p.top + 1, p.top + p.h - 2);
+    if (at === null) return null;
     ctx.fillStyle = p.th.bg;  // over the curves, so that the text stays legible
     ctx.globalAlpha = 0.85;
     ctx.fillRect(lx - 1, at, tw + 2, lineH);
     ctx.globalAlpha = 1;
+    ctx.fillStyle = color;
+    ctx.fillRect(lx - 1, at + lineH - 1, tw + 2, 1);
     ctx.fillStyle = p.th.fg;
-    ctx.fillText(text, lx, at + lineH - 2);
-    return true;
+    ctx.fillText(text, lx, at + lineH / 2);
+    return text;
   }
 
   /** Vertical lines at the hovered time and at the time whose live allocations are listed. */
@@ -413,32 +389,51 @@ export class MemoryPanel {
     const { ctx } = this;
     if (this.hoverTime !== null) {
       ctx.fillStyle = p.th.fgDim;
-      ctx.fillRect(Math.round(p.xOf(this.hoverTime)), 0, 1, p.h);
+      ctx.fillRect(Math.round(p.xOf(this.hoverTime)), p.top, 1, p.h);
     }
     if (this.liveTime !== null) {
       ctx.fillStyle = p.th.fg;
-      ctx.fillRect(Math.round(p.xOf(this.liveTime)), 0, 1, p.h);
+      ctx.fillRect(Math.round(p.xOf(this.liveTime)), p.top, 1, p.h);
     }
   }
 
-  /** Gutter: the scale's top and zero, and a legend of the first four series drawn. */
-  private drawGutter(p: Plot): void {
+  /** `text` cut in the middle until it fits `maxW` px. */
+  private fit(text: string, maxW: number): string {
+    let out = text;
+    for (let n = text.length; n > 1 && this.ctx.measureText(out).width > maxW; n--) out = fitMiddle(text, n - 1);
+    return out;
+  }
+
+  /** A track's gutter: its title, its maximum in its unit, 0, and a legend row per series. */
+  private drawGutter(p: Plot, t: Track): void {
     const { ctx } = this;
-    const { th, h } = p;
+    const { th } = p;
+    const right = GUTTER_W - 6;
+    const first = this.series[t.series[0]];
+    const max = maxLabel(t, first);
+    ctx.fillStyle = th.fg;
+    ctx.textAlign = "left";
+    const title = this.fit(t.title, right - 6);
+    ctx.fillText(title, 6, t.top + 9);
     ctx.fillStyle = th.fgDim;
-    const bytesShown = this.series.some((s, si) => s.unit === "bytes" && !this.hidden.has(si));
-    ctx.fillText(bytesShown ? formatBytes(this.maxBytes) : "max", 6, p.yOf(this.maxBytes, this.maxBytes) + 6);
-    ctx.fillText("0", 6, h - 8);
-    const shown = this.series.map((s, si) => [s, si] as const).filter(([, si]) => !this.hidden.has(si)).slice(0, 4);
-    const labels = legendLabels(shown.map(([s]) => seriesName(s)));
-    shown.forEach(([, si], row) => {
-      const y = 34 + row * 14;
-      ctx.fillStyle = PALETTE[si % PALETTE.length];
+    ctx.fillText(this.fit(`max ${max}`, right - 6), 6, t.top + 21);
+    ctx.textAlign = "right";
+    ctx.fillText("0", right, t.top + t.h - 7);
+    ctx.textAlign = "left";
+    const legend: string[] = [];
+    t.series.forEach((si, row) => {
+      const y = t.top + 30 + row * LEGEND_ROW + LEGEND_ROW / 2;
+      ctx.fillStyle = colorOf(si);
       ctx.fillRect(6, y - 4, 10, 8);
       ctx.fillStyle = th.fg;
-      ctx.fillText(labels[row], 20, y);
+      const label = this.fit(seriesLabel(this.series[si]), right - 20 - 12);
+      ctx.fillText(label, 20, y);
+      legend.push(label);
     });
-    this.canvas.dataset.legend = JSON.stringify(labels);
+    const all = this.canvas.dataset.tracks && t !== this.tracks[0] ? JSON.parse(this.canvas.dataset.tracks) as unknown[] : [];
+    all.push({ title: t.title, unit: t.unit, top: t.top, h: t.h, max, legend,
+      colors: t.series.map(colorOf), series: t.series });
+    this.canvas.dataset.tracks = JSON.stringify(all);
   }
 
   /** Fill the list under the panel from a `_live` reply (text only). */

@@ -383,7 +383,8 @@ export class TablePanel {
         ? `${Number(m.count ?? 0).toLocaleString()} ops with modelled FLOPs · GPU time ${formatTime(Number(m.total ?? 0), this.unit)} · ${tflopsText(Number(m.tflops ?? NaN))} TFLOP/s overall`
         : launches
         ? `${Number(m.count ?? 0).toLocaleString()} kernel launches selected · mean delay ${formatTime(Number(m.mean ?? NaN), this.unit)} · total delay ${formatTime(Number(m.total ?? 0), this.unit)}`
-        : `${Number(m.count ?? 0).toLocaleString()} events ${what} · total ${formatTime(Number(m.total ?? 0), this.unit)} · self ${formatTime(Number(m.self ?? 0), this.unit)}`;
+        // sums over the events (nested ones and parallel lanes add up: not a wall-clock span)
+        : `${Number(m.count ?? 0).toLocaleString()} events ${what} · sum of durations ${formatTime(Number(m.total ?? 0), this.unit)} · sum of self times ${formatTime(Number(m.self ?? 0), this.unit)}`;
       this.el.dataset.count = String(m.count ?? 0);
       this.body.scrollTop = 0;
       this.renderTabs();

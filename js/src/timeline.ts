@@ -5,7 +5,7 @@
 import { ticks } from "./axis";
 import { drawGroups, drawLabels, fitText } from "./labels";
 import type { Slices } from "./lod";
-import { ROW_H } from "./layout";
+import { ROW_H, tracksBelow } from "./layout";
 import { drawOverlays } from "./overlays";
 import { AXIS_H, GUTTER_W, plotWidth, type Surface, type TimelineScene } from "./scene";
 import { colorAt } from "./theme";
@@ -106,7 +106,25 @@ export class TimelineRenderer {
     if (this.lastEnd.length < r + 1) this.lastEnd = new Float64Array(Math.max(r + 1, this.lastEnd.length * 2));
   }
 
+  /** The "+N tracks" hint over the timeline's bottom right when lanes lie below the visible part. */
+  private moreTracks(sc: TimelineScene): void {
+    const box = this.canvas.parentElement?.parentElement;
+    if (!box) return;
+    let hint = box.querySelector<HTMLDivElement>(":scope > .pv-more-tracks");
+    const n = tracksBelow(sc.layout, sc.scrollY + this.h - AXIS_H);
+    if (!hint) {
+      if (n === 0) return;
+      hint = document.createElement("div");
+      hint.className = "pv-more-tracks";
+      box.appendChild(hint);
+    }
+    hint.textContent = n ? `+${n} track${n === 1 ? "" : "s"} below ↓ (scroll)` : "";
+    hint.style.display = n ? "" : "none";
+    hint.dataset.count = String(n);
+  }
+
   draw(sc: TimelineScene): void {
+    this.moreTracks(sc);
     const { ctx, w, h } = this;
     const th = sc.theme;
     ctx.fillStyle = th.bg;

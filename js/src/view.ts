@@ -29,6 +29,7 @@ import { TablePanel } from "./table";
 import { parseLegend, readTheme, type LegendEntry, type Theme } from "./theme";
 import { TimelineRenderer } from "./timeline";
 import { EventCache, Tooltip, type EventInfo } from "./tooltip";
+import { highlightChip, scrollToTrack } from "./evidence";
 import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
 import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
 
@@ -116,7 +117,10 @@ export class ProfView implements DetailHost, PanelHost {
     parent.appendChild(this.root);
     this.theme = readTheme(this.root);
 
-    this.listen(dom.reset, "click", () => this.setView({ start: this.bounds.min, end: this.bounds.max }));
+    this.listen(dom.reset, "click", () => {
+      this.setView({ start: this.bounds.min, end: this.bounds.max });
+      this.clearHighlight();
+    });
     const colorBy = this.header.colorBy;
     this.listen(colorBy, "change", () => {
       this.model.set("color_by", colorBy.value);
@@ -324,9 +328,21 @@ export class ProfView implements DetailHost, PanelHost {
   }
 
   private loadHighlight(): void {
-    this.highlight = highlightIds(this.frame("_highlight"));
+    const frame = this.frame("_highlight");
+    this.highlight = highlightIds(frame);
     this.root.dataset.highlight = String(this.highlight?.size ?? 0);
     this.dataDirty = true;
+    highlightChip(this.root, this.highlight?.size ?? 0, () => this.clearHighlight());
+    if (typeof frame.meta.first_track === "number") scrollToTrack(this.tlScroll, this.layout, frame.meta.first_track);
+  }
+
+  /** Undim: the highlight's chip ✕ and the reset button (evidence.ts). */
+  private clearHighlight(): void {
+    this.highlight = null;
+    this.root.dataset.highlight = "0";
+    highlightChip(this.root, 0, () => undefined);
+    this.dataDirty = true;
+    this.requestDraw();
   }
 
   // ---- what the panels use (PanelHost) ------------------------------------------------

@@ -24,8 +24,10 @@ busy time
     tracks running at once it is "track time", like CPU time summed over cores.
 
 share
-:   ``self / busy time``: the key's share of the busy time.  Shares sum to 1
-    over all keys (excluding an empty trace), whichever ``by`` is used.
+:   ``100 * self / busy time``: the key's share of the busy time, in percent
+    (as ``share`` everywhere in the package: `kernel_breakdown`, `advise`,
+    the critical path's breakdown).  Shares sum to 100 over all keys
+    (excluding an empty trace), whichever ``by`` is used.
 
 flops, flop_rate
 :   Where events have a ``flops`` column: its sum per key, and
@@ -129,7 +131,7 @@ def summary(trace: Trace | TraceSet, by: str = "category", *,
     })
     out["mean"] = out["total"] / out["count"]
     busy = int(frame["self"].sum())
-    out["share"] = out["self"] / busy if busy > 0 else 0.0
+    out["share"] = 100.0 * out["self"] / busy if busy > 0 else 0.0
     clock = trace.time_unit == "ns"
     for name, rate in (("flops", "flop_rate"), ("bytes", "bandwidth")):
         if name not in extra:

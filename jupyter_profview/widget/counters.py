@@ -10,7 +10,9 @@ Besides memory in use (bytes) the panel draws, each toggleable in the front end:
   `jupyter_profview.analysis.utilisation`);
 * ``queue length`` per GPU stream (unit ``count``): launches issued and not
   yet started (`jupyter_profview.analysis.queue_length_series`);
-* the trace's own ``ph: "C"`` counters that are not memory (unit ``value``).
+* the trace's own ``ph: "C"`` counters that are not memory (unit ``value``;
+  ``axis`` is the counter's name: the series of one counter share its unit,
+  different counters get different y axes in the front end).
 
 Each is a `MemorySeries` with its ``unit``; step series are
 downsampled per pixel column like memory, utilisation is evaluated per column.
@@ -74,11 +76,11 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
         frame = counters.assign(label=[n if s == n else f"{n}: {s}" for n, s in
                                        zip(counters["name"].astype(str), counters["series"].astype(str),
                                            strict=True)])
-        for label, part in frame.groupby("label", sort=True):
+        for (label, name), part in frame.groupby(["label", "name"], sort=True, observed=True):
             if label in memory:
                 continue
             part = part.sort_values("time", kind="stable")
-            out.append({"device": str(label), "kind": "counter", "unit": "value",
+            out.append({"device": str(label), "kind": "counter", "unit": "value", "axis": str(name),
                         "time": part["time"].to_numpy(np.float64),
                         "values": part["value"].to_numpy(np.float64)})
     return out

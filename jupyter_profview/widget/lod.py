@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import derived
 from ..model import OVERLAP_TAG, Trace
 from .codec import encode_frame
 from .legend import LEGEND_TOP, Legend, build_legend
@@ -360,3 +361,18 @@ def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.nd
         "count": np.add.reduceat(count, first), "busy": np.add.reduceat(busy, first).astype(np.float64),
         "pick": np.minimum.reduceat(pos, first), "longest": gmax.astype(np.float64),
     }
+
+
+def first_view(trace: Trace, extent: tuple[float, float]) -> tuple[float, float]:
+    """Where a view opens: the first step's start to the last step's end when the trace has
+    steps (`derived.cpu_steps`, the annotation of `kinds.STEP_ANNOTATION`), else `extent` (the
+    whole trace, which a profiler's wrapper span may stretch far past the work)."""
+    try:
+        steps = derived.cpu_steps(trace)
+    except (KeyError, ValueError):  # a trace without names / threads: no steps
+        return extent
+    if len(steps) == 0:
+        return extent
+    start = max(float(steps["start"].min()), extent[0])
+    end = min(float(steps["end"].max()), extent[1])
+    return (start, end) if end > start else extent

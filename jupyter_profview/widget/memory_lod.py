@@ -27,6 +27,7 @@ class MemorySeries:
     unit: str = "bytes"  # counters (see .counters): "fraction", "count", "value"
     busy: Any = None     # GPU utilisation: busy fraction per column, computed per frame
     rank: int | None = None  # several ranks in one Trace: whose device
+    axis: str = ""  # the trace's own counters: the counter's name (one y axis per name)
 
 
 class MemoryIndex:
@@ -43,7 +44,7 @@ class MemoryIndex:
             self.series.append(MemorySeries(c["device"], c["kind"], c["time"], values,
                                             float(values[at]) if len(values) else 0.0,
                                             float(c["time"][at]) if len(values) else 0.0,
-                                            c["unit"], c.get("busy")))
+                                            c["unit"], c.get("busy"), axis=c.get("axis", "")))
         if len(mem) == 0:
             return
         frame = pd.DataFrame({
@@ -63,10 +64,13 @@ class MemoryIndex:
                                         natural_key(s.device), s.kind))
 
     def meta_series(self) -> list[dict[str, Any]]:
+        """Each series' name, unit and peak (its largest value and when; ``peak_bytes`` holds the
+        value in the series' unit, none for utilisation, whose scale is 0-100 %)."""
         return [{"device": s.device, "kind": s.kind, "unit": s.unit,
-                 "peak_bytes": s.peak_bytes if s.unit == "bytes" else None,
-                 "peak_time": s.peak_time if s.unit == "bytes" else None,
+                 "peak_bytes": None if s.busy is not None else s.peak_bytes,
+                 "peak_time": None if s.busy is not None else s.peak_time,
                  "max": 1.0 if s.busy is not None else s.peak_bytes,
+                 **({"axis": s.axis} if s.axis else {}),
                  **({} if s.rank is None else {"rank": s.rank})}
                 for s in self.series]
 

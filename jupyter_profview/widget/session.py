@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import rpc
+from .lod import first_view
 from .metric_colors import COLOR_CHOICES
 from .panel import TOKENS, Panel
 from .panels import COMMAND_OWNER, PANELS, TRAIT_OWNER
@@ -59,6 +60,8 @@ class ViewSession:
         extent = self.data.timeline.extent() if self.data.n else self.data.memory.extent()
         #: the whole trace's window, where a view opens
         self.extent: tuple[float, float] = (float(extent[0]), float(extent[1]))
+        #: where a view opens: the steps where the trace has them (`lod.first_view`)
+        self.first_view = first_view(self.data.trace, self.extent) if self.data.n else self.extent
         self.panels: dict[str, Panel] = {p.name: p(self) for p in PANELS}
 
     @property
@@ -115,8 +118,12 @@ class ViewSession:
         from .codec import encode_frame
 
         data = self.data
+        # the topmost lane of the evidence: the front end scrolls its lanes to it
+        lanes = data.timeline.event_track[pos] if len(pos) else ()
+        first = {"first_track": int(np.min(lanes))} if len(lanes) else {}
         out: dict[str, Any] = {
-            "_highlight": encode_frame({"id": data.ids[pos].astype(np.int32)}, {"token": next(TOKENS)})}
+            "_highlight": encode_frame({"id": data.ids[pos].astype(np.int32)},
+                                       {"token": next(TOKENS), **first})}
         if zoom and len(pos):
             t0, t1 = float(data.start[pos].min()), float(data.end[pos].max())
             full0, full1 = data.timeline.extent()

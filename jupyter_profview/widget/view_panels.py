@@ -31,7 +31,7 @@ class TimelinePanel(Panel):
     def state(self) -> dict[str, Any]:
         s = self.session
         data = s.data
-        start, end = s.extent
+        start, end = s.first_view
         return {
             "_info": data.info(),
             "_tracks": data.tracks(),

@@ -103,7 +103,7 @@ class TraceWidget(_ViewWidget):
         self._ready = False
         super().__init__(**{**self.session.state(), **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
-        self.set_trait("visible", self.session.extent)
+        self.set_trait("visible", self.session.first_view)
         self._ready = True
         # traits given to the constructor that the session keeps (shown_ranks, icicle_by ...)
         given = {k: v for k, v in kwargs.items() if k in SETTERS and k != "_selection"}

@@ -48,7 +48,9 @@ def wheel_zoom(page: Any, root: Any, times: int, at: float = 0.4) -> None:
     page.mouse.move(box["x"] + box["width"] * at, box["y"] + box["height"] * 0.3)
     for _ in range(times):
         before = view_of(root)
+        page.keyboard.down("Control")  # Ctrl+wheel zooms (a plain wheel over the unfocused view scrolls)
         page.mouse.wheel(0, -300)
+        page.keyboard.up("Control")
         changed = wait_until(lambda before=before: view_of(root) != before, timeout=10)
         assert changed, "a wheel notch did nothing"
 

@@ -210,9 +210,11 @@ def test_double_click_draws_and_zoom_fetches_detail(lab_page: Any, lab_ext: LabS
     before = sum("/call/_detail" in u for u in page.profview_calls)
     box = page.locator(TIMELINE).first.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 30)
+    page.keyboard.down("Control")  # Ctrl+wheel zooms; a plain wheel over an unfocused view scrolls the page
     for _ in range(4):
         page.mouse.wheel(0, -400)
         page.wait_for_timeout(150)  # paced like a hand on a wheel
+    page.keyboard.up("Control")
     assert wait_until(lambda: sum("/call/_detail" in u for u in page.profview_calls) > before, timeout=20)
     root = page.locator(".jp-ProfviewPanel .pv-root").first
     assert wait_until(lambda: root.get_attribute("data-source") == "detail", timeout=20)

@@ -43,8 +43,11 @@ def test_rank_column_peak_labels_legend_and_splits(lab: LabServer, page: Any, tm
     boxes = json.loads(memory.get_attribute("data-peak-boxes") or "[]")
     assert len(boxes) == 4
     assert not any(overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), boxes
-    legend = json.loads(memory.get_attribute("data-legend") or "[]")
-    assert len(legend) == 4 and len(set(legend)) == 4, legend  # four series read apart
+    # one memory track (bytes) whose legend lists the four series, read apart
+    tracks = json.loads(memory.get_attribute("data-tracks") or "[]")
+    assert [t["unit"] for t in tracks] == ["bytes"], tracks
+    legend = tracks[0]["legend"]
+    assert len(legend) == 4 and len(set(legend)) == 4, legend
     # the table of a selection across ranks has a Rank column with each event's rank
     nb.step("sel = w.select(w.trace.events.groupby('rank').head(3))")
     table = page.locator(".pv-table").first

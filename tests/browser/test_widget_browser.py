@@ -32,7 +32,9 @@ def wheel(page: Any, dy: float) -> None:
     """One wheel step on the timeline, waiting until the view has moved."""
     root = page.locator(".pv-root").last
     before = root.get_attribute("data-view-end")
+    page.keyboard.down("Control")  # Ctrl+wheel zooms (a plain wheel over an unfocused view scrolls the page)
     page.mouse.wheel(0, dy)
+    page.keyboard.up("Control")
     moved = wait_until(lambda: root.get_attribute("data-view-end") != before, timeout=10)
     assert moved, "the wheel did nothing"
 
