@@ -113,7 +113,7 @@ class ViewSession:
         if not isinstance(ranks, list) or any(isinstance(r, bool) or not isinstance(r, int) for r in ranks):
             raise rpc.RequestError("shown_ranks must be a list of ranks")
         events = self.data.events
-        if not ranks or "rank" not in events.columns:
+        if not ranks or not self.data.ranked:
             self.data.allowed = None
         else:
             self.data.allowed = events["rank"].isin(ranks).to_numpy(bool)
