@@ -19,6 +19,9 @@ bug waiting for this one to change.
   `communication`.
 - **Enqueueing calls**: the runtime calls that put work on a stream, as HTA counts them in queue
   lengths (`ENQUEUE_CALLS`).
+- **Host-sync calls**: the runtime calls that hold the host until the device is done
+  (`HOST_SYNC_CALLS`, and `HOST_SYNC_COPIES` where the copy is pageable); the critical path and
+  the advisor read them through `derived.host_syncs`.
 - **Tensor-core kernels**: a kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic,
   see there).
 """
@@ -81,6 +84,33 @@ ENQUEUE_CALLS = frozenset({
 """runtime calls that enqueue work on a stream: HTA 0.5.0's list
 (`TraceSymbolTable.get_runtime_launch_events_query`); only they count in queue lengths"""
 
+
+HOST_SYNC_CALLS = frozenset(
+    f"{api}{call}" for api in ("cuda", "hip")
+    for call in ("DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "Memcpy")
+)
+"""Runtime calls that block the host until the device is done, by the CUDA runtime's semantics
+(and HIP's, which copies them): `cudaDeviceSynchronize`, `cudaStreamSynchronize`,
+`cudaEventSynchronize` wait for the work; the synchronous `cudaMemcpy` returns once the copy is
+done.  Not here: `cudaEventQuery` / `cudaStreamQuery` (they poll and return at once,
+`cudaErrorNotReady` while the work runs: the host is not held), and the asynchronous copies
+(`HOST_SYNC_COPIES`), which block only when the host memory is pageable."""
+
+HOST_SYNC_COPIES = frozenset({"cudaMemcpyAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+"""Asynchronous copies that block the host only when the host side is pageable memory (CUDA
+runtime: a copy from pageable memory returns once staged, one to pageable memory once done;
+pinned memory: the call returns at once).  A call of these blocks where the copy it launched is
+named as pageable (Kineto's `Memcpy DtoH (Device -> Pageable)`: `PAGEABLE_COPY`)."""
+
+PAGEABLE_COPY = re.compile(r"pageable", re.IGNORECASE)
+"""A copy (device activity) from or to pageable host memory, by its name."""
+
+HTA_PATH_WAITS = frozenset({"cudaEventQuery", "cudaMemcpyAsync"})
+"""Calls HTA 0.5.0's critical path also treats as waits for the device (the edge into their end
+weighs 0) though by CUDA's semantics they need not hold the host (`cudaEventQuery` polls; an
+async copy with pinned memory returns at once).  The critical path adds them to the host-sync
+calls, and only there, so that its lengths stay HTA's (tests/test_critical_path.py compares
+them with HTA's own on its traces); the advisor's `host_sync` does not count them."""
 
 NUMBERED_INSTANCE = re.compile(r"^(.*\S)#(\d+)$")
 """an instance of a numbered annotation, `<annotation>#<N>` (PyTorch's `ProfilerStep#12`)"""

@@ -95,10 +95,14 @@ def collective_bandwidth(trace: Trace | TraceSet) -> pd.DataFrame:
         missing = out["group_size"].isna().to_numpy()
         if missing.any():
             out.loc[missing, "group_size"] = float(len(trace))
+            # a size that is one rank's share times the group size (gloo's all_gather)
+            share = out["share_bytes"].to_numpy(np.float64)
+            recount = missing & ~np.isnan(share)
+            out.loc[recount, "bytes"] = share[recount] * float(len(trace))
             out = _bandwidths(out)
-        return out.reset_index(drop=True)
+        return out[list(CALL_COLUMNS)].reset_index(drop=True)
     rank = int(trace.info.distributed_info.get("rank", 0) or 0)
-    return _with_bandwidth(collective_args(trace), rank)
+    return _with_bandwidth(collective_args(trace), rank)[list(CALL_COLUMNS)]
 
 
 def _cached(ts: TraceSet, rank: int) -> bool:
@@ -131,7 +135,7 @@ def _bandwidths(out: pd.DataFrame) -> pd.DataFrame:
         algbw = np.where(dur > 0, out["bytes"].to_numpy(np.float64) / dur, np.nan)  # bytes/ns = GB/s
     out["algbw"] = algbw
     out["busbw"] = algbw * bus_factor(out["op"].to_numpy(dtype=object), out["group_size"].to_numpy())
-    return out[list(CALL_COLUMNS)]
+    return out
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ def kernel_efficiency(trace: Trace | TraceSet, *, by: str = "kernel") -> pd.Data
 
     - `by="kernel"`: one row per kernel of `trace.launches` (type `kernel` or `communication`, in
       its order): `event`, `name`, `device`, `stream` (as the file gives them), `dur` (ns),
-      `grid`, `block` (the file's text, `""` where absent), `blocks_per_sm`, `warps_per_sm`,
+      `grid`, `block` (the file's text, missing (NaN) where absent, as the numbers),
+      `blocks_per_sm`, `warps_per_sm`,
       `occupancy` (%), `registers` (per thread), `shared_memory` (bytes), `sm_efficiency` (%),
       `tensor_core` (bool);
     - `by="name"`: one row per kernel name; `by="op"`: one row per name of the CPU op that
@@ -126,8 +127,13 @@ def _efficiency(launches: pd.DataFrame, args: pd.DataFrame | None, by: str) -> p
         pos = pd.Index(args["event"].to_numpy(np.int64)).get_indexer(table["event"].to_numpy(np.int64))
         found = pos >= 0
         for col in KERNEL_TEXTS:
-            text = np.full(len(table), "", dtype=object)
-            text[found] = args[col].astype(str).to_numpy(dtype=object)[pos[found]]
+            text = np.full(len(table), None, dtype=object)
+            given = args[col]
+            cat = given if isinstance(given.dtype, pd.CategoricalDtype) else given.astype("category")
+            # one conversion per distinct configuration; "" (an older cache's "absent") is missing
+            shown = np.array([None if c == "" else str(c) for c in cat.cat.categories] + [None],
+                             dtype=object)
+            text[found] = shown[cat.cat.codes.to_numpy()[pos[found]]]
             table[col] = pd.Categorical(text)
         for col in KERNEL_NUMBERS:
             values = np.full(len(table), np.nan)
@@ -135,7 +141,7 @@ def _efficiency(launches: pd.DataFrame, args: pd.DataFrame | None, by: str) -> p
             table[col] = values
     else:
         for col in KERNEL_TEXTS:
-            table[col] = pd.Categorical(np.full(len(table), "", dtype=object))
+            table[col] = pd.Categorical(np.full(len(table), None, dtype=object))
         for col in KERNEL_NUMBERS:
             table[col] = np.full(len(table), np.nan)
     table["sm_efficiency"] = np.minimum(table["blocks_per_sm"].to_numpy(np.float64), 1.0) * 100.0

@@ -42,7 +42,7 @@ KERNEL_NUMBERS = {
 KERNEL_TEXTS = ("grid", "block")
 KERNEL_ARGS_COLUMNS = ("event", *KERNEL_TEXTS, *KERNEL_NUMBERS)
 COLLECTIVE_ARGS_COLUMNS = ("event", "name", "op", "process_group", "group_size", "bytes", "start",
-                           "dur", "side")
+                           "dur", "side", "share_bytes")
 #: bytes per element: torch's ScalarType names (record_param_comms' `dtype`) and the `Input type`
 #: names of a torch op's args
 DTYPE_BYTES = {
@@ -84,9 +84,9 @@ def kernel_rows(launches: pd.DataFrame) -> np.ndarray:
 
 def kernel_args(trace: Trace) -> pd.DataFrame:
     """One row per kernel of `trace.launches` (in its order): `event`, `grid` and `block` (the
-    file's text, e.g. `[8, 1, 1]`, `""` where absent), `blocks_per_sm`, `warps_per_sm`,
-    `occupancy` (`est. achieved occupancy %`), `registers` (per thread), `shared_memory` (bytes):
-    float64, NaN where absent."""
+    file's text, e.g. `[8, 1, 1]`, missing (NaN) where absent, as the numbers), `blocks_per_sm`,
+    `warps_per_sm`, `occupancy` (`est. achieved occupancy %`), `registers` (per thread),
+    `shared_memory` (bytes): float64, NaN where absent."""
     return cached(trace, "kernel_args", lambda: _kernel_args(trace))
 
 
@@ -99,15 +99,15 @@ def _kernel_args(trace: Trace) -> pd.DataFrame:
     out: dict[str, Any] = {"event": ids}
     for col in KERNEL_TEXTS:  # each distinct launch configuration formatted once
         codes, values = trace.arg_values(ids, col)
-        shown = np.array([_text(v) for v in values] + [""], dtype=object)
-        out[col] = pd.Categorical(shown[codes])
+        shown = np.array([_text(v) for v in values] + [None], dtype=object)
+        out[col] = pd.Categorical(shown[codes])  # missing (NaN) where the kernel has none
     for col, key in KERNEL_NUMBERS.items():
         out[col] = trace.arg_numbers(ids, key)
     return pd.DataFrame(out, columns=list(KERNEL_ARGS_COLUMNS))
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+def _text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 # -- collectives --------------------------------------------------------------------------------
@@ -137,7 +137,9 @@ def collective_args(trace: Trace) -> pd.DataFrame:
     the size of the first `Input type` (× the group size for gloo's all_gather, whose input is
     one rank's share; not for `_all_gather_base` / `all_gather_into_tensor`, which record the
     output first).  Args are read from the call itself, then from the `record_param_comms` it sits
-    in (a kernel: the one that launched it).  NaN where none is given.
+    in (a kernel: the one that launched it).  NaN where none is given.  `share_bytes`: for a
+    size that is one rank's share times the group size (gloo's all_gather), the share (so that
+    a caller who knows the group size -- a TraceSet's rank count -- can count it), else NaN.
     """
     return cached(trace, "collective_args", lambda: _collective_args(trace))
 
@@ -208,7 +210,8 @@ def empty_collectives() -> pd.DataFrame:
     return pd.DataFrame({"event": np.zeros(0, np.int64), "name": pd.Series([], dtype=object),
                          "op": pd.Series([], dtype=object), "process_group": pd.Series([], dtype=object),
                          "group_size": np.zeros(0), "bytes": np.zeros(0), "start": np.zeros(0, np.int64),
-                         "dur": np.zeros(0, np.int64), "side": pd.Series([], dtype=object)})
+                         "dur": np.zeros(0, np.int64), "side": pd.Series([], dtype=object),
+                         "share_bytes": np.zeros(0)})
 
 
 class _Tree:
@@ -326,10 +329,10 @@ def _call(eid: int, name: str, start: int, dur: int, side: str, args: dict[str, 
     group = _number(args.get("Group size"))
     if math.isnan(group):
         group = _group_size(args.get("Process Group Ranks"), pg or None, dist)
+    nbytes, share = _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name)))
     return {"event": eid, "name": name, "op": op, "process_group": pg,
             "group_size": group,
-            "bytes": _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name))),
-            "start": start, "dur": dur, "side": side}
+            "bytes": nbytes, "start": start, "dur": dur, "side": side, "share_bytes": share}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -367,19 +370,23 @@ def _literal(value: Any) -> Any:
     return value
 
 
-def _bytes(args: dict[str, Any], op: str, group: float, output_first: bool = False) -> float:
+def _bytes(args: dict[str, Any], op: str, group: float, output_first: bool = False) -> tuple[float, float]:
+    """(bytes, one rank's share where the size is the share times the group size, else NaN)."""
     size = DTYPE_BYTES.get(str(args.get("dtype") or "").lower())
     nelems = [_number(args.get(k)) for k in ("In msg nelems", "Out msg nelems")]
     nelems = [n for n in nelems if not math.isnan(n)]
     if size is not None and nelems:
-        return max(nelems) * size
+        return max(nelems) * size, math.nan
     dims, types = args.get("Input Dims"), args.get("Input type")
     if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
-        return math.nan
+        return math.nan, math.nan
     first, kind = dims[0], str(types[0]).lower()
     if not isinstance(first, list) or not all(isinstance(d, int) for d in first) or kind not in DTYPE_BYTES:
-        return math.nan
+        return math.nan, math.nan
     total = float(math.prod(first)) * DTYPE_BYTES[kind]
     # gloo's all_gather records its input (one rank's share); `_all_gather_base` and
     # `all_gather_into_tensor` record the output first
-    return total * group if op == "allgather" and not output_first else total
+    if op == "allgather" and not output_first:
+        return total * group, total
+    return total, math.nan
+
