@@ -90,14 +90,12 @@ def kernel_efficiency(trace: Trace | TraceSet, *, by: str = "kernel") -> pd.Data
 
 def _per_rank(ts: TraceSet, by: str) -> pd.DataFrame:
     """Rank by rank from the cached `launches` and `kernel_args` tables (no rank's events read)."""
-    from ..ranks.cache import read_table
-
     frames = []
     for rank in ts.ranks:
-        files = {name: ts.entry(rank) / f"{name}.parquet" for name in ("launches", "kernel_args")}
-        if all(path.is_file() for path in files.values()):
-            launches = read_table(files["launches"], LAUNCH_COLUMNS)
-            out = _efficiency(launches, read_table(files["kernel_args"]), by)
+        launches = ts.rank_table(rank, "launches", list(LAUNCH_COLUMNS))
+        args = ts.rank_table(rank, "kernel_args")
+        if launches is not None and args is not None:
+            out = _efficiency(launches, args, by)
         else:  # an entry without the table (not written by this version): from the rank's Trace
             out = kernel_efficiency(ts[rank], by=by)
         out.insert(0, "rank", np.int64(rank))

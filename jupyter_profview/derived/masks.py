@@ -34,6 +34,13 @@ def gpu_labels(trace: Trace) -> list[str]:
     return sorted(set(gpu.astype(str)))
 
 
+def active_gpus(trace: Trace) -> list[str]:
+    """The devices that ran an activity (`gpu_labels` with a row in `trace.launches`), sorted:
+    the devices a per-device answer has one row for."""
+    gpu = trace.launches["gpu"]
+    return sorted(set(gpu.dropna().astype(str)))
+
+
 def on_device(trace: Trace) -> np.ndarray:
     """Rows of `trace.events` on a device process (a GPU of `trace.launches`)."""
     gpus = frozenset(gpu_labels(trace))

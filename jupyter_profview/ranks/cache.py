@@ -191,6 +191,12 @@ def _restore(frame: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
     return frame
 
 
+def table_path(entry: Path | str, name: str) -> Path:
+    """Where a cache entry keeps its table `name`: the one rule for the file names of an entry
+    (the analyses ask `TraceSet.rank_table`, never build the path)."""
+    return Path(entry) / f"{name}.parquet"
+
+
 def read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
     """One cached table as pandas with the dtypes it was written with."""
     import pyarrow.parquet as pq

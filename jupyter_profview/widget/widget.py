@@ -19,6 +19,7 @@ from anywidget.experimental import command
 from ..analysis.advice import Advice, advise
 from ..analysis.attribution import BY, Attribution, attribute_members
 from ..analysis.critical_path import CriticalPath, critical_path
+from ..kinds import STEP_ANNOTATION
 from ..model import Trace
 from . import rpc
 from .advice import advice_value, evidence_focus
@@ -115,7 +116,7 @@ class TraceWidget(_ViewWidget):
         #: recomputes the shown path for another instance (set by show_critical_path)
         self._path_source: Any = trace
         self._advice_shown: Advice | None = None
-        self._advice_annotation: str | None = "ProfilerStep"
+        self._advice_annotation: str | None = STEP_ANNOTATION
         super().__init__(**{**self.session.state(), **kwargs})
         self.set_trait("selection", trace.events.iloc[:0])
         self.set_trait("visible", self.session.extent)
@@ -304,7 +305,8 @@ class TraceWidget(_ViewWidget):
         """The findings shown in the panel (`show_advice`), or None."""
         return self._advice_shown
 
-    def show_advice(self, advice: Advice | None = None, *, annotation: str | None = "ProfilerStep") -> Advice:
+    def show_advice(self, advice: Advice | None = None, *,
+                    annotation: str | None = STEP_ANNOTATION) -> Advice:
         """Show the findings of `advise` in a panel above the table: one line per finding with
         its severity, time at stake and share of the window; clicking a finding highlights its
         evidence (everything else dimmed), zooms to the first evidence in the step that holds the

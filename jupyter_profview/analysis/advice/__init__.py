@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ProfviewError
+from ...kinds import STEP_ANNOTATION
 from ...model import Trace
 from ...numbers import format_duration, share_text
 from ..traceset import is_traceset
@@ -169,7 +170,7 @@ def _advise_one(trace: Trace, annotation: str | None, rank: int | None = None) -
     return Advice(table, skip, window, details)
 
 
-def advise(trace: Trace | TraceSet, *, annotation: str | None = "ProfilerStep",
+def advise(trace: Trace | TraceSet, *, annotation: str | None = STEP_ANNOTATION,
            rank: int | None = None) -> Advice:
     """What is wrong with this trace, biggest first (see the module docstring for the window,
     the thresholds and the rules).

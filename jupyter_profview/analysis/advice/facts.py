@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import derived
 from ...model import Trace
-from ..columns import host_syncs, match, on_device, thread_keys
+from ..columns import active_gpus, host_syncs, match, on_device, thread_keys
 
 Intervals = tuple[np.ndarray, np.ndarray]
 
@@ -82,10 +82,7 @@ class Facts:
     @cached_property
     def gpus(self) -> list[str]:
         """Every device of the trace that ran an activity (in or out of the window)."""
-        gpu = self.trace.launches["gpu"]
-        if isinstance(gpu.dtype, pd.CategoricalDtype):
-            return sorted(str(c) for c in gpu.cat.remove_unused_categories().cat.categories)
-        return sorted(set(gpu.astype(str)))
+        return active_gpus(self.trace)
 
     def once(self, key: str, make: Any) -> Any:
         """``make()``, computed once per advise call (`shared`)."""
