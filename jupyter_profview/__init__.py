@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import formats as _formats_registry  # noqa: F401  (bound first: `formats` below is the function)
 from ._version import package_version
 from .errors import NativeUnavailableWarning, ProfviewError
+from .kinds import STEP_ANNOTATION
 
 if TYPE_CHECKING:
     from .analysis.compare import Comparison, compare
@@ -110,7 +111,7 @@ def show(source: Any, *, ranks: Any = None, align: Any = None, critical_path: An
     return widget  # type: ignore[no-any-return]
 
 
-def advise(source: Any, *, annotation: str | None = "ProfilerStep", rank: int | None = None) -> Any:
+def advise(source: Any, *, annotation: str | None = STEP_ANNOTATION, rank: int | None = None) -> Any:
     """What is wrong with a trace (a path, a loaded Trace or a TraceSet), biggest first: the
     findings of `jupyter_profview.analysis.advise`, with the time at stake and the evidence.
     `profview.show(trace, advice=True)` shows them beside the timeline."""

@@ -25,6 +25,9 @@ bug waiting for this one to change.
   around each action of a schedule: `PP:<stage><kind><microbatch>` in the multi-stage runtime
   schedules (`PP:1F0`, `PP:0SEND_F2`, `PP:3UNSHARD`), `Forward <mb>` / `Backward <mb>` in
   `ScheduleGPipe` (no stage: the rank's one stage).
+- **Host-sync calls**: the runtime calls that hold the host until the device is done
+  (`HOST_SYNC_CALLS`, and `HOST_SYNC_COPIES` where the copy is pageable); the critical path and
+  the advisor read them through `derived.host_syncs`.
 - **Tensor-core kernels**: a kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic,
   see there).
 """
@@ -33,63 +36,90 @@ from __future__ import annotations
 
 import re
 
-#: PyTorch's profiler step annotation
 STEP_ANNOTATION = "ProfilerStep"
+"""PyTorch's profiler step annotation"""
 
-#: device-side activity kinds, in display order
 ACTIVITY_KINDS = ("computation", "communication", "memory", "dma", "sync")
+"""device-side activity kinds, in display order"""
 
-#: a device kernel that moves data between ranks (NCCL / RCCL / gloo).  Wider than HTA 0.5.0's
-#: `^nccl.*Kernel` (case-sensitive): RCCL kernels (ROCm) and gloo are communication too; every
-#: NCCL kernel name (`ncclKernel_*`, `ncclDevKernel_*`) matches both
 COMMUNICATION_KERNEL = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
+"""a device kernel that moves data between ranks (NCCL / RCCL / gloo). Wider than HTA 0.5.0's
+`^nccl.*Kernel` (case-sensitive): RCCL kernels (ROCm) and gloo are communication too; every NCCL
+kernel name (`ncclKernel_*`, `ncclDevKernel_*`) matches both"""
 
-#: a CPU-side slice around a collective's work (`nccl:all_reduce`, `gloo:broadcast`)
 COLLECTIVE_ANNOTATION = re.compile(r"^(?:nccl|rccl|gloo):", re.IGNORECASE)
+"""a CPU-side slice around a collective's work (`nccl:all_reduce`, `gloo:broadcast`)"""
 
-#: PyTorch's c10d dispatcher ops of the collectives (`c10d::allreduce_`): on the calling thread,
-#: they queue the collective's work (the `nccl:` / `gloo:` annotation is where it runs)
 COLLECTIVE_OP = re.compile(r"^c10d::")
+"""PyTorch's c10d dispatcher ops of the collectives (`c10d::allreduce_`): on the calling thread,
+they queue the collective's work (the `nccl:` / `gloo:` annotation is where it runs)"""
 
-#: the op PyTorch records with a collective's parameters (sizes, dtype, process group)
 COLLECTIVE_PARAMS = "record_param_comms"
+"""the op PyTorch records with a collective's parameters (sizes, dtype, process group)"""
 
-#: A kernel that runs on tensor cores, guessed from its name: cuBLAS / CUTLASS / cuDNN name their
-#: tensor-core kernels after the MMA shape or instruction (`h884`, `h1688`, `s16816`, `i8816`, `hmma`,
-#: `xmma`, `gmma` / `wgmma` on Hopper, `tensorop`), the TF32 path (`_tf32`) or the bf16 GEMM.  A name
-#: heuristic, known to miss: Triton and other JIT-compiled kernels (`triton_tem_fused_mm_...`), flash
-#: attention (`flash_fwd_kernel`) and other hand-written kernels that use MMA without saying so;
-#: fp16 cuBLAS kernels named only by tile (`ampere_fp16_s16816...` matches, `ampere_h16816...` too, a
-#: plain `sm80_..._gemm_f16` does not); ROCm's MFMA kernels (`Cijk_..._MFMA`).  A bf16 GEMM that runs
-#: on plain FMA units is counted.
 TENSOR_CORE_KERNEL = re.compile(
     r"h884|h1688|h16816|s1688|s16816|i8816|hmma|xmma|wgmma|tensorop|gmma|_tf32|bf16.*gemm|gemm.*bf16",
     re.IGNORECASE)
+"""A kernel that runs on tensor cores, guessed from its name: cuBLAS / CUTLASS / cuDNN name their
+tensor-core kernels after the MMA shape or instruction (`h884`, `h1688`, `s16816`, `i8816`,
+`hmma`, `xmma`, `gmma` / `wgmma` on Hopper, `tensorop`), the TF32 path (`_tf32`) or the bf16 GEMM.
+A name heuristic, known to miss: Triton and other JIT-compiled kernels
+(`triton_tem_fused_mm_...`), flash attention (`flash_fwd_kernel`) and other hand-written kernels
+that use MMA without saying so; fp16 cuBLAS kernels named only by tile (`ampere_fp16_s16816...`
+matches, `ampere_h16816...` too, a plain `sm80_..._gemm_f16` does not); ROCm's MFMA kernels
+(`Cijk_..._MFMA`). A bf16 GEMM that runs on plain FMA units is counted."""
 
-#: a device activity that is a DMA transfer (MTIA `dma_request`), as HTA's `MEMORY_KERNEL_RE`
-#: (`^dma`, case-sensitive)
 DMA_ACTIVITY = re.compile(r"^dma")
+"""a device activity that is a DMA transfer (MTIA `dma_request`), as HTA's `MEMORY_KERNEL_RE`
+(`^dma`, case-sensitive)"""
 
 
-#: the device activity kind of each `launches["type"]` (the formats type an activity by the rules
-#: above; `dma` is memory traffic too, and HTA's kernel breakdown counts it as memory)
 KIND_OF_TYPE = {"kernel": "computation", "communication": "communication", "memcpy": "memory",
                 "memset": "memory", "dma": "dma"}
+"""the device activity kind of each `launches["type"]` (the formats type an activity by the rules
+above; `dma` is memory traffic too, and HTA's kernel breakdown counts it as memory)"""
 
-#: Kineto's category of the device-side synchronisation events (`Event Sync`, `Stream Wait Event`)
 SYNC_CATEGORY = "cuda_sync"
+"""Kineto's category of the device-side synchronisation events (`Event Sync`, `Stream Wait Event`)"""
 
-#: runtime calls that enqueue work on a stream: HTA 0.5.0's list
-#: (`TraceSymbolTable.get_runtime_launch_events_query`); only they count in queue lengths
 ENQUEUE_CALLS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
     "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
     "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream",
 })
+"""runtime calls that enqueue work on a stream: HTA 0.5.0's list
+(`TraceSymbolTable.get_runtime_launch_events_query`); only they count in queue lengths"""
 
 
-#: an instance of a numbered annotation, `<annotation>#<N>` (PyTorch's `ProfilerStep#12`)
+HOST_SYNC_CALLS = frozenset(
+    f"{api}{call}" for api in ("cuda", "hip")
+    for call in ("DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "Memcpy")
+)
+"""Runtime calls that block the host until the device is done, by the CUDA runtime's semantics
+(and HIP's, which copies them): `cudaDeviceSynchronize`, `cudaStreamSynchronize`,
+`cudaEventSynchronize` wait for the work; the synchronous `cudaMemcpy` returns once the copy is
+done.  Not here: `cudaEventQuery` / `cudaStreamQuery` (they poll and return at once,
+`cudaErrorNotReady` while the work runs: the host is not held), and the asynchronous copies
+(`HOST_SYNC_COPIES`), which block only when the host memory is pageable."""
+
+HOST_SYNC_COPIES = frozenset({"cudaMemcpyAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+"""Asynchronous copies that block the host only when the host side is pageable memory (CUDA
+runtime: a copy from pageable memory returns once staged, one to pageable memory once done;
+pinned memory: the call returns at once).  A call of these blocks where the copy it launched is
+named as pageable (Kineto's `Memcpy DtoH (Device -> Pageable)`: `PAGEABLE_COPY`)."""
+
+PAGEABLE_COPY = re.compile(r"pageable", re.IGNORECASE)
+"""A copy (device activity) from or to pageable host memory, by its name."""
+
+HTA_PATH_WAITS = frozenset({"cudaEventQuery", "cudaMemcpyAsync"})
+"""Calls HTA 0.5.0's critical path also treats as waits for the device (the edge into their end
+weighs 0) though by CUDA's semantics they need not hold the host (`cudaEventQuery` polls; an
+async copy with pinned memory returns at once).  The critical path adds them to the host-sync
+calls, and only there, so that its lengths stay HTA's (tests/test_critical_path.py compares
+them with HTA's own on its traces); the advisor's `host_sync` does not count them."""
+
 NUMBERED_INSTANCE = re.compile(r"^(.*\S)#(\d+)$")
+"""an instance of a numbered annotation, `<annotation>#<N>` (PyTorch's `ProfilerStep#12`)"""
 
 
 def annotation_of(name: str) -> str:

@@ -423,16 +423,34 @@ def nearest_ancestor(events: Any, ids: np.ndarray, category: str) -> np.ndarray:
     an id of -1): the framework op that issued a launch, the op that made a sync call."""
     cats = events["category"].array
     code = cats.categories.get_loc(category) if category in cats.categories else -2
-    cat_codes = np.asarray(cats.codes)
-    parent = events["parent"].to_numpy(np.int64)
-    ids = np.asarray(ids, np.int64)
-    out = np.full(len(ids), -1, np.int64)
-    current = np.where(ids >= 0, parent[np.maximum(ids, 0)], -1) if len(ids) else np.zeros(0, np.int64)
+    return nearest_marked(events["parent"].to_numpy(np.int64), ids, np.asarray(cats.codes) == code)
+
+
+def nearest_marked(parent: np.ndarray, pos: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """The ancestor walk, written once: for each of `pos` (positions, -1 for none), the nearest
+    ancestor by `parent` (positions, -1 at a root; itself excluded) that is `marked`, or -1.
+    No depth limit: the walk goes up to the root."""
+    pos = np.asarray(pos, np.int64)
+    out = np.full(len(pos), -1, np.int64)
+    current = np.where(pos >= 0, parent[np.maximum(pos, 0)], -1) if len(pos) else np.zeros(0, np.int64)
     todo = np.flatnonzero(current >= 0)
     while len(todo):
-        hit = cat_codes[current[todo]] == code
+        hit = marked[current[todo]]
         out[todo[hit]] = current[todo[hit]]
         todo = todo[~hit]
         current[todo] = parent[current[todo]]
         todo = todo[current[todo] >= 0]
+    return out
+
+
+def ancestor_mask(parent: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Over all positions: those that are an ancestor (by `parent`, positions) of any of `pos`."""
+    out = np.zeros(len(parent), bool)
+    current = np.asarray(pos, np.int64)
+    current = parent[current[current >= 0]]
+    while len(current):
+        current = np.unique(current[current >= 0])
+        current = current[~out[current]]
+        out[current] = True
+        current = parent[current]
     return out

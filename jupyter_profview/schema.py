@@ -31,6 +31,8 @@ KINDS = ("slice", "instant", "async")
 MEMORY_KINDS = ("measured", "simulated")
 KERNEL_TYPES = ("kernel", "memcpy", "memset", "communication", "dma")  # appended: codes stay
 TIME = "time_unit"
+#: the "format" of the columns only a TraceSet's combined trace has (`rank`)
+RANKS = "traceset"
 DTYPES = ("int64", "int32", "float64", "bool", "Int64", "string", "category", "object")
 
 
@@ -164,7 +166,11 @@ EVENTS = Table(
         _c("persistent_bytes", "int64", "persistent memory of the node (`memory_stats`)", "bytes",
            formats="tf_step_stats"),
         _c("output_shapes", "object", "output shapes (list of tuples)", formats="tf_step_stats"),
-        _c("rank", "int64", "the function's rank in the computational graph", formats="chainer_graph"),
+        _c("rank", "int64", "the process rank of the file the event comes from: only in a "
+           "TraceSet's combined trace, whose `info.ranks` lists the ranks (no format writes it; "
+           "the one column the views read as \"several ranks\")", formats=RANKS),
+        _c("graph_rank", "int64", "the function's rank in the computational graph (its depth "
+           "from the inputs; not a process rank)", formats="chainer_graph"),
         _c("node", "string", "the function node's id", nullable=True, formats="chainer_graph"),
         _c("addr", "Int64", "address of the block the action is on", formats="torch_cuda_snapshot"),
         _c("size", "Int64", "bytes of the action", "bytes", formats="torch_cuda_snapshot"),
@@ -235,7 +241,8 @@ NODES = Table(
         _c("kernel", "bool", "a kernel row of the node was seen", formats="tf_node_shapes"),
         _c("line", "Int64", "line of the node in the file", formats="tf_node_shapes"),
         _c("phase", "category", "forward or backward", categories=PHASES, formats="chainer_graph"),
-        _c("rank", "int64", "the function's rank in the graph", formats="chainer_graph"),
+        _c("graph_rank", "int64", "the function's rank in the graph (not a process rank)",
+           formats="chainer_graph"),
     ),
 )
 

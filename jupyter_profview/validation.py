@@ -8,6 +8,7 @@ wrong with it at the first problem found:
 - every table is a DataFrame (`counters` may be `None`) with every required column, each of its
   declared dtype; optional columns, where present, of theirs; no `<NA>` where the column is not
   nullable; a categorical's values among its declared categories;
+- a `rank` column (any table) only where `info.ranks` is set, holding only its ranks;
 - `events`: a unique int64 index; sorted by `start`; `dur >= 0`; `0 <= self <= dur`; `parent`
   is -1 or an event id; `depth` is 0 iff `parent` is -1, else the parent's `depth` + 1; the child
   lies inside its parent;
@@ -144,6 +145,20 @@ class _Checker:
         self.count("events", "parent", ev, outside, "lie outside their parent",
                    "a child inside [start, start + dur] of its parent")
 
+    def ranks(self, frames: dict[str, pd.DataFrame]) -> None:
+        """A `rank` column only where `info.ranks` says the trace holds several ranks, and then
+        only ranks it lists (the views read "several ranks" from `info.ranks`)."""
+        ranks = self.trace.info.ranks
+        for name, frame in frames.items():
+            if "rank" not in frame.columns:
+                continue
+            if not ranks:
+                self.fail(name, "rank", "is present but `info.ranks` is empty",
+                          "a `rank` column only in a TraceSet's combined trace")
+            values = frame["rank"].to_numpy(np.int64)
+            self.count(name, "rank", frame, ~np.isin(values, np.asarray(ranks, np.int64)),
+                       "name a rank not in `info.ranks`", f"one of {list(ranks)}")
+
     def flows(self, flows: pd.DataFrame) -> None:
         for column in ("source", "target"):
             self.ids("flows", column, flows, none="-1")
@@ -180,6 +195,7 @@ def validate(trace: Trace) -> None:
         if frame is not None:
             frames[name] = frame
     events = frames["events"]
+    check.ranks(frames)
     check.events(events)
     check.flows(frames["flows"])
     check.launches(frames["launches"], events)

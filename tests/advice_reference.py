@@ -20,6 +20,9 @@ DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
 SYNC_NAMES = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy"}
+#: async copies hold the host only when the host memory is pageable (CUDA runtime's semantics):
+#: counted where the copy they launched (same `correlation`) is named `... Pageable ...`
+ASYNC_COPIES = {"cudaMemcpyAsync", "hipMemcpyAsync", "hipMemcpyWithStream"}
 COMM = re.compile(r"^(?:nccl|rccl)|gloo:", re.IGNORECASE)
 
 
@@ -105,7 +108,10 @@ class Walk:
         return sum(c[1] - c[0] for c in spans if c), {self.key(e) for e in hits}
 
     def host_sync(self) -> tuple[int, set[Any]]:
-        hits = [e for e in self.host if e["name"] in SYNC_NAMES and self.clip(e)]
+        pageable = {e.get("args", {}).get("correlation") for e in self.device if "Pageable" in e["name"]}
+        pageable.discard(None)
+        hits = [e for e in self.host if (e["name"] in SYNC_NAMES or (
+            e["name"] in ASYNC_COPIES and e.get("args", {}).get("correlation") in pageable)) and self.clip(e)]
         return sum(self.clip(e)[1] - self.clip(e)[0] for e in hits), {self.key(e) for e in hits}  # type: ignore[index]
 
     def dataloader(self) -> tuple[int, set[Any]]:

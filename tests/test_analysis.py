@@ -252,7 +252,7 @@ def test_self_intervals_follow_the_self_column_on_with_stack_traces(name):
     import gzip
     from pathlib import Path
 
-    from jupyter_profview.analysis.summary import self_intervals
+    from jupyter_profview.derived.self_time import self_intervals
 
     path = Path(__file__).parent / "data" / name
     raw = json.loads(gzip.decompress(path.read_bytes()))

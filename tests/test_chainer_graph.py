@@ -71,10 +71,10 @@ def test_execution_order(trace):
     assert list(ev["start"]) == list(range(92)) and set(ev["dur"]) == {1}
     fwd, bwd = ev[ev["phase"] == "forward"], ev[ev["phase"] == "backward"]
     assert fwd["start"].max() < bwd["start"].min()
-    assert fwd["rank"].is_monotonic_increasing
-    assert bwd["rank"].is_monotonic_decreasing
+    assert fwd["graph_rank"].is_monotonic_increasing
+    assert bwd["graph_rank"].is_monotonic_decreasing
     _, records = raw_records()
-    assert sorted(fwd["rank"]) == sorted(r["rank"] for r in records if r["dir"] == "forward")
+    assert sorted(fwd["graph_rank"]) == sorted(r["rank"] for r in records if r["dir"] == "forward")
     # categories per function name equal the name lines of the file
     assert Counter(ev["category"].astype(str)) == Counter(r["name"] for r in records)
     # the loss is last forward, its backward first
@@ -85,7 +85,7 @@ def test_nodes_and_allocations_follow_the_records(trace):
     tensors, records = raw_records()
     by_key = {(r["dir"], r["rank"]): r for r in records}
     for node in trace.nodes.itertuples():
-        r = by_key[(node.phase, node.rank)]
+        r = by_key[(node.phase, node.graph_rank)]
         assert node.op_type == r["name"]
         if r["dir"] == "forward":
             assert node.outputs == r["outs"]
@@ -169,7 +169,7 @@ def test_live_at_peak(trace):
 
 def test_args_and_sniff(trace):
     attrs = trace.args(0)
-    assert attrs["rank"] == int(trace.events.loc[0, "rank"])
+    assert attrs["rank"] == int(trace.events.loc[0, "graph_rank"])
     assert trace.args(10_000) == {}
     assert chainer_graph.sniff(RAW[:65536])
     assert not megengine_json.sniff(RAW[:65536])

@@ -55,3 +55,16 @@ def test_every_target_exists() -> None:
             break
         else:  # pragma: no cover
             raise AssertionError(f"{target}: no such module")
+
+
+def test_the_docs_check_can_fail() -> None:
+    """scripts/test.sh builds the site with `--strict` and without `-q` / `--quiet`: with them
+    mkdocs hides the warnings `--strict` counts (a broken cross-reference) and exits 0."""
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    builds = [line for line in script.splitlines()
+              if re.search(r"\bmkdocs build\b", line) and not line.lstrip().startswith("#")]
+    assert builds, "scripts/test.sh does not build the site"
+    for line in builds:
+        flags = line.split()
+        assert "--strict" in flags, line
+        assert not {"-q", "--quiet"} & set(flags), line

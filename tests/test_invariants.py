@@ -65,7 +65,7 @@ def check(events: pd.DataFrame, what: str) -> None:
     for key, group in ev.groupby(["process", "thread"], observed=True):
         s = group["start"].to_numpy(np.int64)
         assert int(group["self"].sum()) == busy(s, s + group["dur"].to_numpy(np.int64)), f"{what} {key}: busy"
-    rows = lane_rows(events)
+    rows = lane_rows(events, False)
     for key, lane in pd.DataFrame({"track": ev["track"].astype(str), "start": start, "end": end,
                                    "row": rows}).groupby("track"):
         stack: list[int] = []

@@ -326,7 +326,7 @@ def test_record_function_inside_its_helpers() -> None:
     assert lane == {"module": 0, "__enter__": 1, "__call__": 1, "enter_new": 1, "## forward ##": 0,
                     "is_scripting": 0, "aten::mm": 0, "__exit__": 1, "exit_call": 1}
     assert ev["depth"].tolist() == [0, 1, 2, 3, 1, 2, 2, 1, 2]  # tree levels
-    assert lane_rows(ev).tolist() == [0, 0, 1, 2, 1, 2, 2, 0, 1]  # drawn from each lane's top
+    assert lane_rows(ev, False).tolist() == [0, 0, 1, 2, 1, 2, 2, 0, 1]  # drawn from each lane's top
     assert ev["parent_row"].tolist() == [-1, 0, 1, 2, 0, 4, 4, 0, 7]
     assert ev["parent_row"].tolist() == torch_parents([r[1] for r in rows], [r[1] + r[2] for r in rows])
     # the event started last runs: the annotation owns [20, 40) of the enter
@@ -357,7 +357,7 @@ def test_moved_event_keeps_its_enclosing_parent_and_phase() -> None:
     assert ev["lane"].tolist() == [0, 1, 0]
     assert ev["parent_row"].tolist() == [-1, 0, 0]
     assert ev["depth"].tolist() == [0, 1, 1]
-    assert lane_rows(ev).tolist() == [0, 0, 1]
+    assert lane_rows(ev, False).tolist() == [0, 0, 1]
     assert (ev["phase"] == "forward").all()  # from its parent on the main lane
     assert ev["self"].tolist() == [10 + 700, 40, 250]  # b, started later, owns [50, 100)
 
@@ -427,7 +427,7 @@ def test_random_matches_torch_and_invariants(rows: list[tuple[int, int, int]]) -
     assert ((depth == 0) == (parent_row < 0)).all()
     has = parent_row >= 0
     assert (depth[has] == depth[parent_row[has]] + 1).all()
-    events["row"] = lane_rows(events)
+    events["row"] = lane_rows(events, False)
     for _, lane in events.groupby("track", observed=True):  # sorted by (start, depth)
         stack: list[tuple[int, int]] = []
         for s, e, d in zip(lane["start"], lane["start"] + lane["dur"], lane["row"], strict=True):

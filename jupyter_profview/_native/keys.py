@@ -18,6 +18,12 @@ NUMERIC_ARGS = (
     "shared memory", "In msg nelems", "Out msg nelems", "Group size",
 )
 
+#: the numeric args `trace.arg_numbers` answers from the decoded columns (the others are parsed):
+#: what the analyses ask for (attribution's forward/backward links, kernel_efficiency,
+#: collective_bandwidth) -- every one after `device` plus the forward links; `stream` and `device`
+#: are columns of `trace.launches` already, the first ones columns of `trace.events`/`memory`
+LOOKUP_NUMERIC = ("Sequence number", "Fwd thread id", *NUMERIC_ARGS[NUMERIC_ARGS.index("device") + 1:])
+
 VALUE_ARGS = (
     "grid", "block", "Input Dims", "Input type",
     "Collective name", "Process Group Name", "pg_name", "Process Group Ranks", "dtype",

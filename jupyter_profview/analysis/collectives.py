@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Trace
+from ..ranks.derived import call_numbers
 from ..ranks.device_args import collective_args, empty_collectives
 from .ranks import match_instances
 from .traceset import concat, is_traceset
@@ -71,8 +72,9 @@ def bus_factor(op: np.ndarray, n: np.ndarray) -> np.ndarray:
 def collective_bandwidth(trace: Trace | TraceSet) -> pd.DataFrame:
     """One row per collective call, with its size and bandwidths (module doc).
 
-    Columns: `rank` (a Trace: its `distributedInfo` rank, else 0), `index` (the call's order among
-    the calls of its process group on that rank, from 0), `event` (its event id on the rank),
+    Columns: `rank` (a Trace: its `distributedInfo` rank, else 0), `index` (the call's number on that
+    rank: the k-th of its process group and name, from 0 -- `ranks.derived.call_numbers`, as
+    `collective_calls`' `seq`), `event` (its event id on the rank),
     `name`, `op` (`allreduce`, ..., `""`: the kind the factor is chosen by), `process_group`
     (`""` where unknown), `group_size`, `bytes`, `start`, `dur` (ns; a TraceSet: `start` on its
     common clock), `algbw`, `busbw` (GB/s), `side` (`device` for a kernel, `cpu` for a CPU slice).
@@ -88,38 +90,33 @@ def collective_bandwidth(trace: Trace | TraceSet) -> pd.DataFrame:
     if is_traceset(trace):
         frames = []
         for rank in trace.ranks:
-            calls = _calls(trace[rank] if not _cached(trace, rank) else None, trace, rank)
+            calls = _calls(trace, rank)
             calls["start"] = calls["start"] + trace.offsets[rank]
             frames.append(calls)
         out = concat(frames) if frames else _with_bandwidth(empty_collectives(), 0)
         missing = out["group_size"].isna().to_numpy()
         if missing.any():
             out.loc[missing, "group_size"] = float(len(trace))
+            # a size that is one rank's share times the group size (gloo's all_gather)
+            share = out["share_bytes"].to_numpy(np.float64)
+            recount = missing & ~np.isnan(share)
+            out.loc[recount, "bytes"] = share[recount] * float(len(trace))
             out = _bandwidths(out)
-        return out.reset_index(drop=True)
+        return out[list(CALL_COLUMNS)].reset_index(drop=True)
     rank = int(trace.info.distributed_info.get("rank", 0) or 0)
-    return _with_bandwidth(collective_args(trace), rank)
+    return _with_bandwidth(collective_args(trace), rank)[list(CALL_COLUMNS)]
 
 
-def _cached(ts: TraceSet, rank: int) -> bool:
-    return (ts.entry(rank) / "collective_args.parquet").is_file()
-
-
-def _calls(trace: Trace | None, ts: TraceSet, rank: int) -> pd.DataFrame:
+def _calls(ts: TraceSet, rank: int) -> pd.DataFrame:
     """A rank's calls: from its cache entry's `collective_args` table, else from its Trace."""
-    if trace is None:
-        from ..ranks.cache import read_table
-
-        args = read_table(ts.entry(rank) / "collective_args.parquet")
-    else:
-        args = collective_args(trace)
-    return _with_bandwidth(args, rank)
+    args = ts.rank_table(rank, "collective_args")
+    return _with_bandwidth(collective_args(ts[rank]) if args is None else args, rank)
 
 
 def _with_bandwidth(args: pd.DataFrame, rank: int) -> pd.DataFrame:
     out = args.copy()
     out.insert(0, "rank", np.int64(rank))
-    out.insert(1, "index", out.groupby("process_group", sort=False).cumcount().astype(np.int64))
+    out.insert(1, "index", call_numbers(out["process_group"], out["name"]))
     out["group_size"] = out["group_size"].astype(np.float64)
     out["bytes"] = out["bytes"].astype(np.float64)
     return _bandwidths(out)
@@ -131,7 +128,7 @@ def _bandwidths(out: pd.DataFrame) -> pd.DataFrame:
         algbw = np.where(dur > 0, out["bytes"].to_numpy(np.float64) / dur, np.nan)  # bytes/ns = GB/s
     out["algbw"] = algbw
     out["busbw"] = algbw * bus_factor(out["op"].to_numpy(dtype=object), out["group_size"].to_numpy())
-    return out[list(CALL_COLUMNS)]
+    return out
 
 
 @dataclass(frozen=True)

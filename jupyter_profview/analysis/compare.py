@@ -78,11 +78,11 @@ import numpy as np
 import pandas as pd
 
 from ..derived import step_mask, union_lengths
+from ..derived.self_time import self_interval_arrays
 from ..errors import ProfviewError
 from ..model import PHASES
 from ..nesting import PYTHON_FRAME
 from .columns import match
-from .summary import self_interval_arrays
 
 if TYPE_CHECKING:
     from .compare_view import MemoryComparison

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..dtypes import dtype_bytes
 from ..errors import ProfviewError
 from ..model import Trace
 from .columns import among, thread_keys
@@ -56,10 +57,6 @@ if TYPE_CHECKING:
 MODELLED = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
             "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
             "aten::cudnn_convolution", "aten::scaled_dot_product_attention")
-#: bytes per element of the ``Input type`` names torch writes
-DTYPE_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4,
-               "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1,
-               "c10::Float8_e5m2": 1}
 _PRECISION = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16"}
 
 #: Device name pattern -> dense peak TFLOP/s by precision and memory bandwidth (GB/s), from the
@@ -279,13 +276,19 @@ def _model(name: str, dims: Any, types: Any, concrete: Any, named: str) -> dict[
     if not math.isfinite(flops) or out_shape is None:
         return None
     dtype = str(types[0]) if types else ""
-    size = DTYPE_BYTES.get(dtype, math.nan)
+    size = _bytes_of(dtype)
     tensors = [(d, str(t)) for d, t in zip(dims, list(types) + [""] * len(dims), strict=False)
                if isinstance(d, list) and d]
-    nbytes = sum(_prod(d) * DTYPE_BYTES.get(t, math.nan) for d, t in tensors) + _prod(out_shape) * size
+    nbytes = sum(_prod(d) * _bytes_of(t) for d, t in tensors) + _prod(out_shape) * size
     peak_tflops, peak_gbps = device_peak(named, _PRECISION.get(dtype, ""))
     return {"name": name, "shapes": str(dims), "dtype": dtype, "flops": flops, "bytes": float(nbytes),
             "device": named, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
+
+
+def _bytes_of(dtype: Any) -> float:
+    """Bytes per element of an `Input type` name (`jupyter_profview.dtypes`), NaN if unknown."""
+    size = dtype_bytes(dtype)
+    return math.nan if size is None else float(size)
 
 
 def _device_names(trace: Trace) -> dict[str, str]:

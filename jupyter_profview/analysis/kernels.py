@@ -60,7 +60,8 @@ def kernel_efficiency(trace: Trace | TraceSet, *, by: str = "kernel") -> pd.Data
 
     - `by="kernel"`: one row per kernel of `trace.launches` (type `kernel` or `communication`, in
       its order): `event`, `name`, `device`, `stream` (as the file gives them), `dur` (ns),
-      `grid`, `block` (the file's text, `""` where absent), `blocks_per_sm`, `warps_per_sm`,
+      `grid`, `block` (the file's text, missing (NaN) where absent, as the numbers),
+      `blocks_per_sm`, `warps_per_sm`,
       `occupancy` (%), `registers` (per thread), `shared_memory` (bytes), `sm_efficiency` (%),
       `tensor_core` (bool);
     - `by="name"`: one row per kernel name; `by="op"`: one row per name of the CPU op that
@@ -89,14 +90,12 @@ def kernel_efficiency(trace: Trace | TraceSet, *, by: str = "kernel") -> pd.Data
 
 def _per_rank(ts: TraceSet, by: str) -> pd.DataFrame:
     """Rank by rank from the cached `launches` and `kernel_args` tables (no rank's events read)."""
-    from ..ranks.cache import read_table
-
     frames = []
     for rank in ts.ranks:
-        files = {name: ts.entry(rank) / f"{name}.parquet" for name in ("launches", "kernel_args")}
-        if all(path.is_file() for path in files.values()):
-            launches = read_table(files["launches"], LAUNCH_COLUMNS)
-            out = _efficiency(launches, read_table(files["kernel_args"]), by)
+        launches = ts.rank_table(rank, "launches", list(LAUNCH_COLUMNS))
+        args = ts.rank_table(rank, "kernel_args")
+        if launches is not None and args is not None:
+            out = _efficiency(launches, args, by)
         else:  # an entry without the table (not written by this version): from the rank's Trace
             out = kernel_efficiency(ts[rank], by=by)
         out.insert(0, "rank", np.int64(rank))
@@ -126,8 +125,13 @@ def _efficiency(launches: pd.DataFrame, args: pd.DataFrame | None, by: str) -> p
         pos = pd.Index(args["event"].to_numpy(np.int64)).get_indexer(table["event"].to_numpy(np.int64))
         found = pos >= 0
         for col in KERNEL_TEXTS:
-            text = np.full(len(table), "", dtype=object)
-            text[found] = args[col].astype(str).to_numpy(dtype=object)[pos[found]]
+            text = np.full(len(table), None, dtype=object)
+            given = args[col]
+            cat = given if isinstance(given.dtype, pd.CategoricalDtype) else given.astype("category")
+            # one conversion per distinct configuration; "" (an older cache's "absent") is missing
+            shown = np.array([None if c == "" else str(c) for c in cat.cat.categories] + [None],
+                             dtype=object)
+            text[found] = shown[cat.cat.codes.to_numpy()[pos[found]]]
             table[col] = pd.Categorical(text)
         for col in KERNEL_NUMBERS:
             values = np.full(len(table), np.nan)
@@ -135,7 +139,7 @@ def _efficiency(launches: pd.DataFrame, args: pd.DataFrame | None, by: str) -> p
             table[col] = values
     else:
         for col in KERNEL_TEXTS:
-            table[col] = pd.Categorical(np.full(len(table), "", dtype=object))
+            table[col] = pd.Categorical(np.full(len(table), None, dtype=object))
         for col in KERNEL_NUMBERS:
             table[col] = np.full(len(table), np.nan)
     table["sm_efficiency"] = np.minimum(table["blocks_per_sm"].to_numpy(np.float64), 1.0) * 100.0

@@ -74,7 +74,8 @@ def _activities(trace: Trace) -> pd.DataFrame:
         both = [kernels, syncs]
         kernels = pd.concat(both, ignore_index=True)
         for column in ("name", "type", "gpu", "launch_name"):
-            kernels[column] = union_categoricals([pd.Categorical(f[column]) for f in both], ignore_order=True)
+            kernels[column] = union_categoricals([_text_categories(f[column]) for f in both],
+                                                 ignore_order=True)
         kernels["kind"] = pd.Categorical(kernels["kind"], categories=list(ACTIVITY_KINDS))
     order = np.lexsort((kernels["event"].to_numpy(np.int64), kernels["start"].to_numpy(np.int64)))
     return kernels.iloc[order].reset_index(drop=True)
@@ -113,6 +114,15 @@ def _syncs(trace: Trace) -> pd.DataFrame:
         "launch_start": _nullable(ev["start"].to_numpy(np.int64)[safe] if n else safe, valid),
         "correlation": _nullable(corr, corr >= 0),
     }, columns=list(ACTIVITY_COLUMNS))
+
+
+def _text_categories(values: pd.Series) -> pd.Categorical:
+    """`values` as a Categorical whose categories are text: a column with no value at all (no
+    correlation ids: no launch names) has float categories otherwise, and the union with another
+    column's text categories fails."""
+    cat = pd.Categorical(values)
+    return cat.rename_categories(str) if len(cat.categories) else \
+        pd.Categorical(cat, categories=pd.Index([], dtype=object))
 
 
 def _nullable(values: np.ndarray, valid: np.ndarray) -> pd.arrays.IntegerArray:

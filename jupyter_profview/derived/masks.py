@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection
 import numpy as np
 import pandas as pd
 
+from ..kinds import HOST_SYNC_CALLS, HOST_SYNC_COPIES, PAGEABLE_COPY
 from ..model import Trace
 
 
@@ -33,6 +34,13 @@ def gpu_labels(trace: Trace) -> list[str]:
     return sorted(set(gpu.astype(str)))
 
 
+def active_gpus(trace: Trace) -> list[str]:
+    """The devices that ran an activity (`gpu_labels` with a row in `trace.launches`), sorted:
+    the devices a per-device answer has one row for."""
+    gpu = trace.launches["gpu"]
+    return sorted(set(gpu.dropna().astype(str)))
+
+
 def on_device(trace: Trace) -> np.ndarray:
     """Rows of `trace.events` on a device process (a GPU of `trace.launches`)."""
     gpus = frozenset(gpu_labels(trace))
@@ -49,3 +57,22 @@ def thread_keys(events: pd.DataFrame) -> np.ndarray:
         return keys
     codes, _ = pd.factorize(pd.MultiIndex.from_arrays([events["rank"].to_numpy(np.int64), keys]))
     return codes.astype(np.int64)
+
+
+def host_syncs(trace: Trace) -> np.ndarray:
+    """Rows of `trace.events` that are calls holding the host until the device is done: a call
+    of `kinds.HOST_SYNC_CALLS`, or of `kinds.HOST_SYNC_COPIES` whose copy (`trace.launches`) is
+    from or to pageable memory (`kinds.PAGEABLE_COPY`).  The one definition the critical path
+    (a blocking call's end waits for the device) and the advisor (`host_sync`) read."""
+    ev = trace.events
+    out = among(ev["name"], HOST_SYNC_CALLS) & ~on_device(trace)
+    la = trace.launches
+    copies = among(ev["name"], HOST_SYNC_COPIES)
+    if copies.any() and len(la):
+        pageable = la[match(la["name"], lambda n: PAGEABLE_COPY.search(n) is not None)
+                      & la["launch"].notna().to_numpy(bool)]
+        at = ev.index.get_indexer(pd.Index(pageable["launch"].to_numpy(np.int64)))
+        blocking = np.zeros(len(ev), bool)
+        blocking[at[at >= 0]] = True
+        out |= copies & blocking
+    return out

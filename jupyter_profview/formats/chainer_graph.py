@@ -333,7 +333,7 @@ def load(source: Source) -> Trace:
         "name": [fn.name for fn in order], "category": [fn.name for fn in order],
         "phase": [fn.direction for fn in order], "process": [DEVICE] * n, "thread": ["main"] * n,
         "start": np.arange(n, dtype=np.int64), "dur": np.ones(n, np.int64),
-        "rank": np.array([fn.rank for fn in order], dtype=np.int64),
+        "graph_rank": np.array([fn.rank for fn in order], dtype=np.int64),
         "node": pd.array(node_ids, dtype="string"),
         "output_bytes": np.array(out_bytes, dtype=np.int64),
     }, quality, base=0)
@@ -355,7 +355,7 @@ def load(source: Source) -> Trace:
         "device": pd.Categorical([DEVICE] * n),
         "order": pd.array(list(range(n)), dtype="Int64"),
         "phase": pd.Categorical([fn.direction for fn in order], categories=["forward", "backward"]),
-        "rank": np.array([fn.rank for fn in order], dtype=np.int64),
+        "graph_rank": np.array([fn.rank for fn in order], dtype=np.int64),
     })
     attrs = [order[int(i)].attrs for i in raw_index]
 

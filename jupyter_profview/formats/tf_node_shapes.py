@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..builder import build_events, make_trace
+from ..dtypes import dtype_bytes
 from ..errors import ProfviewError
 from ..limits import MAX_INT_DIGITS
 from ..model import Quality, Trace
@@ -50,11 +51,6 @@ _BYTES = re.compile(r"output (?P<n>\d+) bytes")
 _DEVICE = re.compile(r"[A-Za-z_]\w*")
 _ROW = re.compile(r"[^,\s]+(?:, (?:\^[^,\s]+|\([^()]*\)))*, \([^()]*\), [A-Za-z_]\w*, \d+")
 _MEMCPY_SOURCE = re.compile(r"edge_\d+_(?P<src>.+)")
-DTYPE_SIZES = {
-    "float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8, "double": 8,
-    "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
-    "bool": 1, "complex64": 8, "complex128": 16, "qint8": 1, "quint8": 1, "qint32": 4,
-}
 Shape = tuple[int, ...]
 
 
@@ -93,7 +89,7 @@ class _Reader:
                              "a shape like (128x224x224x3), (int32 4x1) or (1)")
         dims = tuple(-1 if d in ("?", "-1") else int(d) for d in parts)
         dtype = match["dtype"] or "float32"
-        size = DTYPE_SIZES.get(dtype)
+        size = dtype_bytes(dtype)
         nbytes = None if size is None or -1 in dims else math.prod(dims) * size
         return dims, dtype, (nbytes if nbytes is not None and nbytes < 2**63 else None)
 

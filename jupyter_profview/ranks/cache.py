@@ -47,8 +47,9 @@ TIME_COLUMNS = ("start", "end", "time", "alloc_time", "free_time")
 #: tree between two releases (same package version) does not read entries of the old layout.
 #: 1: the layout before this constant; 2: rank metadata with ``thread_names``; 3: tree
 #: ``depth`` and owned ``self`` (no negative self time); 4: ``kernel_args`` and ``collective_args``;
-#: 5: a collective's ``process_group`` from the first event that names one (`process_groups`).
-CACHE_FORMAT = 5
+#: 5: a collective's ``process_group`` from the first event that names one (`process_groups`);
+#: 6: ``collective_args.share_bytes``, ``kernel_args``' absent ``grid`` / ``block`` missing, not "".
+CACHE_FORMAT = 6
 #: Parquet codec of the cache: the entry is written on every first load, so
 #: write time counts more than size.  Per rank of 1M events (431 MB of JSON):
 #: "lz4" ~0.3 CPU-s, 0.10x the JSON; "none" ~0.2 CPU-s, 0.22x (zstd with
@@ -188,6 +189,12 @@ def _restore(frame: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
         with contextlib.suppress(TypeError, ValueError):
             frame[col] = frame[col].astype(pd.api.types.pandas_dtype(dtype))
     return frame
+
+
+def table_path(entry: Path | str, name: str) -> Path:
+    """Where a cache entry keeps its table `name`: the one rule for the file names of an entry
+    (the analyses ask `TraceSet.rank_table`, never build the path)."""
+    return Path(entry) / f"{name}.parquet"
 
 
 def read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:

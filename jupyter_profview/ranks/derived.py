@@ -34,6 +34,17 @@ from .device_args import process_groups
 if TYPE_CHECKING:
     from .traceset import TraceSet
 
+def call_numbers(process_group: Any, name: Any) -> np.ndarray:
+    """How a rank's collective calls are numbered, the one rule: the k-th call (from 0, in the
+    rows' order: by start) of its (process group, name) on the rank.  Ranks that ran the same
+    schedule give the same call the same number, so calls are matched across ranks by
+    (process group, name, number) -- `collective_calls`' `seq`, `collective_bandwidth`'s
+    `index`, `TraceSet.aligned(collective=(name, seq))`."""
+    keys = pd.DataFrame({"pg": np.asarray(process_group, dtype=object),
+                         "name": np.asarray(name, dtype=object)})
+    return keys.groupby(["pg", "name"], sort=False).cumcount().to_numpy(np.int64)
+
+
 def collective_calls(trace: Trace) -> pd.DataFrame:
     """The collective instances of one trace: ``id`` (event id), ``name``,
     ``pg`` (process group, ``""`` where unknown), ``seq`` (k-th occurrence of
@@ -60,7 +71,7 @@ def collective_calls(trace: Trace) -> pd.DataFrame:
         "end": (pick["start"] + pick["dur"]).to_numpy(np.int64),
         "thread": pick["thread"].astype(str).to_numpy(),
     })
-    out.insert(3, "seq", out.groupby(["pg", "name"], sort=False).cumcount().astype(np.int64))
+    out.insert(3, "seq", call_numbers(out["pg"], out["name"]))
     return out
 
 

@@ -21,15 +21,17 @@ import functools
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..derived.cache import cached
+from ..derived.masks import match, on_device
+from ..dtypes import dtype_bytes
 from ..kinds import COLLECTIVE_PARAMS, is_collective_call
 from ..model import Trace
+from ..nesting import ancestor_mask, nearest_marked
 
 #: kernel_args column -> the Kineto kernel arg it is read from
 KERNEL_NUMBERS = {
@@ -42,17 +44,7 @@ KERNEL_NUMBERS = {
 KERNEL_TEXTS = ("grid", "block")
 KERNEL_ARGS_COLUMNS = ("event", *KERNEL_TEXTS, *KERNEL_NUMBERS)
 COLLECTIVE_ARGS_COLUMNS = ("event", "name", "op", "process_group", "group_size", "bytes", "start",
-                           "dur", "side")
-#: bytes per element: torch's ScalarType names (record_param_comms' `dtype`) and the `Input type`
-#: names of a torch op's args
-DTYPE_BYTES = {
-    "float": 4, "double": 8, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2, "char": 1,
-    "byte": 1, "bool": 1, "complexfloat": 8, "complexdouble": 16, "complexhalf": 4,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
-    "c10::half": 2, "c10::bfloat16": 2, "long int": 8, "short int": 2, "signed char": 1,
-    "unsigned char": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
-    "c10::complex<float>": 8, "c10::complex<double>": 16,
-}
+                           "dur", "side", "share_bytes")
 #: the collective kinds the bus-bandwidth factors know, in the order names are tested
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "send", "recv")
 PG_KEYS = ("Process Group Name", "pg_name")
@@ -68,11 +60,11 @@ OUTPUT_FIRST = re.compile(r"_base|into_tensor", re.IGNORECASE)
 def cached_table(trace: Trace, name: str) -> pd.DataFrame | None:
     """Table `name` of the cache entry `trace` was read from (`ts[r]`), or None."""
     entry = trace.metadata.get("cache_entry")
-    path = Path(entry) / f"{name}.parquet" if entry else None
+    from .cache import read_table, table_path
+
+    path = table_path(entry, name) if entry else None
     if path is None or not path.is_file():
         return None
-    from .cache import read_table
-
     return read_table(path)
 
 
@@ -84,9 +76,9 @@ def kernel_rows(launches: pd.DataFrame) -> np.ndarray:
 
 def kernel_args(trace: Trace) -> pd.DataFrame:
     """One row per kernel of `trace.launches` (in its order): `event`, `grid` and `block` (the
-    file's text, e.g. `[8, 1, 1]`, `""` where absent), `blocks_per_sm`, `warps_per_sm`,
-    `occupancy` (`est. achieved occupancy %`), `registers` (per thread), `shared_memory` (bytes):
-    float64, NaN where absent."""
+    file's text, e.g. `[8, 1, 1]`, missing (NaN) where absent, as the numbers), `blocks_per_sm`,
+    `warps_per_sm`, `occupancy` (`est. achieved occupancy %`), `registers` (per thread),
+    `shared_memory` (bytes): float64, NaN where absent."""
     return cached(trace, "kernel_args", lambda: _kernel_args(trace))
 
 
@@ -99,15 +91,15 @@ def _kernel_args(trace: Trace) -> pd.DataFrame:
     out: dict[str, Any] = {"event": ids}
     for col in KERNEL_TEXTS:  # each distinct launch configuration formatted once
         codes, values = trace.arg_values(ids, col)
-        shown = np.array([_text(v) for v in values] + [""], dtype=object)
-        out[col] = pd.Categorical(shown[codes])
+        shown = np.array([_text(v) for v in values] + [None], dtype=object)
+        out[col] = pd.Categorical(shown[codes])  # missing (NaN) where the kernel has none
     for col, key in KERNEL_NUMBERS.items():
         out[col] = trace.arg_numbers(ids, key)
     return pd.DataFrame(out, columns=list(KERNEL_ARGS_COLUMNS))
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+def _text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 # -- collectives --------------------------------------------------------------------------------
@@ -137,7 +129,9 @@ def collective_args(trace: Trace) -> pd.DataFrame:
     the size of the first `Input type` (× the group size for gloo's all_gather, whose input is
     one rank's share; not for `_all_gather_base` / `all_gather_into_tensor`, which record the
     output first).  Args are read from the call itself, then from the `record_param_comms` it sits
-    in (a kernel: the one that launched it).  NaN where none is given.
+    in (a kernel: the one that launched it).  NaN where none is given.  `share_bytes`: for a
+    size that is one rank's share times the group size (gloo's all_gather), the share (so that
+    a caller who knows the group size -- a TraceSet's rank count -- can count it), else NaN.
     """
     return cached(trace, "collective_args", lambda: _collective_args(trace))
 
@@ -152,17 +146,14 @@ def _collective_args(trace: Trace) -> pd.DataFrame:
     la = trace.launches
     comm = la[la["type"].astype(str) == "communication"] if len(la) else la
     tree = _Tree(ev)
-    devices = set(la["gpu"].astype(str)) if len(la) else set()
-    on_device = tree.matching(ev["process"], lambda p: p in devices)
-    cpu_pos = np.flatnonzero(tree.is_call & ~on_device & (ev["kind"].astype(str).to_numpy() != "instant"))
-    # the slices above each kernel's launch (their ids), innermost first
+    slices = ev["kind"].astype(str).to_numpy() != "instant"
+    cpu_pos = np.flatnonzero(tree.is_call & ~on_device(trace) & slices)
+    # the slices above each kernel's launch (the one ancestor walk, `nesting`: up to the root)
     launch = comm["launch"].to_numpy(dtype=np.float64, na_value=np.nan) if len(comm) else np.zeros(0)
-    above = tree.ancestors(np.where(np.isnan(launch), -1, launch).astype(np.int64))
-    covered = np.zeros(len(ev), bool)
-    for level in above:
-        covered[tree.pos(level[level >= 0])] = True
-    annotation_ids = tree.first(above, tree.is_call & ~tree.is_params)
-    params_ids = tree.first(above, tree.is_params)
+    launch_pos = tree.positions(np.where(np.isnan(launch), -1, launch).astype(np.int64))
+    covered = ancestor_mask(tree.parent_pos, launch_pos)
+    annotation_ids = tree.id_of(nearest_marked(tree.parent_pos, launch_pos, tree.is_call & ~tree.is_params))
+    params_ids = tree.id_of(nearest_marked(tree.parent_pos, launch_pos, tree.is_params))
     # CPU calls: not above a kernel; a record_param_comms only when no annotation is inside it
     parent_ids = tree.parents[cpu_pos]
     inner_of = np.zeros(len(ev), bool)
@@ -208,7 +199,8 @@ def empty_collectives() -> pd.DataFrame:
     return pd.DataFrame({"event": np.zeros(0, np.int64), "name": pd.Series([], dtype=object),
                          "op": pd.Series([], dtype=object), "process_group": pd.Series([], dtype=object),
                          "group_size": np.zeros(0), "bytes": np.zeros(0), "start": np.zeros(0, np.int64),
-                         "dur": np.zeros(0, np.int64), "side": pd.Series([], dtype=object)})
+                         "dur": np.zeros(0, np.int64), "side": pd.Series([], dtype=object),
+                         "share_bytes": np.zeros(0)})
 
 
 class _Tree:
@@ -220,6 +212,7 @@ class _Tree:
                                                   and ev.index.is_monotonic_increasing))
         self.order = None if self.dense else np.argsort(self.ids, kind="stable")
         self.parents = ev["parent"].to_numpy(np.int64)
+        self.parent_pos = self.positions(self.parents)
         names = pd.Categorical(ev["name"])
         self.codes = names.codes
         self.names = [str(c) for c in names.categories] + [""]
@@ -227,10 +220,20 @@ class _Tree:
         self.is_params = self.matching(ev["name"], lambda n: n == COLLECTIVE_PARAMS)
 
     def matching(self, column: pd.Series, predicate: Any) -> np.ndarray:
-        """Rows whose value satisfies `predicate`, tested once per category."""
-        cat = pd.Categorical(column)
-        hits = np.array([bool(predicate(str(c))) for c in cat.categories] + [False], bool)
-        return hits[cat.codes]
+        """Rows whose value satisfies `predicate`, tested once per category (`masks.match`)."""
+        return match(column, predicate)
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of event ids, -1 for -1."""
+        ids = np.asarray(ids, np.int64)
+        out = np.full(len(ids), -1, np.int64)
+        has = ids >= 0
+        out[has] = self.pos(ids[has])
+        return out
+
+    def id_of(self, pos: np.ndarray) -> np.ndarray:
+        """Event ids of positions, -1 for -1."""
+        return np.where(pos >= 0, self.ids[np.maximum(pos, 0)], -1) if len(self.ids) else pos
 
     def pos(self, ids: np.ndarray) -> np.ndarray:
         """Positions of event ids (all >= 0 and present)."""
@@ -241,27 +244,6 @@ class _Tree:
 
     def name_of(self, eid: int) -> str:
         return self.names[self.codes[int(self.pos(np.array([eid]))[0])]]
-
-    def ancestors(self, ids: np.ndarray, depth: int = 4) -> list[np.ndarray]:
-        """The ids `depth` levels above each of `ids` (-1 past the root or for -1), innermost first."""
-        out, node = [], np.asarray(ids, np.int64)
-        for _ in range(depth):
-            up = np.full(len(node), -1, np.int64)
-            has = node >= 0
-            up[has] = self.parents[self.pos(node[has])]
-            out.append(up)
-            node = up
-        return out
-
-    def first(self, levels: list[np.ndarray], wanted: np.ndarray) -> np.ndarray:
-        """Per row, the innermost id of `levels` whose position is `wanted`, else -1."""
-        out = np.full(len(levels[0]) if levels else 0, -1, np.int64)
-        for level in levels:
-            has = (out < 0) & (level >= 0)
-            hit = np.zeros(len(level), bool)
-            hit[has] = wanted[self.pos(level[has])]
-            out[hit] = level[hit]
-        return out
 
 
 def process_groups(trace: Trace, sources: list[np.ndarray]) -> np.ndarray:
@@ -326,10 +308,10 @@ def _call(eid: int, name: str, start: int, dur: int, side: str, args: dict[str, 
     group = _number(args.get("Group size"))
     if math.isnan(group):
         group = _group_size(args.get("Process Group Ranks"), pg or None, dist)
+    nbytes, share = _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name)))
     return {"event": eid, "name": name, "op": op, "process_group": pg,
             "group_size": group,
-            "bytes": _bytes(args, op, group, output_first=bool(OUTPUT_FIRST.search(name))),
-            "start": start, "dur": dur, "side": side}
+            "bytes": nbytes, "start": start, "dur": dur, "side": side, "share_bytes": share}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -367,19 +349,23 @@ def _literal(value: Any) -> Any:
     return value
 
 
-def _bytes(args: dict[str, Any], op: str, group: float, output_first: bool = False) -> float:
-    size = DTYPE_BYTES.get(str(args.get("dtype") or "").lower())
+def _bytes(args: dict[str, Any], op: str, group: float, output_first: bool = False) -> tuple[float, float]:
+    """(bytes, one rank's share where the size is the share times the group size, else NaN)."""
+    size = dtype_bytes(args.get("dtype"))
     nelems = [_number(args.get(k)) for k in ("In msg nelems", "Out msg nelems")]
     nelems = [n for n in nelems if not math.isnan(n)]
     if size is not None and nelems:
-        return max(nelems) * size
+        return max(nelems) * size, math.nan
     dims, types = args.get("Input Dims"), args.get("Input type")
     if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
-        return math.nan
-    first, kind = dims[0], str(types[0]).lower()
-    if not isinstance(first, list) or not all(isinstance(d, int) for d in first) or kind not in DTYPE_BYTES:
-        return math.nan
-    total = float(math.prod(first)) * DTYPE_BYTES[kind]
+        return math.nan, math.nan
+    first, size = dims[0], dtype_bytes(types[0])
+    if not isinstance(first, list) or not all(isinstance(d, int) for d in first) or size is None:
+        return math.nan, math.nan
+    total = float(math.prod(first)) * size
     # gloo's all_gather records its input (one rank's share); `_all_gather_base` and
     # `all_gather_into_tensor` record the output first
-    return total * group if op == "allgather" and not output_first else total
+    if op == "allgather" and not output_first:
+        return total * group, total
+    return total, math.nan
+

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import ProfviewError
 from ..model import Quality, Trace
-from .cache import cache_root, concat, read_table, read_trace, temporary_root, time_columns
+from .cache import cache_root, concat, read_table, read_trace, table_path, temporary_root, time_columns
 from .derived import profiler_steps
 from .discover import RankFile, discover, ranges
 from .parallel import error_of, plan_workers, run, tasks_for
@@ -109,8 +109,15 @@ class TraceSet:
 
     def table_files(self, table: str) -> dict[int, Path]:
         """Parquet file of ``table`` per rank (ranks that have it)."""
-        return {r: self.entry(r) / f"{table}.parquet" for r in self.ranks
+        return {r: table_path(self.entry(r), table) for r in self.ranks
                 if table in self._manifests[r].get("tables", ())}
+
+    def rank_table(self, rank: int, name: str, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """Table `name` of rank `rank`'s cache entry (`launches`, `kernel_args`,
+        `collective_args`, ...), or None where the entry has no such file (written by another
+        version): then ask the rank's Trace (`ts[rank]`)."""
+        path = table_path(self.entry(rank), name)
+        return read_table(path, columns) if path.is_file() else None
 
     @property
     def quality(self) -> dict[int, Quality]:

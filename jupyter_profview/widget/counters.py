@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import derived
 from ..analysis import gpu
+from ..derived.masks import active_gpus
 from ..model import Trace
 
 
@@ -57,7 +58,7 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
         start = la["kernel_start"].to_numpy(np.int64)
         end = start + la["kernel_dur"].to_numpy(np.int64)
         gpus = la["gpu"].astype(str).to_numpy()
-        for name in sorted(set(gpus.tolist())):
+        for name in active_gpus(trace):
             pick = gpus == name
             s, e = derived.union(start[pick], end[pick])
             busy = Utilisation(s, e)
@@ -66,8 +67,8 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
                         "busy": busy})
         series = gpu.queue_length_series(trace)
         series = series.drop_duplicates(["gpu", "stream", "time"], keep="last")  # the value from each time on
-        for (name, stream), part in series.groupby(["gpu", "stream"], sort=True):
-            out.append({"device": f"{name} / stream {stream} queue", "kind": "queue", "unit": "count",
+        for (gpu_name, stream), part in series.groupby(["gpu", "stream"], sort=True):
+            out.append({"device": f"{gpu_name} / stream {stream} queue", "kind": "queue", "unit": "count",
                         "time": part["time"].to_numpy(np.float64),
                         "values": part["queue_length"].to_numpy(np.float64)})
     counters = trace.counters
@@ -76,11 +77,11 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
         frame = counters.assign(label=[n if s == n else f"{n}: {s}" for n, s in
                                        zip(counters["name"].astype(str), counters["series"].astype(str),
                                            strict=True)])
-        for (label, name), part in frame.groupby(["label", "name"], sort=True, observed=True):
+        for (label, counter), part in frame.groupby(["label", "name"], sort=True, observed=True):
             if label in memory:
                 continue
             part = part.sort_values("time", kind="stable")
-            out.append({"device": str(label), "kind": "counter", "unit": "value", "axis": str(name),
+            out.append({"device": str(label), "kind": "counter", "unit": "value", "axis": str(counter),
                         "time": part["time"].to_numpy(np.float64),
                         "values": part["value"].to_numpy(np.float64)})
     return out

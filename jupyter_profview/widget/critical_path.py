@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 def id_mapping(data: WidgetData, rank: int | None) -> tuple[pd.Series, int]:
     """The widget's event id for each event id of the path's trace, and the clock shift (ns)."""
     events = data.events
-    if rank is None or "rank" not in events.columns:
+    if rank is None or not data.ranked:
         return pd.Series(data.ids, index=data.ids), 0
     mine = events[events["rank"].to_numpy() == rank]
     offsets = data.trace.info.offsets

@@ -73,16 +73,20 @@ def lane_name(process: str, thread: str, lane: int) -> str:
     return name + (OVERLAP_TAG.format(lane) if lane else "")
 
 
-def lane_codes(ev: pd.DataFrame) -> tuple[np.ndarray, list[str], np.ndarray | None]:
-    """The lane of each event: its track, or with a ``rank`` column (the ranks of
-    [`TraceSet.combined`][jupyter_profview.ranks.traceset.TraceSet.combined]) its ``(rank, track)``.
+def lane_codes(ev: pd.DataFrame, ranked: bool) -> tuple[np.ndarray, list[str], np.ndarray | None]:
+    """The lane of each event: its track, or in a trace of several ranks (``ranked``: the
+    trace's ``info.ranks`` is set, as by
+    [`TraceSet.combined`][jupyter_profview.ranks.traceset.TraceSet.combined]) its
+    ``(rank, track)``, the rank read from the events' ``rank`` column.  Whether there are
+    ranks is the caller's ``trace.info.ranks``, never the presence of a column (a graph
+    format's ``graph_rank`` is not a process rank).
 
     Returns each event's lane code, each code's track label, and each code's rank (None
     without ranks)."""
     track = pd.Categorical(ev["track"])
     labels = [str(c) for c in track.categories]
     codes = track.codes.astype(np.int64)
-    if "rank" not in ev.columns:
+    if not ranked:
         return codes, labels, None
     rank = ev["rank"].to_numpy(np.int64)
     pairs, codes = np.unique(rank * max(len(labels), 1) + codes, return_inverse=True)
@@ -90,13 +94,13 @@ def lane_codes(ev: pd.DataFrame) -> tuple[np.ndarray, list[str], np.ndarray | No
         pairs // max(len(labels), 1)
 
 
-def lane_rows(ev: pd.DataFrame) -> np.ndarray:
+def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
     """The row of each event within its track: its ``depth`` (tree level), but
     on an overlap sub-lane the number of its ancestors drawn on that sub-lane,
     so that a sub-lane starts at its top row (``nesting`` module docstring:
     main-lane events only nest in main-lane events)."""
     rows = ev["depth"].to_numpy(np.int32).copy()
-    codes, labels, _ = lane_codes(ev)
+    codes, labels, _ = lane_codes(ev, ranked)
     lanes = [code for code, label in enumerate(labels) if _OVERLAP.search(label)]
     if not lanes:
         return rows
@@ -113,7 +117,7 @@ def lane_rows(ev: pd.DataFrame) -> np.ndarray:
 def track_table(trace: Trace) -> pd.DataFrame:
     """One row per lane in display order: ``label, process, thread, lane, depths``
     and the on-screen ``group`` and ``name`` (`group_name`, `lane_name`);
-    ``rank`` too when the events have a ``rank`` column (several ranks in one Trace: a lane
+    ``rank`` too when ``trace.info.ranks`` is set (several ranks in one Trace: a lane
     is a ``(rank, track)``, named with its rank's ``process_labels``).
 
     The order is the rank, then ``trace.info.track_order`` (track labels; with ranks each
@@ -125,9 +129,10 @@ def track_table(trace: Trace) -> pd.DataFrame:
         return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": [], "group": [], "name": []})
     own = trace.info.process_labels
     labels_of: dict[Any, Any] = trace.info.rank_process_labels
-    codes, track_labels, ranks = lane_codes(ev)
+    ranked = bool(trace.info.ranks)
+    codes, track_labels, ranks = lane_codes(ev, ranked)
     present, first = np.unique(codes, return_index=True)
-    depth = lane_rows(ev)
+    depth = lane_rows(ev, ranked)
     max_depth = np.zeros(len(track_labels), np.int64)
     np.maximum.at(max_depth, codes, depth)
     rows = []
@@ -173,12 +178,13 @@ class TimelineIndex:
             self.event_track = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
-        codes = lane_codes(ev)[0]
+        ranked = bool(trace.info.ranks)
+        codes = lane_codes(ev, ranked)[0]
         rank = np.zeros(int(codes.max()) + 1, np.uint32)
         rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
         self.event_track = rank[codes]  # by event position
         del codes
-        depth = lane_rows(ev)
+        depth = lane_rows(ev, ranked)
         self.depth_span = int(depth.max()) + 1
         wide = len(self.tracks) * self.depth_span >= 2**31
         row = self.event_track.astype(np.int64 if wide else np.int32) * self.depth_span

@@ -48,7 +48,7 @@ class MemoryIndex:
         if len(mem) == 0:
             return
         frame = pd.DataFrame({
-            "rank": mem["rank"].to_numpy(np.int64) if "rank" in mem.columns else np.full(len(mem), -1),
+            "rank": mem["rank"].to_numpy(np.int64) if trace.info.ranks else np.full(len(mem), -1),
             "device": mem["device"].astype(str).to_numpy(), "kind": mem["kind"].astype(str).to_numpy(),
             "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
         })

@@ -141,7 +141,7 @@ def _table_frame(data: WidgetData, page: np.ndarray) -> bytes:
         "category": cat_codes.astype(np.int32),
         "track": data.timeline.event_track[page].astype(np.uint32),
     }
-    if "rank" in ev.columns:  # several ranks in one view: say which rank each row is from
+    if data.ranked:  # several ranks in one view: say which rank each row is from
         columns["rank"] = ev["rank"].to_numpy(np.int64)[page].astype(np.int32)
     return encode_frame(columns, {"names": [str(s) for s in names_u], "categories": [str(s) for s in cats_u]})
 
@@ -169,7 +169,7 @@ def event(data: WidgetData, msg: Any) -> Reply:
             })
     out += _launch_links(data, event_id, seen, MAX_FLOWS - len(out))
     reply = {
-        **({"rank": int(row["rank"])} if "rank" in data.events.columns else {}),
+        **({"rank": int(row["rank"])} if data.ranked else {}),
         "id": event_id, "name": str(row["name"]), "category": str(row["category"]),
         "phase": str(row["phase"]), "track": int(data.timeline.event_track[p]),
         "start": float(row["start"]), "dur": float(row["dur"]), "self": float(row["self"]),

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import rpc
-from .lod import first_view
+from . import lod
 from .metric_colors import COLOR_CHOICES
 from .panel import TOKENS, Panel
 from .panels import COMMAND_OWNER, PANELS, TRAIT_OWNER
@@ -61,7 +61,8 @@ class ViewSession:
         #: the whole trace's window, where a view opens
         self.extent: tuple[float, float] = (float(extent[0]), float(extent[1]))
         #: where a view opens: the steps where the trace has them (`lod.first_view`)
-        self.first_view = first_view(self.data.trace, self.extent) if self.data.n else self.extent
+        self.first_view: tuple[float, float] = (lod.first_view(self.data.trace, self.extent) if self.data.n
+                                                 else self.extent)
         self.panels: dict[str, Panel] = {p.name: p(self) for p in PANELS}
 
     @property

@@ -116,6 +116,13 @@ class WidgetData:
             **self.ranks_info(),
         }
 
+    @property
+    def ranked(self) -> bool:
+        """Whether the trace holds several ranks: its ``info.ranks`` (a TraceSet's combined
+        trace), the one thing the view reads to decide it; the events' ``rank`` column then
+        says each event's rank."""
+        return bool(self.trace.info.ranks)
+
     def ranks_info(self) -> dict[str, Any]:
         """For a TraceSet's combined trace: ``ranks`` (rank, clock ``offset`` of its own origin
         from the common one, ns) and ``align`` (the step the ranks are lined up on, or None)."""

@@ -123,7 +123,7 @@ class RanksPanel(Panel):
             raise RequestError("shown_ranks must be a list of ranks")
         data = self.session.data
         events = data.events
-        if not value or "rank" not in events.columns:
+        if not value or not self.session.data.ranked:
             data.allowed = None
         else:
             data.allowed = events["rank"].isin(value).to_numpy(bool)

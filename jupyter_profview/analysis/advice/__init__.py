@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ProfviewError
+from ...kinds import STEP_ANNOTATION
 from ...model import Trace
 from ...numbers import format_duration, share_text
 from ..traceset import is_traceset
@@ -146,9 +147,12 @@ def _run_rules(trace: Trace, window: tuple[int, int], shared: dict[str, Any]
 
 
 def _advise_one(trace: Trace, annotation: str | None, rank: int | None = None) -> Advice:
-    if trace.time_unit != "ns":
-        raise ProfviewError("advise needs a trace with a clock", source=trace.info.source or None,
-                            expected=f"time_unit 'ns', not {trace.time_unit!r}")
+    if trace.time_unit != "ns":  # an execution order, not times: no rule has a time at stake
+        why = f"the trace has no clock (time_unit {trace.time_unit!r}, not 'ns'): no time at stake"
+        skip = pd.DataFrame([(name, why) for name in (*RULES, "step_outliers")], columns=["rule", "why"])
+        if rank is not None:
+            skip.insert(0, "rank", np.int64(rank))
+        return Advice(_frame([], 0, rank), skip, (0, 0), {})
     window, steps = _window(trace, annotation)
     span = window[1] - window[0]
     shared: dict[str, Any] = {}
@@ -173,7 +177,7 @@ def _advise_one(trace: Trace, annotation: str | None, rank: int | None = None) -
     return Advice(table, skip, window, details)
 
 
-def advise(trace: Trace | TraceSet, *, annotation: str | None = "ProfilerStep",
+def advise(trace: Trace | TraceSet, *, annotation: str | None = STEP_ANNOTATION,
            rank: int | None = None) -> Advice:
     """What is wrong with this trace, biggest first (see the module docstring for the window,
     the thresholds and the rules).

@@ -16,13 +16,7 @@ import pandas as pd
 
 from ... import derived
 from ...model import Trace
-from ..columns import match, on_device, thread_keys
-
-#: CPU-side runtime calls that block the host until the device is done (CUDA and HIP)
-HOST_SYNC_CALLS = frozenset(
-    f"{api}{call}" for api in ("cuda", "hip")
-    for call in ("DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "Memcpy")
-)
+from ..columns import active_gpus, host_syncs, match, on_device, thread_keys
 
 Intervals = tuple[np.ndarray, np.ndarray]
 
@@ -88,10 +82,7 @@ class Facts:
     @cached_property
     def gpus(self) -> list[str]:
         """Every device of the trace that ran an activity (in or out of the window)."""
-        gpu = self.trace.launches["gpu"]
-        if isinstance(gpu.dtype, pd.CategoricalDtype):
-            return sorted(str(c) for c in gpu.cat.remove_unused_categories().cat.categories)
-        return sorted(set(gpu.astype(str)))
+        return active_gpus(self.trace)
 
     def once(self, key: str, make: Any) -> Any:
         """``make()``, computed once per advise call (`shared`)."""
@@ -116,8 +107,9 @@ class Facts:
 
     @cached_property
     def host_syncs(self) -> pd.DataFrame:
-        """The blocking runtime calls (`HOST_SYNC_CALLS`) in the window."""
-        return self.cpu_slices(match(self.trace.events["name"], lambda n: n in HOST_SYNC_CALLS))
+        """The calls that hold the host until the device is done (`derived.host_syncs`) in the
+        window."""
+        return self.cpu_slices(host_syncs(self.trace))
 
     @cached_property
     def dataloader(self) -> pd.DataFrame:

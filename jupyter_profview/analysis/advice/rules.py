@@ -195,8 +195,10 @@ def exposed_communication(f: Facts) -> list[Finding]:
 
 def fp32_matmul(f: Facts) -> list[Finding]:
     """GEMM ops (mm, addmm, bmm, baddbmm, matmul, linear) with ``float`` (FP32) inputs on CUDA
-    GPUs of compute capability 8.0 or more, where TF32 or bf16 would use the tensor cores.
-    time = their linked device time (``op_efficiency``'s ``gpu_time``)."""
+    GPUs of compute capability 8.0 or more (``computeMajor`` of the trace's ``deviceProperties``),
+    where TF32 or bf16 would use the tensor cores; GEMMs on older GPUs (no TF32 there) are not
+    counted, and the finding names the GPUs it is about.  time = their linked device time
+    (``op_efficiency``'s ``gpu_time``)."""
     from ..efficiency import op_efficiency
 
     props = list(f.trace.info.device_properties)
@@ -205,15 +207,18 @@ def fp32_matmul(f: Facts) -> list[Finding]:
     if any(isinstance(p, dict) and ("gcnArchName" in p or "gfx" in str(p.get("name", "")).lower()
                                     or "AMD" in str(p.get("name", ""))) for p in props):
         raise Skip("ROCm devices number their architectures differently: TF32 advice is for CUDA")
-    major = [p.get("computeMajor") for p in props if isinstance(p, dict)]
-    if not any(isinstance(m, int) and m >= 8 for m in major):
+    # the GPUs with TF32 / bf16 tensor cores, by the name op_efficiency's `device` gives them
+    capable = {str(p.get("name", "")) for p in props if isinstance(p, dict)
+               and isinstance(p.get("computeMajor"), int) and not isinstance(p.get("computeMajor"), bool)
+               and p["computeMajor"] >= 8}
+    if not capable:
         return []
     eff = f.once("op_efficiency", lambda: op_efficiency(f.trace))
     if len(eff) == 0:
         return []
     gemm = eff["name"].astype(str).str.removeprefix("aten::").isin(
         ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear"))
-    hit = eff[gemm & (eff["dtype"].astype(str) == "float")]
+    hit = eff[gemm & (eff["dtype"].astype(str) == "float") & eff["device"].astype(str).isin(capable)]
     ev = f.trace.events
     starts = ev["start"].to_numpy(np.int64)[ev.index.get_indexer(hit["event"].to_numpy(np.int64))]
     hit = hit[(starts >= f.window[0]) & (starts < f.window[1])]
@@ -221,9 +226,11 @@ def fp32_matmul(f: Facts) -> list[Finding]:
     if len(hit) == 0 or time == 0:
         return []
     return [{
-        "rule": "fp32_matmul", "time": time, "events": hit["event"].astype(np.int64).tolist(), "device": "",
+        "rule": "fp32_matmul", "time": time, "events": hit["event"].astype(np.int64).tolist(),
+        "device": ", ".join(sorted(set(hit["device"].astype(str)))),
         "message": f"{len(hit)} matrix multiplications ran in FP32 for {format_ns(time)} of "
-                   "device time on GPUs with TF32/bf16 tensor cores.",
+                   f"device time on {', '.join(sorted(set(hit['device'].astype(str))))} (compute "
+                   "capability 8.0 or more: TF32/bf16 tensor cores).",
         "fix": "torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision"
                "('high')), or bf16 autocast (torch.autocast('cuda', dtype=torch.bfloat16)).",
     }]

@@ -13,9 +13,12 @@ window.
 - `operator`: inside an op or a kernel.  On each CPU thread the ops are nested by time and walked
   depth first (start of A -> start of its first child -> ... -> end of its last child -> end of
   A); a device activity's start -> its end.  Weight: the time between the two nodes.  The edge
-  into the end of a blocking call (`cudaDeviceSynchronize`, `cudaStreamSynchronize`,
-  `cudaEventSynchronize`, `cudaEventQuery`, `cudaMemcpy`, `cudaMemcpyAsync`) weighs 0: the wait
-  is the GPU's time, reached through a `sync` edge.
+  into the end of a call that holds the host until the device is done
+  ([`derived.host_syncs`][jupyter_profview.derived.masks.host_syncs]: `cudaDeviceSynchronize`,
+  `cudaStreamSynchronize`, `cudaEventSynchronize`, `cudaMemcpy`, an async copy to or from
+  pageable memory, and their HIP twins) or of HTA's further waits (`cudaEventQuery`, any
+  `cudaMemcpyAsync`: [`kinds.HTA_PATH_WAITS`][jupyter_profview.kinds.HTA_PATH_WAITS], kept for
+  HTA's path lengths) weighs 0: the wait is the GPU's time, reached through a `sync` edge.
 - `dependency`: end of one top-level op -> start of the next on the same thread, weight 0: the
   time between top-level ops is never on the path.
 - `launch`: start of the launch call -> start of its activity (weight: the time between), only
@@ -107,14 +110,14 @@ from ...errors import ProfviewError
 from ...kinds import STEP_ANNOTATION
 from ...model import Trace
 from ..traceset import is_traceset, per_rank
-from .graph import BLOCKING_CALLS, BREAKDOWN_TYPES, EDGE_TYPES, GRAPH_CATEGORIES, Graph
+from .graph import BREAKDOWN_TYPES, EDGE_TYPES, GRAPH_CATEGORIES, Graph
 from .result import CriticalPath
 from .solve import solve
 
 if TYPE_CHECKING:
     from ...ranks.traceset import TraceSet
 
-__all__ = ["BLOCKING_CALLS", "BREAKDOWN_TYPES", "EDGE_TYPES", "GRAPH_CATEGORIES", "CriticalPath",
+__all__ = ["BREAKDOWN_TYPES", "EDGE_TYPES", "GRAPH_CATEGORIES", "CriticalPath",
            "critical_path", "steps"]
 
 

@@ -8,17 +8,13 @@ import numpy as np
 import pandas as pd
 
 from ...derived import queue_levels
+from ...kinds import HTA_PATH_WAITS
 from ...model import Trace
 from ...nesting import nest, nest_order
-from ..columns import among, on_device, thread_keys
+from ..columns import among, host_syncs, on_device, thread_keys
 from .syncs import stream_keys, sync_events
 
 GRAPH_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
-#: calls that wait for the device: the edge into their end weighs 0
-BLOCKING_CALLS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize",
-    "cudaMemcpy", "cudaMemcpyAsync",
-})
 EDGE_TYPES = ("operator", "launch", "kernel", "sync", "dependency")
 BREAKDOWN_TYPES = ("cpu", "kernel", "communication", "launch", "kernel_gap", "sync")
 ENDS = ("start", "end")
@@ -92,7 +88,10 @@ class Graph:
         parent = np.full(n, -1, np.int64)
         has = parent_pos >= 0
         parent[order[has]] = order[parent_pos[has]]
-        blocking = among(ev["name"].iloc[self.cpu_pos], BLOCKING_CALLS).tolist()
+        # calls that wait for the device (`derived.host_syncs`, plus HTA's polls and async
+        # copies: `kinds.HTA_PATH_WAITS`): the edge into their end weighs 0
+        waits = host_syncs(self.trace) | among(ev["name"], HTA_PATH_WAITS)
+        blocking = waits[self.cpu_pos].tolist()
         edge = self._edge
         stack: list[int] = []
         last = -1       # the last node walked in the current top-level op

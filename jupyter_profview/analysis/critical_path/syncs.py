@@ -59,7 +59,7 @@ def sync_events(trace: Trace, local: dict[int, int], la: pd.DataFrame,
     keys = stream_key[enq]
     bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])
     per_stream = {int(keys[a]): (lstart[enq[a:b]], enq[a:b])
-                  for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
+                  for a, b in zip(bounds[:-1], bounds[1:], strict=True)} if len(keys) else {}
     launch_ev = la["launch"].to_numpy(np.int64, na_value=-1)
 
     keys_of = thread_keys(ev)

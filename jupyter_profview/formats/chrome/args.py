@@ -9,15 +9,9 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ..._native.keys import LOOKUP_NUMERIC
 from .columns import UNPARSED, ChromeColumns, _index_dtype, args_at
 from .file_blob import FileBlob, segments
-
-#: the numeric args `trace.arg_numbers` answers from the decoded columns (the others are parsed):
-#: what the analyses ask for (attribution's forward/backward links, kernel_efficiency,
-#: collective_bandwidth); `stream` and `device` are columns of `trace.launches` already
-LOOKUP_NUMERIC = ("Sequence number", "Fwd thread id", "blocks per SM", "warps per SM",
-                  "est. achieved occupancy %", "registers per thread", "shared memory", "In msg nelems",
-                  "Out msg nelems", "Group size")
 
 
 class ArgsRows:

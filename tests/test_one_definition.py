@@ -1,0 +1,192 @@
+"""One concept, one definition (issue 31, item 4): each test scans the package's source for a
+second definition of something one module decides -- a literal list, a table, a walk -- and
+fails where one appears outside its module.  String constants are read from the syntax tree,
+docstrings left out (prose may name a call)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_profview import dtypes, kinds
+from jupyter_profview._native import keys
+
+PACKAGE = Path(kinds.__file__).parent
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    """ids of the Constant nodes that are docstrings (module, class, function, attribute)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            for stmt in body:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+                        and isinstance(stmt.value.value, str):
+                    out.add(id(stmt.value))
+    return out
+
+
+def strings(path: Path) -> Iterator[tuple[str, int]]:
+    """(text, line) of every string constant of a module that is not a docstring; an f-string's
+    literal parts too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            yield node.value, node.lineno
+
+
+def where(predicate: Callable[[str], bool], allowed: set[str]) -> list[str]:
+    found = []
+    for path in SOURCES:
+        if rel(path) in allowed:
+            continue
+        for text, line in strings(path):
+            if predicate(text):
+                found.append(f"{rel(path)}:{line}: {text[:60]!r}")
+    return found
+
+
+def test_host_sync_calls_are_named_in_kinds_only() -> None:
+    names = kinds.HOST_SYNC_CALLS | kinds.HOST_SYNC_COPIES | kinds.HTA_PATH_WAITS | {"cudaStreamQuery"}
+    assert where(lambda t: t in names or "Synchronize" in t, {"kinds.py"}) == []
+
+
+def test_the_step_annotation_is_named_in_kinds_only() -> None:
+    assert where(lambda t: t.startswith(kinds.STEP_ANNOTATION), {"kinds.py"}) == []
+
+
+def test_one_table_of_bytes_per_dtype() -> None:
+    """No dict literal elsewhere that maps three or more dtype names to a number of bytes."""
+    found = []
+    names = set(dtypes.DTYPE_BYTES)
+    for path in SOURCES:
+        if rel(path) == "dtypes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Dict):
+                continue
+            sizes = [k.value for k, v in zip(node.keys, node.values, strict=True)
+                     if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.lower() in names
+                     and isinstance(v, ast.Constant) and isinstance(v.value, int)]
+            if len(sizes) >= 3:  # a name -> bytes table
+                found.append(f"{rel(path)}:{node.lineno}: {sizes[:4]}")
+    assert found == []
+
+
+def test_the_dtype_table_agrees_with_torch() -> None:
+    """Every torch dtype, by its Python name (`float32`), its ScalarType name (`Float`, what
+    record_param_comms writes) and the C++ name torch's profiler writes as `Input type`
+    (`c10::Half`, `long int`): the table's size is torch's `element_size()`."""
+    torch = pytest.importorskip("torch")
+    checked = 0
+    for name in dir(torch):
+        dtype = getattr(torch, name)
+        if not isinstance(dtype, torch.dtype) or name != str(dtype).removeprefix("torch."):
+            continue
+        size = torch.empty(0, dtype=dtype).element_size()
+        got = dtypes.dtype_bytes(name)
+        if got is None and name.startswith(("uint", "int1", "int2", "int3", "int4", "int5", "int6", "int7",
+                                             "float4", "bits", "float8_e8")):
+            continue  # sub-byte and bit types, new unsigned: not written by any trace seen
+        assert got == size, (name, got, size)
+        checked += 1
+    assert checked >= 15
+    with torch.profiler.profile(record_shapes=True) as prof:
+        for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                      torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+                      torch.complex64, torch.complex128):
+            torch.zeros(4, dtype=dtype).clone()
+    written = {}
+    for event in prof.events():
+        if event.name == "aten::clone" and event.input_shapes and event.input_shapes[0] == [4]:
+            written[event.input_dtypes[0]] = None
+    assert len(written) == 12
+    for type_name in written:
+        assert dtypes.dtype_bytes(type_name) is not None, type_name
+
+
+def test_self_intervals_are_derived_once() -> None:
+    found = [rel(p) for p in SOURCES if rel(p) != "derived/self_time.py"
+             and re.search(r"^def (_gaps|self_interval\w*)\(", p.read_text(encoding="utf-8"), re.M)]
+    assert found == []
+
+
+def test_one_ancestor_walk() -> None:
+    """A walk up `parent` is `nesting.nearest_marked` / `ancestor_mask`: no function elsewhere
+    walks ancestors itself (a fixed number of levels, or its own loop)."""
+    found = []
+    for path in SOURCES:
+        if rel(path) == "nesting.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"^\s*def (\w*ancestor\w*)\(", text, re.M):
+            found.append(f"{rel(path)}: def {match[1]}")
+        if re.search(r"for _ in range\(depth\)", text):
+            found.append(f"{rel(path)}: a fixed-depth walk")
+    assert found == []
+
+
+def test_per_category_masks_in_masks_only() -> None:
+    """A predicate evaluated once per category is `derived.masks.match`."""
+    pattern = re.compile(r"predicate\(str\(c\)\)|for c in \w+(\.cat)?\.categories\] \+ \[False\]")
+    found = [rel(p) for p in SOURCES
+             if rel(p) != "derived/masks.py" and pattern.search(p.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_devices_are_decided_in_masks_only() -> None:
+    """The devices of a trace are `derived.masks.gpu_labels` / `active_gpus` / `on_device`:
+    nobody else makes a set of `launches["gpu"]`."""
+    pattern = re.compile(r"set\([^)\n]*\[\"gpu\"\]|\[\"gpu\"\]\.cat\.remove_unused_categories")
+    found = [rel(p) for p in SOURCES
+             if rel(p) != "derived/masks.py" and pattern.search(p.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_analyses_do_not_build_rank_cache_paths() -> None:
+    """A rank's cached table is `TraceSet.rank_table` (file names: `ranks.cache.table_path`)."""
+    found = [f"{rel(p)}:{line}" for p in SOURCES if rel(p).startswith(("analysis/", "widget/"))
+             for text, line in strings(p) if ".parquet" in text]
+    found += [rel(p) for p in SOURCES if rel(p).startswith(("analysis/", "widget/"))
+              and re.search(r"\.entry\(", p.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_the_args_taken_out_are_listed_once() -> None:
+    """`_native.keys` lists them; the lookup list is made from it; no other module assigns a
+    literal list of them to a list of taken-out args (`NUMERIC_ARGS`, `VALUE_ARGS`, `LOOKUP_*`).
+    The C scanner's copy is compared with them when the library loads."""
+    all_keys = set(keys.NUMERIC_ARGS) | set(keys.VALUE_ARGS)
+    assert set(keys.LOOKUP_NUMERIC) <= set(keys.NUMERIC_ARGS)
+    found = []
+    for path in SOURCES:
+        if rel(path) == "_native/keys.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Assign) or not isinstance(node.value, (ast.Tuple, ast.List, ast.Set)):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            hits = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and e.value in all_keys]
+            if any(re.search(r"^(NUMERIC_ARGS|VALUE_ARGS|LOOKUP_\w+)$", n) for n in names) and len(hits) >= 2:
+                found.append(f"{rel(path)}:{node.lineno}: {names} = {hits[:4]}")
+    assert found == []
+
+
+def test_collective_calls_are_numbered_once() -> None:
+    """The k-th call of a rank is `ranks.derived.call_numbers`: nobody else numbers calls by
+    their process group."""
+    pattern = re.compile(r"groupby\([^)]*(\"pg\"|\"process_group\")[^)]*\)[^\n]*cumcount")
+    found = [rel(p) for p in SOURCES
+             if rel(p) != "ranks/derived.py" and pattern.search(p.read_text(encoding="utf-8"))]
+    assert found == []
