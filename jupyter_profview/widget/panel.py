@@ -44,6 +44,7 @@ class ViewSession(Protocol):
     selected: np.ndarray
     selection_error: str | None
     extent: tuple[float, float]
+    first_view: tuple[float, float]
     panels: dict[str, Panel]
 
     @property

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import rpc
-from . import lod
+from . import lod, rpc
 from .metric_colors import COLOR_CHOICES
 from .panel import TOKENS, Panel
 from .panels import COMMAND_OWNER, PANELS, TRAIT_OWNER
