@@ -272,7 +272,7 @@ def test_authorizer_refusing_contents_refuses_the_viewer(root: Path, tmp_path: P
         assert http.request("GET", "/api/contents")[0] == 403  # the authorizer is in force
         status, body = http.request("POST", "/profview/api/sessions", {"path": FIXTURE})
         assert status == 403, body
-        assert http.request("GET", "/profview/api/sessions")[0] == 403
+        assert http.request("GET", "/profview/api/sessions/0123456789abcdef")[0] == 403
         assert http.request("GET", f"/profview/view?path={FIXTURE}")[0] == 403
 
 

@@ -168,9 +168,9 @@ class TraceStore:
     async def ready(self, sid: str, owner: str = "") -> Session:
         """The session once loaded; raises the load's error (ProfviewError for a bad file)."""
         sess = self.get(sid, owner)
-        while sess.state == "loading" or (sess.task is not None and not sess.task.done()):
-            assert sess.task is not None
+        while True:  # the load's own error (a ProfviewError: 400); again if a restart reloads it
             task = sess.task
+            assert task is not None
             await asyncio.shield(task)
             if task is sess.task:
                 break
