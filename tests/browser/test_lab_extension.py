@@ -64,7 +64,7 @@ def start_lab(top: Path, env: dict[str, str] | None = None) -> LabServer:
         server = LabServer(top / "root", token=TOKEN)
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:  # the token is in force
-            urllib.request.urlopen(f"{server.base}/profview/api/sessions", timeout=10)
+            urllib.request.urlopen(f"{server.base}/profview/api/sessions/0123456789abcdef", timeout=10)
         assert refused.value.code == 403
     except BaseException:
         server.stop()
