@@ -242,11 +242,12 @@ def _track_labels(process: pd.Categorical, thread: pd.Categorical, pair_values: 
     lanes_per = int(lane.max()) + 1 if len(lane) else 1
     lane_values, lane_code = dense_codes(track_code * lanes_per + lane)
     labels = []
+    processes, threads = list(process.categories), list(thread.categories)  # not an Index lookup per track
     for value in lane_values.tolist():
         p, t = divmod(int(pair_values[value // lanes_per]), nthreads)
         sub = value % lanes_per
         tag = OVERLAP_TAG.format(sub) if sub else ""
-        labels.append(f"{process.categories[p]} / {thread.categories[t]}{tag}")
+        labels.append(f"{processes[p]} / {threads[t]}{tag}")
     uniq, label_code = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
     return pd.Categorical.from_codes(label_code.reshape(-1)[lane_code], categories=pd.Index(uniq.tolist()))
 

@@ -4,6 +4,7 @@ server or ``profview serve`` in a subprocess, its HTTP API, and the multi-rank r
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
 import json
 import os
 import secrets
@@ -50,16 +51,26 @@ NO_RANKS_EXTRA = "import sys\nsys.modules['pyarrow'] = None\nsys.modules['duckdb
 
 
 class Http:
+    """One client of the server, as a browser is: its token and the login cookie the server sets
+    (jupyter-server's user identity: with a shared token each client is its own anonymous user,
+    and a viewer session is its opener's).  ``as_another()``: a second client, another user."""
+
     def __init__(self, base: str, token: str, pid: int | None = None) -> None:
         self.base, self.token, self.pid = base, token, pid  # pid: the server process
+        cookies = urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        self.opener = urllib.request.build_opener(cookies)
 
-    def request(self, method: str, path: str, body: Any = None, token: bool = True) -> tuple[int, bytes]:
-        data = None if body is None else json.dumps(body).encode()
+    def as_another(self, token: str | None = None) -> Http:
+        return Http(self.base, self.token if token is None else token, self.pid)
+
+    def request(self, method: str, path: str, body: Any = None, token: bool = True,
+                raw: bytes | None = None) -> tuple[int, bytes]:
+        data = raw if raw is not None else None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method)
         if token:
             req.add_header("Authorization", f"token {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
+        try:  # without the token, no cookie either: an unauthenticated client
+            with (self.opener.open if token else urllib.request.urlopen)(req, timeout=60) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()

@@ -99,11 +99,13 @@ def test_detail_returns_a_frame_of_slices(server: Http, root: Path) -> None:
     data = rpc.WidgetData(profview.load(root / FIXTURE))
     _, local = rpc.detail(data, msg)
     assert buffers == local
-    # an invalid request is answered like the widget's RPC: {"error": ...}, status 200
-    reply, buffers = server.call(sid, "_detail", {"t0": 5, "t1": 1, "width": 10})
-    assert "t0 < t1" in reply["error"] and buffers == []
-    reply, _ = server.call(sid, "_nope", {})
-    assert "unknown command" in reply["error"]
+    # an invalid request is an error status with the widget RPC's message (requests.failure),
+    # never a 200
+    status, body = server.request("POST", f"/profview/api/sessions/{sid}/call/_detail",
+                                  {"t0": 5, "t1": 1, "width": 10})
+    assert status == 400 and "t0 < t1" in json.loads(body)["message"]
+    status, body = server.request("POST", f"/profview/api/sessions/{sid}/call/_nope", {})
+    assert status == 400 and "unknown command" in json.loads(body)["message"]
 
 
 def test_event_and_table_follow_the_selection(server: Http, root: Path) -> None:
@@ -126,7 +128,7 @@ def test_event_and_table_follow_the_selection(server: Http, root: Path) -> None:
     assert changed["color_by"] == "phase" and changed["_info"]["color_by"] == "phase"
     assert isinstance(changed["_overview"], bytes) and len(changed["_overview"]) > 8
     status, body = server.request("POST", f"/profview/api/sessions/{sid}/traits", {"_info": {}})
-    assert "cannot be set" in wire.decode(body)[0]["error"]
+    assert status == 400 and "cannot be set" in json.loads(body)["message"]
 
 
 def test_paths_outside_the_root_are_refused(server: Http) -> None:
@@ -157,8 +159,7 @@ def test_bad_file_is_a_400_with_the_profview_error(server: Http, root: Path) -> 
 
 def test_no_token_is_refused(server: Http) -> None:
     sid = server.open(FIXTURE)
-    for method, path, body in (("GET", "/profview/api/sessions", None),
-                               ("GET", f"/profview/api/sessions/{sid}/state", None),
+    for method, path, body in (("GET", f"/profview/api/sessions/{sid}/state", None),
                                ("POST", "/profview/api/sessions", {"path": FIXTURE}),
                                ("POST", f"/profview/api/sessions/{sid}/call/_detail",
                                 {"t0": 0, "t1": 1, "width": 1}),
@@ -178,8 +179,7 @@ def test_close_and_eviction(server: Http) -> None:
     for sid in ids[1:]:
         server.state(sid)
     assert server.request("GET", f"/profview/api/sessions/{ids[0]}/state")[0] == 404
-    listed = json.loads(server.request("GET", "/profview/api/sessions")[1])
-    assert len(listed) == MAX_SESSIONS
+    assert all(server.request("GET", f"/profview/api/sessions/{sid}")[0] == 200 for sid in ids[1:])
     for sid in ids[1:]:
         assert server.request("DELETE", f"/profview/api/sessions/{sid}")[0] == 204
 
@@ -272,7 +272,7 @@ def test_authorizer_refusing_contents_refuses_the_viewer(root: Path, tmp_path: P
         assert http.request("GET", "/api/contents")[0] == 403  # the authorizer is in force
         status, body = http.request("POST", "/profview/api/sessions", {"path": FIXTURE})
         assert status == 403, body
-        assert http.request("GET", "/profview/api/sessions")[0] == 403
+        assert http.request("GET", "/profview/api/sessions/0123456789abcdef")[0] == 403
         assert http.request("GET", f"/profview/view?path={FIXTURE}")[0] == 403
 
 

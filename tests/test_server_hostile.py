@@ -217,15 +217,15 @@ def test_a_load_past_the_timeout_restarts_the_worker(tmp_path: Path) -> None:
     async def scenario() -> None:
         store = TraceStore(load_timeout=120)
         try:
-            warm = store.open(tmp_path / FIXTURE, FIXTURE, root=tmp_path)  # the worker is up
+            warm = await store.open(tmp_path / FIXTURE, FIXTURE, root=tmp_path)  # the worker is up
             assert (await store.ready(warm.id)).state == "ready"
             store.load_timeout = 1.0
-            stuck = store.open(slow, slow.name, root=tmp_path)
+            stuck = await store.open(slow, slow.name, root=tmp_path)
             with pytest.raises(SessionGone, match="longer than 1 s"):
                 await store.ready(stuck.id)
             assert stuck.state == "error" and stuck.error.startswith("slow.json.gz: ")
             store.load_timeout = 120
-            again = store.open(tmp_path / FIXTURE, FIXTURE, root=tmp_path)
+            again = await store.open(tmp_path / FIXTURE, FIXTURE, root=tmp_path)
             assert (await store.ready(again.id)).state == "ready"
         finally:
             store.shutdown()

@@ -5,6 +5,7 @@
 import { formatTime, shareText } from "./axis";
 import type { Frame } from "./codec";
 import { el } from "./dom";
+import { isolated } from "./bidi";
 import type { PanelModule } from "./panel";
 
 export interface IcicleNode {
@@ -178,7 +179,7 @@ export class IciclePanel {
         ctx.rect(x, y, w - 1, ICICLE_ROW_H);
         ctx.clip();
         ctx.fillStyle = "#fff";
-        ctx.fillText(`${n.name} ${formatTime(n.width)}`, x + 3, y + ICICLE_ROW_H / 2);
+        ctx.fillText(`${isolated(n.name)} ${formatTime(n.width)}`, x + 3, y + ICICLE_ROW_H / 2);
         ctx.restore();
       }
     });

@@ -6,6 +6,7 @@ import { GROUP_H, ROW_H } from "./layout";
 import { AXIS_H, COMM_COLOR, GUTTER_W, type Surface, type TimelineScene } from "./scene";
 import { laneRuns, type SummaryLane } from "./summary";
 import { textOn } from "./theme";
+import { isolated } from "./bidi";
 
 /** Indent (CSS px) of a process group's label inside a rank section. */
 const INDENT = 10;
@@ -56,7 +57,7 @@ export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
       const lane = g.collapsed ? sc.summary?.get(g.key) : undefined;
       ctx.fillStyle = th.fg;
       ctx.font = `bold 11px ${th.font}`;
-      const name = g.name || g.process || "(no process)";
+      const name = isolated(g.name || g.process || "(no process)");
       const note = g.rank === undefined ? undefined : sc.notes?.get(g.rank);
       const count = `(${g.tracks.length} track${g.tracks.length === 1 ? "" : "s"})`;
       // with a busy lane the label has the gutter only: the short note ("+4.033 ms"), no count
@@ -72,7 +73,7 @@ export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
     for (const t of g.tracks) {
       const ty = oy + sc.layout.trackY[t];
       if (ty + ROW_H < AXIS_H || ty > h) continue;
-      ctx.fillText(fitText(sc.tracks[t]?.name ?? "", GUTTER_W - 14 - indent, surf.charW, true), 8 + indent,
+      ctx.fillText(isolated(fitText(sc.tracks[t]?.name ?? "", GUTTER_W - 14 - indent, surf.charW, true)), 8 + indent,
         ty + ROW_H / 2);
     }
   }
@@ -115,7 +116,7 @@ export function drawLabels(surf: Surface, sc: TimelineScene, s: Slices | null,
     const x0 = Math.max(GUTTER_W, GUTTER_W + (s.start[i] - sc.view.start) * k);
     const x1 = Math.min(surf.w, GUTTER_W + (s.start[i] + s.dur[i] - sc.view.start) * k);
     if (x1 - x0 < minW) continue;
-    const text = boxLabel(s.labels[s.label[i]] ?? "", x1 - x0 - 6, surf.charW);
+    const text = isolated(boxLabel(s.labels[s.label[i]] ?? "", x1 - x0 - 6, surf.charW));
     if (!text) continue;
     const lit = !highlight || highlight.has(s.id[i]);
     ctx.globalAlpha = lit ? 1 : 0.35;

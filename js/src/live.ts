@@ -1,6 +1,7 @@
 // The list under the memory panel: the allocations live at a clicked time (a `_live` reply).
 
 import { formatBytes, formatTime, type TimeUnit } from "./axis";
+import { isolated } from "./bidi";
 
 export interface LiveRow {
   device?: string; address?: number | string | null; bytes?: number;
@@ -31,9 +32,14 @@ export function renderLive(box: HTMLDivElement, reply: LiveReply | null, unit: T
   for (const r of rows) {
     const d = document.createElement("div");
     d.className = "pv-live-row";
-    const span = [r.alloc_time, r.free_time].map((t) => (typeof t === "number" ? formatTime(t, unit) : "?")).join(" → ");
-    const addr = r.address === null || r.address === undefined ? "" : `  @${String(r.address)}`;
-    d.textContent = `${formatBytes(Number(r.bytes ?? 0)).padStart(10)}  ${r.device ?? ""}${addr}  ${r.owner ?? ""}  [${span}]`;
+    d.textContent = liveRowText(r, unit);
     box.appendChild(d);
   }
+}
+
+/** One live allocation: bytes, device, address, owner (trace text, isolated) and [alloc → free]. */
+export function liveRowText(r: LiveRow, unit: TimeUnit): string {
+  const span = [r.alloc_time, r.free_time].map((t) => (typeof t === "number" ? formatTime(t, unit) : "?")).join(" → ");
+  const addr = r.address === null || r.address === undefined ? "" : `  @${String(r.address)}`;
+  return `${formatBytes(Number(r.bytes ?? 0)).padStart(10)}  ${isolated(r.device ?? "")}${addr}  ${isolated(r.owner ?? "")}  [${span}]`;
 }

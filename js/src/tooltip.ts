@@ -2,6 +2,7 @@
 
 import { formatTime, type TimeUnit } from "./axis";
 import { metricLines, type Metrics } from "./metrics";
+import { isolated } from "./bidi";
 
 export interface EventInfo {
   id: number;
@@ -63,7 +64,7 @@ function argText(v: unknown): string {
 /** Tooltip lines for an event (name first). */
 export function eventLines(e: EventInfo, unit: TimeUnit, maxArgs = 12): string[] {
   const lines: string[] = [];
-  if (e.name !== undefined) lines.push(e.name);
+  if (e.name !== undefined) lines.push(isolated(e.name));
   const cat = [e.rank !== undefined ? `rank ${e.rank}` : "", e.category, e.phase]
     .filter((x) => x !== undefined && x !== "").join(" · ");
   if (cat) lines.push(cat);
@@ -75,7 +76,7 @@ export function eventLines(e: EventInfo, unit: TimeUnit, maxArgs = 12): string[]
   for (const [k, v] of args.slice(0, maxArgs)) {
     let t = argText(v);
     if (t.length > 120) t = `${t.slice(0, 119)}…`;
-    lines.push(`${k}: ${t}`);
+    lines.push(`${isolated(k)}: ${isolated(t)}`);
   }
   if (args.length > maxArgs) lines.push(`… ${args.length - maxArgs} more args`);
   return lines;

@@ -85,9 +85,13 @@ def device_peak(name: str, precision: str) -> tuple[float, float]:
     return math.nan, math.nan
 
 
-def _prod(xs: Any) -> int:
+def _prod(xs: Any) -> float:
+    """The product of a shape's sizes; NaN when one is not an integer (the file's args are
+    untrusted: ``Input Dims`` may hold text), so the numbers it feeds are NaN, never an error."""
     out = 1
     for x in xs:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            return math.nan
         out *= int(x)
     return out
 

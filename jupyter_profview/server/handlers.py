@@ -12,6 +12,9 @@ body = its JSON request, reply framed.
 ``POST api/sessions/<id>/traits``: traits set by the browser (``_selection``, ``color_by``,
 ``_view``); reply framed: the traits changed in answer.
 ``DELETE api/sessions/<id>``: close (evict) the session.
+A session is its opener's (jupyter-server's ``current_user``): to another user every route of it
+is a 404, and opening a session evicts only the opener's own least recently used one.  There is no
+listing of sessions.
 Errors are JSON ``{"message": ...}``: 400 for a bad trace or request, 403 outside the served path
 (or hidden, or not a regular file), 404 for a missing file or session, 413 for a body over
 `MAX_BODY`.  One error boundary (`_Base.guarded`): whatever a handler or the worker
@@ -41,6 +44,7 @@ from jupyter_server.utils import url_path_join
 
 from ..errors import PathRefused, ProfviewError
 from ..sources import confine
+from ..widget.requests import CommandFailed, failure
 from . import wire
 from .store import SessionGone, TraceStore, public_message
 
@@ -77,11 +81,26 @@ class _Base(APIHandler):
     def store(self) -> TraceStore:
         return self.settings["profview_store"]  # type: ignore[no-any-return]
 
+    @property
+    def owner(self) -> str:
+        """Who asks: jupyter-server's user (a shared token's browsers are each their own
+        anonymous user, kept by the login cookie); a session is its opener's only."""
+        return str(getattr(self.current_user, "username", "") or "")
+
     def json_body(self) -> Any:
         try:
             return json.loads(bytes(self._body) or b"null")
-        except ValueError:
-            raise tornado.web.HTTPError(400, "the request body is not JSON") from None
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+            raise tornado.web.HTTPError(400, "the request body is not JSON (or nested too deeply)") from None
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """An HTTP error's message may quote the request (a refused path): logged as ``repr``,
+        so that a client cannot write terminal escape sequences into the operator's log."""
+        if isinstance(value, tornado.web.HTTPError) and value.log_message:
+            text = value.log_message % value.args if value.args else value.log_message
+            log.warning("%d %s %s: %r", value.status_code, self.request.method, self.request.path, text)
+            return
+        super().log_exception(typ, value, tb)
 
     def send_frame(self, body: bytes) -> None:
         self.set_header("Content-Type", wire.CONTENT_TYPE)
@@ -95,16 +114,17 @@ class _Base(APIHandler):
         except PathRefused as exc:
             raise tornado.web.HTTPError(exc.status, str(exc)) from None
         except ProfviewError as exc:
-            log.info("profview: %s", exc)
+            log.info("profview: %r", str(exc))
             raise tornado.web.HTTPError(400, public_message(exc)) from None
+        except CommandFailed as exc:  # the worker's command failed: its public message (requests.py)
+            raise tornado.web.HTTPError(exc.status, exc.message) from None
         except SessionGone as exc:
             raise tornado.web.HTTPError(404, str(exc.args[0]) if exc.args else "no such session") from None
         except tornado.web.HTTPError:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug: the log has it, the browser a 4xx without detail
-            log.error("profview: %s %s failed", self.request.method, self.request.path, exc_info=exc)
-            raise tornado.web.HTTPError(400, f"the request could not be answered ({type(exc).__name__}; "
-                                             "see the server log)") from None
+            status, message = failure(exc, f"{self.request.method} {self.request.path}")
+            raise tornado.web.HTTPError(status, message) from None
 
     def confine(self, asked: Any) -> Path:
         """The path ``asked`` names, by the server's one rule (``profview serve`` narrows it to
@@ -124,18 +144,14 @@ class SessionsHandler(_Base):
         async def open_() -> Any:
             target = self.confine(api_path)
             cm = self.contents_manager
-            return self.store.open(target, Path(api_path).name, root=cm.root_dir,  # type: ignore[arg-type]
-                                   scope=self.settings.get("profview_scope"),
-                                   allow_hidden=bool(getattr(cm, "allow_hidden", False)))
+            return await self.store.open(target, Path(api_path).name, root=cm.root_dir,  # type: ignore[arg-type]
+                                         scope=self.settings.get("profview_scope"),
+                                         allow_hidden=bool(getattr(cm, "allow_hidden", False)),
+                                         owner=self.owner)
 
         sess = await self.guarded(open_())
         self.set_status(202)
         self.finish(json.dumps(sess.status()))
-
-    @tornado.web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        self.finish(json.dumps([s.status() for s in self.store.sessions.values()]))
 
 
 class SessionHandler(_Base):
@@ -143,7 +159,7 @@ class SessionHandler(_Base):
     @authorized("read")
     async def get(self, sid: str) -> None:
         try:
-            sess = self.store.get(sid)
+            sess = self.store.get(sid, self.owner)
         except SessionGone as exc:
             raise tornado.web.HTTPError(404, str(exc.args[0])) from None
         self.finish(json.dumps(sess.status()))
@@ -151,7 +167,7 @@ class SessionHandler(_Base):
     @tornado.web.authenticated
     @authorized("read")
     async def delete(self, sid: str) -> None:
-        closed = await self.guarded(self.store.close(sid))
+        closed = await self.guarded(self.store.close(sid, self.owner))
         self.set_status(204 if closed else 404)
         self.finish()
 
@@ -160,14 +176,14 @@ class StateHandler(_Base):
     @tornado.web.authenticated
     @authorized("read")
     async def get(self, sid: str) -> None:
-        self.send_frame(await self.guarded(self.store.state(sid)))
+        self.send_frame(await self.guarded(self.store.state(sid, self.owner)))
 
 
 class CallHandler(_Base):
     @tornado.web.authenticated
     @authorized("read")
     async def post(self, sid: str, name: str) -> None:
-        self.send_frame(await self.guarded(self.store.call(sid, name, self.json_body())))
+        self.send_frame(await self.guarded(self.store.call(sid, name, self.json_body(), self.owner)))
 
 
 class TraitsHandler(_Base):
@@ -177,7 +193,7 @@ class TraitsHandler(_Base):
         changes = self.json_body()
         if not isinstance(changes, dict):
             raise tornado.web.HTTPError(400, "traits must be a JSON object")
-        self.send_frame(await self.guarded(self.store.set_traits(sid, changes)))
+        self.send_frame(await self.guarded(self.store.set_traits(sid, changes, self.owner)))
 
 
 def api_handlers(base_url: str) -> list[tuple[str, type[APIHandler]]]:

@@ -43,7 +43,9 @@ class ViewerPage(JupyterHandler):
             raise tornado.web.HTTPError(
                 500, "the viewer's JavaScript (static/standalone.js) is not built: cd js && npm run build")
         self.xsrf_token  # noqa: B018 - sets the _xsrf cookie the page's POSTs echo back
-        config = json.dumps({"baseUrl": self.base_url, "path": path}).replace("</", "<\\/")
+        # no "<" at all inside the <script> (a "<!--<script>" would swallow the module script that
+        # follows): escaped as \u003c, which JSON.parse reads back (save_html does the same)
+        config = json.dumps({"baseUrl": self.base_url, "path": path}).replace("<", "\\u003c")
         static = url_path_join(self.base_url, "profview", "static")
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish(PAGE.format(title=html.escape(f"profview: {path}"), name=html.escape(path),

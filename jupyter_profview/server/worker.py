@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ProfviewError
 from ..sources import walk
-from ..widget.requests import RequestError
+from ..widget.requests import CommandFailed, failure
 from ..widget.session import ViewSession
 from . import wire
 
@@ -28,6 +28,16 @@ SESSIONS: dict[str, ViewSession] = {}
 #: names the loader sniffs well; a directory without ``ranks.load_many`` opens its first such file
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".trace.json", ".trace.json.gz", ".json",
                   ".json.gz", ".xplane.pb", ".pb", ".pb.gz", ".pbtxt", ".txt")
+
+
+#: the load running now and when it began, shared with the server process (`pool.WorkerPool`)
+_CLOCK: tuple[Any, Any] | None = None
+
+
+def init(running: Any, began: Any) -> None:
+    """The worker process's initializer: where it tells the server which load it runs since when."""
+    global _CLOCK
+    _CLOCK = (running, began)
 
 
 def warm() -> int:
@@ -71,12 +81,27 @@ def _load_directory(path: Path, files: list[Path] | None = None) -> tuple[Any, d
 
 
 def open_session(sid: str, path: str, name: str | None = None,
-                 confinement: dict[str, Any] | None = None) -> dict[str, Any]:
+                 confinement: dict[str, Any] | None = None, ticket: int = 0) -> dict[str, Any]:
     """Load ``path`` (a file, or a run directory) for session ``sid``; returns facts for its
     status: ``events``, timings and, for a directory, ``run`` (see `_load_directory`).
+    ``ticket``: the server's number of this load, published with its start time while it runs
+    (the load timeout counts from here).
 
     Raises `ProfviewError` for a bad trace (the store sends its text to the browser).
     """
+    if _CLOCK is not None and ticket:
+        running, began = _CLOCK
+        began.value = time.monotonic()  # before the ticket: whoever sees the ticket sees its time
+        running.value = ticket
+    try:
+        return _open_session(sid, path, name, confinement)
+    finally:
+        if _CLOCK is not None and ticket:
+            _CLOCK[0].value = 0
+
+
+def _open_session(sid: str, path: str, name: str | None,
+                  confinement: dict[str, Any] | None) -> dict[str, Any]:
     from ..loader import load
 
     began = time.perf_counter()
@@ -124,19 +149,28 @@ def state(sid: str) -> bytes:
 
 
 def call(sid: str, name: str, msg: Any) -> bytes:
-    """One command of the widget's RPC (``_detail``, ``_table`` ...), framed."""
-    reply, buffers = _session(sid).call(name, msg)
+    """One command of the widget's RPC (``_detail``, ``_table`` ...), framed; a command that
+    failed (its ``{"error": ...}`` reply, `failure`'s public message) raises `CommandFailed`:
+    the server answers it with an error status, never a 200."""
+    session = _session(sid)
+    try:
+        reply, buffers = session.call(name, msg)
+    except Exception as exc:  # noqa: BLE001 - the one error boundary (requests.failure)
+        raise CommandFailed(*failure(exc, name)) from None
+    if isinstance(reply.get("error"), str):
+        raise CommandFailed(400, reply["error"])
     return wire.encode(reply, buffers)
 
 
 def set_traits(sid: str, changes: dict[str, Any]) -> bytes:
     """Apply traits the browser set; returns the traits the kernel side changed in answer
-    (as the widget's observers do: a new ``color_by`` sends a new ``_info`` and ``_overview``),
-    or ``{"error": ...}``."""
+    (as the widget's observers do: a new ``color_by`` sends a new ``_info`` and ``_overview``).
+    A refused or failed change raises `CommandFailed` (an error status)."""
+    session = _session(sid)
     try:
-        return wire.encode(_session(sid).apply(changes))
-    except RequestError as exc:
-        return wire.encode({"error": str(exc)})
+        return wire.encode(session.apply(changes))
+    except Exception as exc:  # noqa: BLE001 - the one error boundary (requests.failure)
+        raise CommandFailed(*failure(exc, "traits")) from None
 
 
 def close(sid: str) -> bool:

@@ -136,10 +136,12 @@ def track_table(trace: Trace) -> pd.DataFrame:
     max_depth = np.zeros(len(track_labels), np.int64)
     np.maximum.at(max_depth, codes, depth)
     rows = []
-    for code, at in zip(present.tolist(), first.tolist(), strict=True):
+    # each lane's process and thread, read once for all lanes (not per lane: linear in lanes)
+    processes = ev["process"].iloc[first].astype(str).tolist()
+    threads = ev["thread"].iloc[first].astype(str).tolist()
+    for code, process, thread in zip(present.tolist(), processes, threads, strict=True):
         label = track_labels[code]
         lane = _OVERLAP.search(label)
-        process, thread = str(ev["process"].iat[at]), str(ev["thread"].iat[at])
         lane_no = int(lane.group(1)) if lane else 0
         rank = None if ranks is None else int(ranks[code])
         labels = own if rank is None else labels_of.get(rank)

@@ -89,10 +89,11 @@ class MemoryIndex:
         """
         px = (t1 - t0) / width
         series_col, times, values = [], [], []
+        series_type = np.uint16 if len(self.series) <= 1 << 16 else np.uint32  # wide enough for all
         for k, s in enumerate(self.series):
             if s.busy is not None:  # utilisation: one point per pixel column
                 edges = np.linspace(t0, t1, width + 1)
-                series_col.append(np.full(width, k, np.uint16))
+                series_col.append(np.full(width, k, series_type))
                 times.append(edges[:-1])
                 values.append(s.busy(edges))
                 continue
@@ -102,7 +103,7 @@ class MemoryIndex:
                 continue
             t, b = s.time[lo:hi], s.bytes[lo:hi]
             keep = downsample(t, b, t0, px)
-            series_col.append(np.full(len(keep), k, np.uint16))
+            series_col.append(np.full(len(keep), k, series_type))
             times.append(t[keep])
             values.append(b[keep])
         meta: dict[str, Any] = {"series": self.meta_series(), "t0": t0, "t1": t1, "width": width}

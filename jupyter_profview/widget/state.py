@@ -137,7 +137,10 @@ class WidgetData:
         on-screen ``group`` and ``name``, ``depths``, and ``key``, what collapses its group; with
         several ranks also ``rank`` and ``section`` (its rank's section key)."""
         out = []
-        for i, r in enumerate(self.timeline.tracks.to_dict("records")):
+        table = self.timeline.tracks
+        columns = {c: table[c].tolist() for c in table.columns}  # plain lists: linear, no per-row boxing
+        rows = (dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True))
+        for i, r in enumerate(rows):
             rank = int(r["rank"]) if "rank" in r and not pd.isna(r["rank"]) else None
             out.append({"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
                         "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),

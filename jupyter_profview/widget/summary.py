@@ -98,16 +98,34 @@ def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events:
         work = timeline.row % timeline.depth_span == 0 if timeline.n else np.zeros(0, bool)
         comm = np.zeros(timeline.n, bool)
     cols: dict[str, list[np.ndarray]] = {"key": [], "kind": [], "start": [], "dur": []}
-    names: list[str] = []
+    names = list(keys)
     busy: list[float] = []
     comm_busy: list[float] = []
-    for k, (name, idx) in enumerate(keys.items()):
-        mine = np.isin(row_track, np.asarray(idx, np.int64))
-        names.append(name)
-        for kind, pick in enumerate((work & mine, comm & mine)):
-            s, e = union(timeline.start[pick], timeline.end[pick], gap=gap)
+    key_type = np.uint16 if len(keys) <= 1 << 16 else np.uint32  # wide enough for every group
+    # the events of each key, found for all keys at once (a track is in at most two keys: its
+    # process group and its rank section): linear in events and keys, not their product
+    member_track = np.fromiter((i for idx in keys.values() for i in idx), np.int64)
+    member_key = np.repeat(np.arange(len(keys)), [len(idx) for idx in keys.values()])
+    by_track = np.argsort(member_track, kind="stable")
+    member_track, member_key = member_track[by_track], member_key[by_track]
+    runs: list[list[tuple[np.ndarray, np.ndarray]]] = []
+    for pick in (work, comm):
+        ev = np.flatnonzero(pick)
+        lo = np.searchsorted(member_track, row_track[ev], "left")
+        hi = np.searchsorted(member_track, row_track[ev], "right")
+        count = hi - lo
+        ev_of = np.repeat(ev, count)
+        key_of = member_key[np.repeat(lo, count) + _ramps(count)]
+        order = np.argsort(key_of, kind="stable")
+        ev_of, key_of = ev_of[order], key_of[order]
+        bounds = np.searchsorted(key_of, np.arange(len(keys) + 1))
+        runs.append([union(timeline.start[mine], timeline.end[mine], gap=gap)
+                     for mine in np.split(ev_of, bounds[1:-1])])
+    for k in range(len(keys)):
+        for kind in (0, 1):
+            s, e = runs[kind][k]
             (busy if kind == 0 else comm_busy).append(float((e - s).sum()))
-            cols["key"].append(np.full(len(s), k, np.uint16))
+            cols["key"].append(np.full(len(s), k, key_type))
             cols["kind"].append(np.full(len(s), kind, np.uint8))
             cols["start"].append(s)
             cols["dur"].append(e - s)
@@ -119,3 +137,12 @@ def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events:
     }
     return encode_frame(columns, {"keys": names, "busy": busy, "comm": comm_busy, "t0": t0, "t1": t1,
                                   "width": width})
+
+
+def _ramps(count: np.ndarray) -> np.ndarray:
+    """``0, 1, ..., c - 1`` for each ``c`` of ``count``, concatenated."""
+    total = int(count.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    starts = np.repeat(np.cumsum(count) - count, count)
+    return np.arange(total) - starts

@@ -50,11 +50,15 @@ class NoContentModelFactory extends TextModelFactory {
   }
 }
 
-/** The notebook "Open in notebook" writes next to `path`: code that loads what the tab shows
- * (`status` of the loaded session; a run directory the server opened as one file -- the `ranks`
- * extra is missing -- loads that file, not `load_many`). */
+/** The notebook "Open in notebook" writes at the server's root, where the user's notebooks
+ * live, never in the trace's directory (a kernel started there imports whatever
+ * `jupyter_profview.py` was planted beside the trace): code that loads what the tab shows by its
+ * path from the root (`status` of the loaded session; a run directory the server opened as one
+ * file -- the `ranks` extra is missing -- loads that file, not `load_many`). */
+export const NOTEBOOK_DIR = "";
+
 export function notebookFor(path: string, isDir: boolean, status: SessionStatus | null = null): Record<string, unknown> {
-  const name = PathExt.basename(path);
+  const name = path.replace(/^\/+/, ""); // relative to the root, where the kernel starts
   const run = status?.run;
   let code: string;
   if (isDir && run?.mode === "one-file") {
@@ -79,7 +83,7 @@ async function openInNotebook(
 ): Promise<void> {
   const status = await loaded;  // the code follows what the tab loaded
   const contents = app.serviceManager.contents;
-  const made = await contents.newUntitled({ path: PathExt.dirname(path), type: "notebook" });
+  const made = await contents.newUntitled({ path: NOTEBOOK_DIR, type: "notebook" });
   await contents.save(made.path, { type: "notebook", format: "json", content: notebookFor(path, isDir, status) });
   await app.commands.execute("docmanager:open", { path: made.path, factory: "Notebook" });
 }
@@ -87,7 +91,7 @@ async function openInNotebook(
 function notebookButton(app: JupyterFrontEnd, panel: ProfviewPanel, isDir: boolean): ToolbarButton {
   return new ToolbarButton({
     icon: notebookIcon, label: "Open in notebook", className: "jp-ProfviewPanel-notebook",
-    tooltip: "A new notebook with t = profview.load(path); profview.show(t)",
+    tooltip: "A new notebook at the server's root with t = profview.load(path); profview.show(t)",
     onClick: () => void openInNotebook(app, panel.path, isDir, panel.loaded),
   });
 }

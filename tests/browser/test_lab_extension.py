@@ -47,11 +47,6 @@ def _get_json_with_token(url: str, attempts: int = 1) -> Any:
     return lab_module._get_json(url, attempts, token=TOKEN)
 
 
-def sessions(lab: LabServer) -> list[dict[str, Any]]:
-    """The open sessions of the server extension (their status: events, run ...)."""
-    return list(_get_json_with_token(f"{lab.base}/profview/api/sessions"))
-
-
 def start_lab(top: Path, env: dict[str, str] | None = None) -> LabServer:
     """JupyterLab on ``top/root`` with the prebuilt extension (from a temp data dir) and the
     server extension enabled by the wheel's config file, as ``pip install`` leaves them."""
@@ -69,7 +64,7 @@ def start_lab(top: Path, env: dict[str, str] | None = None) -> LabServer:
         server = LabServer(top / "root", token=TOKEN)
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:  # the token is in force
-            urllib.request.urlopen(f"{server.base}/profview/api/sessions", timeout=10)
+            urllib.request.urlopen(f"{server.base}/profview/api/sessions/0123456789abcdef", timeout=10)
         assert refused.value.code == 403
     except BaseException:
         server.stop()
@@ -164,8 +159,11 @@ def session_id(page: Any, nth: int = -1) -> str:
     return ids[nth]
 
 
-def session_status(lab: LabServer, sid: str) -> dict[str, Any]:
-    return dict(_get_json_with_token(f"{lab.base}/profview/api/sessions/{sid}"))
+def session_status(page: Any, lab: LabServer, sid: str) -> dict[str, Any]:
+    """The session's status as the page's user sees it (a session is its opener's: another
+    client gets a 404); ``{"message": ...}`` once it is closed."""
+    return dict(page.evaluate("async (u) => (await fetch(u, {credentials: 'same-origin'})).json()",
+                              f"{lab.base}/profview/api/sessions/{sid}"))
 
 
 def one_file_note(files: list[Path]) -> str:
@@ -282,12 +280,12 @@ def test_closing_the_tab_closes_the_session(lab_page: Any, lab_ext: LabServer) -
     page.wait_for_selector(TIMELINE)
     assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
     sid = session_id(page)
-    assert session_status(lab_ext, sid)["state"] == "ready"
+    assert session_status(page, lab_ext, sid)["state"] == "ready"
     assert api_requests(page, "DELETE", f"sessions/{sid}") == 0
     page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").click()
     assert wait_until(lambda: api_requests(page, "DELETE", f"sessions/{sid}") == 1), page.profview_requests
     # the server let go of it (the worker's cache is freed)
-    assert wait_until(lambda: all(s["id"] != sid for s in sessions(lab_ext)))
+    assert wait_until(lambda: "no open session" in session_status(page, lab_ext, sid).get("message", ""))
 
 
 def test_open_run_directory_loads_every_rank_and_its_notebook_runs(lab_page: Any, lab_ext: LabServer) -> None:
@@ -305,7 +303,7 @@ def test_open_run_directory_loads_every_rank_and_its_notebook_runs(lab_page: Any
     page.wait_for_selector(TIMELINE)
     assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
     # every rank: the event count is the sum over the rank files, each counted from its JSON
-    status = session_status(lab_ext, session_id(page))
+    status = session_status(page, lab_ext, session_id(page))
     assert status["run"] == {"mode": "ranks", "ranks": list(range(len(files)))}
     assert status["events"] == sum(timeline_events(f) for f in files)
     assert page.locator(".jp-ProfviewPanel-note").count() == 0
@@ -350,6 +348,35 @@ def test_notebook_from_a_file_runs(lab_page: Any, lab_ext: LabServer) -> None:
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
 
 
+def test_notebook_of_a_trace_in_a_folder_is_written_at_the_root(lab_page: Any, lab_ext: LabServer) -> None:
+    """Issue 35 (9): "Open in notebook" of a trace in a folder writes the notebook at the root
+    (where the kernel starts), loading the trace by its path: a ``jupyter_profview.py`` planted
+    beside the trace is never imported."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    page = lab_page
+    folder = lab_ext.root / "shared_traces"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(FIXTURE, folder / TRACE)
+    (folder / "jupyter_profview.py").write_text("raise ImportError('the planted module was imported')\n")
+    item(page, "shared_traces").dblclick()
+    item(page, TRACE).dblclick()
+    page.wait_for_selector(TIMELINE)
+    before = set(lab_ext.root.glob("*.ipynb"))
+    page.locator(".jp-ProfviewPanel-notebook:visible").first.click()
+    try:
+        path = new_notebook(lab_ext.root, before)
+    finally:
+        page.locator(".jp-BreadCrumbs-home").first.click()  # the file browser back at the root
+    assert not list(folder.glob("*.ipynb"))
+    nb = nbformat.read(str(path), as_version=4)
+    assert f'profview.load("shared_traces/{TRACE}")' in nb.cells[0].source
+    NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(path.parent)}}).execute()
+    outputs = nb.cells[0].outputs
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
+
+
 def test_run_without_the_ranks_extra_says_so_and_its_notebook_loads_that_file(
         browser: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """JupyterLab whose server (and its worker) cannot import pyarrow/duckdb: the run opens as its
@@ -374,7 +401,7 @@ def test_run_without_the_ranks_extra_says_so_and_its_notebook_loads_that_file(
             assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000)
             note = page.locator(".jp-ProfviewPanel-note").first
             assert note.inner_text().strip() == one_file_note(files)
-            status = session_status(lab, session_id(page))
+            status = session_status(page, lab, session_id(page))
             assert status["run"]["mode"] == "one-file"
             assert status["events"] == timeline_events(files[0])
             before = set(lab.root.glob("*.ipynb"))
@@ -468,7 +495,7 @@ def test_notebook7_open_run_directory_draws(context: Any, lab_ext: LabServer) ->
     assert wait_until(lambda: canvas_ink(tab, PAGE_TIMELINE) > 2000), "nothing drawn in the viewer page"
     files = sorted((lab_ext.root / "run").glob("rank-*"))
     assert api_requests(tab, "POST", "sessions") == 1  # recorded from the tab's first request
-    status = session_status(lab_ext, session_id(tab))
+    status = session_status(tab, lab_ext, session_id(tab))
     assert status["events"] == sum(timeline_events(f) for f in files)
 
 

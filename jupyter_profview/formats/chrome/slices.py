@@ -94,6 +94,7 @@ class Labels:
     process_list: list[str] = field(default_factory=list)
     _threads: Interner = field(default_factory=Interner)
     _pair_label: dict[tuple[int, int], str] = field(default_factory=dict)
+    _labels_in_pid: set[tuple[int, str]] = field(default_factory=set)  # (pid, label) of _pair_label
     _proc_of_token: np.ndarray | None = None
     _labels_by_pid: dict[int, str] = field(default_factory=dict)
 
@@ -195,10 +196,10 @@ class Labels:
                 label = label.strip() if named or tid < 0 else f"stream {label}"
             elif not named and tid >= 0 and label.lstrip("-").isdigit():
                 label = f"thread {label}"  # an unnamed thread: its id, said as one
-            clash = [t for (p, t), other in self._pair_label.items() if p == pid and other == label]
-            if clash:
+            if (pid, label) in self._labels_in_pid:  # another thread of this process has it
                 label = f"{label} ({token_label(self._tok(tid))})"
             self._pair_label[(pid, tid)] = label
+            self._labels_in_pid.add((pid, label))
         return label
 
     def thread_codes(self, pid_code: np.ndarray, tid_code: np.ndarray) -> np.ndarray:
