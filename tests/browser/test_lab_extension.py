@@ -9,7 +9,6 @@ the config file the wheel ships, as ``pip install`` would.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import secrets
@@ -162,8 +161,18 @@ def session_id(page: Any, nth: int = -1) -> str:
 def session_status(page: Any, lab: LabServer, sid: str) -> dict[str, Any]:
     """The session's status as the page's user sees it (a session is its opener's: another
     client gets a 404); ``{"message": ...}`` once it is closed."""
+    return status_from_page(page, lab.base, sid)
+
+
+def status_from_page(page: Any, base: str, sid: str) -> dict[str, Any]:
+    """`session_status` for any server at `base` (the Lab server, `profview serve`)."""
     return dict(page.evaluate("async (u) => (await fetch(u, {credentials: 'same-origin'})).json()",
-                              f"{lab.base}/profview/api/sessions/{sid}"))
+                              f"{base}/profview/api/sessions/{sid}"))
+
+
+def origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def one_file_note(files: list[Path]) -> str:
@@ -508,8 +517,8 @@ def test_profview_serve_page_draws_every_rank(context: Any, tmp_path: Path) -> N
         page.goto(url)
         page.wait_for_selector(PAGE_TIMELINE)
         assert wait_until(lambda: canvas_ink(page, PAGE_TIMELINE) > 2000), "nothing drawn by profview serve"
-        status, body = http.request("GET", f"/profview/api/sessions/{session_id(page)}")
-        assert status == 200 and json.loads(body)["events"] == sum(timeline_events(f) for f in files)
+        status = status_from_page(page, origin(url), session_id(page))
+        assert status["events"] == sum(timeline_events(f) for f in files)
         assert page.locator(".pv-standalone-note").count() == 0
         assert page.locator(".pv-standalone-error").count() == 0
 
@@ -527,8 +536,7 @@ def test_profview_serve_without_the_ranks_extra_says_so(context: Any, tmp_path: 
         assert wait_until(lambda: canvas_ink(page, PAGE_TIMELINE) > 2000)
         note = page.locator(".pv-standalone-note").first
         assert note.inner_text().strip() == one_file_note(files)
-        status, body = http.request("GET", f"/profview/api/sessions/{session_id(page)}")
-        assert json.loads(body)["events"] == timeline_events(files[0])
+        assert status_from_page(page, origin(url), session_id(page))["events"] == timeline_events(files[0])
 
 
 def test_voila_renders_the_quickstart_widget(browser: Any, tmp_path: Path) -> None:
