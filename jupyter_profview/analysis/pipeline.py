@@ -53,7 +53,7 @@ from ..derived import covered, difference, instances, union
 from ..errors import ProfviewError
 from ..kinds import PIPELINE_COMPUTE_KINDS, STEP_ANNOTATION, is_communication, pipeline_action, step_pattern
 from ..model import Trace
-from .columns import among, match, thread_keys
+from .columns import among, thread_keys
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -115,12 +115,15 @@ def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
 class Coded:
     """A text column as codes: `values[codes[i]]` is row i's text (`codes[i] == -1`: missing)."""
 
-    codes: np.ndarray  # int64
+    codes: np.ndarray  # int, -1: missing
     values: list[str]
 
     def mask(self, hits: np.ndarray) -> np.ndarray:
         """Rows whose value's entry in `hits` (one bool per value) is true; missing rows false."""
-        return np.append(np.asarray(hits, bool), False)[self.codes]
+        hits = np.asarray(hits, bool)
+        if not hits.any():
+            return np.zeros(len(self.codes), bool)
+        return np.append(hits, False)[self.codes]
 
     def among(self, names: tuple[str, ...]) -> np.ndarray:
         """Rows whose value is one of `names`."""
@@ -130,17 +133,29 @@ class Coded:
 @dataclass(frozen=True)
 class _Events:
     """One rank's events as arrays (the columns the analysis reads): `ids` (event id per row),
-    `name` (coded), `slice` / `cpu_op` (kind / category masks), `key` (thread key,
-    `derived.masks.thread_keys`' rule), `start`, `end` (int64), `steps` (`derived.instances`)."""
+    `name` (coded), `slice` / `cpu_op` (kind / category masks), `high` / `low` (the two halves
+    of the thread key, `derived.masks.thread_keys`' rule: `key(rows)`; kept apart so that the
+    rows of one thread are found without building a key per row), `start`, `end` (int64),
+    `steps` (`derived.instances`)."""
 
     ids: np.ndarray
     name: Coded
     slice: np.ndarray
     cpu_op: np.ndarray
-    key: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
     start: np.ndarray
     end: np.ndarray
     steps: pd.DataFrame
+
+    def key(self, rows: np.ndarray) -> np.ndarray:
+        """The thread key (int64) of each row in `rows`."""
+        return (self.high[rows].astype(np.int64) << 32) | (self.low[rows].astype(np.int64) & 0xFFFFFFFF)
+
+    def on_thread(self, key: int) -> np.ndarray:
+        """Rows whose thread key is `key` (`high`, `low`: codes within int32)."""
+        low = key & 0xFFFFFFFF
+        return (self.high == key >> 32) & (self.low == (low - (1 << 32) if low >= 1 << 31 else low))
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         """The row of each event id (-1: none)."""
@@ -156,8 +171,13 @@ def _frame_events(events: pd.DataFrame, devices: list[str]) -> _Events:
     codes, names = _codes(events["name"])
     start = events["start"].to_numpy(np.int64)
     return _Events(events.index.to_numpy(np.int64), Coded(codes, names), among(events["kind"], ("slice",)),
-                   among(events["category"], ("cpu_op",)), thread_keys(events), start,
+                   among(events["category"], ("cpu_op",)), *_halves(thread_keys(events)), start,
                    start + events["dur"].to_numpy(np.int64), instances(events, devices=devices))
+
+
+def _halves(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`keys` (int64) as `_Events`' `high`, `low` (`low` sign-extended: the int32 it holds)."""
+    return keys >> 32, (keys & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
 def _parsed_actions(ev: _Events) -> pd.DataFrame:
@@ -173,7 +193,7 @@ def _parsed_actions(ev: _Events) -> pd.DataFrame:
         "stage": table[:, 0].astype(np.int64) if len(rows) else np.zeros(0, np.int64),
         "kind": table[:, 1].astype(str) if len(rows) else np.zeros(0, str),
         "microbatch": table[:, 2].astype(np.int64) if len(rows) else np.zeros(0, np.int64),
-        "start": ev.start[rows], "end": ev.end[rows], "key": ev.key[rows],
+        "start": ev.start[rows], "end": ev.end[rows], "key": ev.key(rows),
     }, index=pd.Index(ev.ids[rows]))
 
 
@@ -187,10 +207,10 @@ def _rank_tables(ev: _Events, launches: pd.DataFrame | None, rank: int
         values, counts = np.unique(actions["key"].to_numpy(), return_counts=True)
         thread = int(values[np.argmax(counts)])
     elif len(steps):
-        thread = int(ev.key[ev.rows(np.array([int(steps["event"].iloc[0])]))[0]])
+        thread = int(ev.key(ev.rows(np.array([int(steps["event"].iloc[0])])))[0])
     else:
         thread = -1
-    mine = ev.key == thread
+    mine = ev.on_thread(thread)
     step_rows = ev.rows(steps["event"].to_numpy(np.int64))
     steps = steps[mine[step_rows]].sort_values("start", kind="stable").reset_index(drop=True)
     actions = actions[actions["key"].to_numpy() == thread]
@@ -370,7 +390,6 @@ def _cached_rank(ts: TraceSet, rank: int) -> tuple[_Events, pd.DataFrame | None]
     ids = np.asarray(cols["id"], np.int64)
     start = np.asarray(cols["start"], np.int64)
     end = start + np.asarray(cols["dur"], np.int64)
-    key = (process.codes << 32) | (thread.codes & 0xFFFFFFFF)  # derived.masks.thread_keys' rule
     # the step rule (derived.instances) over the rows named like a step only
     pattern = step_pattern(STEP_ANNOTATION)
     rows = np.flatnonzero(name.mask(np.fromiter((pattern.match(n) is not None for n in name.values), bool,
@@ -381,6 +400,7 @@ def _cached_rank(ts: TraceSet, rank: int) -> tuple[_Events, pd.DataFrame | None]
 
     candidates = pd.DataFrame({"name": column(name), "category": column(category), "kind": column(kind),
                                "process": column(process), "thread": column(thread),
-                               "start": start[rows], "dur": end[rows] - start[rows]}, index=pd.Index(ids[rows]))
-    return _Events(ids, name, kind.among(("slice",)), category.among(("cpu_op",)), key, start, end,
-                   instances(candidates, devices=devices)), launches
+                               "start": start[rows], "dur": end[rows] - start[rows]},
+                              index=pd.Index(ids[rows]))
+    return _Events(ids, name, kind.among(("slice",)), category.among(("cpu_op",)), process.codes,
+                   thread.codes, start, end, instances(candidates, devices=devices)), launches

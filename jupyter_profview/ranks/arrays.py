@@ -3,8 +3,8 @@
 `read_table` (`.cache`) gives pandas with the written dtypes: per rank of 1M events that costs
 about as much as the analysis itself (the categorical columns are rebuilt, the index is hashed).
 An analysis that needs a few columns as arrays reads them here: a text column (dictionary-encoded
-in the cache) as a pair `(codes, values)` (int64 codes into its distinct values, -1 for missing),
-any other column as a plain numpy array.
+in the cache) as a pair `(codes, values)` (int codes, of the width the cache wrote, into its
+distinct values; -1 for missing), any other column as a plain numpy array.
 """
 
 from __future__ import annotations
@@ -21,21 +21,26 @@ Coded = tuple[np.ndarray, list[str]]
 
 def _coded(column: object) -> Coded:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     chunked: pa.ChunkedArray = column  # type: ignore[assignment]
     if not pa.types.is_dictionary(chunked.type):
+        import pyarrow.compute as pc  # imported only here: its import costs ~0.1 s
+
         chunked = pc.dictionary_encode(chunked)  # type: ignore[attr-defined]
-    chunked = chunked.unify_dictionaries()
     chunks = chunked.chunks
     if not chunks:
         return np.zeros(0, np.int64), []
-    codes = np.concatenate([c.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-                            for c in chunks])
+    if any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):  # else one dictionary
+        chunks = chunked.unify_dictionaries().chunks
+    indices = [c.indices for c in chunks]
+    if any(i.null_count for i in indices):
+        indices = [i.fill_null(-1) for i in indices]
+    codes = np.concatenate([i.to_numpy(zero_copy_only=False) for i in indices])
     return codes, [str(v) for v in chunks[0].dictionary.to_pylist()]
 
 
-def read_arrays(path: Path, columns: list[str], *, text: tuple[str, ...] = ()) -> dict[str, np.ndarray | Coded]:
+def read_arrays(path: Path, columns: list[str], *,
+                text: tuple[str, ...] = ()) -> dict[str, np.ndarray | Coded]:
     """`columns` of the Parquet table at `path`: those in `text` as `Coded` pairs, the others as numpy
     arrays (a column with missing values: float with NaN, as pyarrow converts it)."""
     import pyarrow.parquet as pq
