@@ -44,16 +44,16 @@ on the set's common clock.  The TraceSet is taken to be one pipeline (its ranks 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
 from ..derived import covered, difference, instances, union
 from ..errors import ProfviewError
-from ..kinds import PIPELINE_COMPUTE_KINDS, is_communication, pipeline_action
+from ..kinds import PIPELINE_COMPUTE_KINDS, STEP_ANNOTATION, is_communication, pipeline_action, step_pattern
 from ..model import Trace
-from .columns import among, match, thread_keys
+from .columns import among, thread_keys
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ STAGE_COLUMNS = ("step", "rank", "stage", "actions", "compute")
 ACTION_COLUMNS = ("step", "rank", "stage", "kind", "microbatch", "event", "start", "end", "compute")
 #: the events columns the analysis reads (a TraceSet reads only these from its cache)
 EVENT_COLUMNS = ["id", "name", "category", "kind", "process", "thread", "start", "dur"]
+TEXT_COLUMNS = ("name", "category", "kind", "process", "thread")
 
 
 @dataclass(frozen=True)
@@ -107,56 +108,120 @@ class PipelineBubbles:
 
 def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
     cat = series if isinstance(series.dtype, pd.CategoricalDtype) else series.astype("category")
-    return cat.cat.codes.to_numpy(), [str(c) for c in cat.cat.categories]
+    return cat.cat.codes.to_numpy().astype(np.int64), [str(c) for c in cat.cat.categories]
 
 
-def _parsed_actions(events: pd.DataFrame) -> pd.DataFrame:
-    """The slices of `events` that are pipeline actions, with `stage` (-1: unnamed), `kind`,
-    `microbatch` (-1: none), `key` (thread key), `start`, `end`; index: event id."""
+@dataclass(frozen=True)
+class Coded:
+    """A text column as codes: `values[codes[i]]` is row i's text (`codes[i] == -1`: missing)."""
+
+    codes: np.ndarray  # int, -1: missing
+    values: list[str]
+
+    def mask(self, hits: np.ndarray) -> np.ndarray:
+        """Rows whose value's entry in `hits` (one bool per value) is true; missing rows false."""
+        hits = np.asarray(hits, bool)
+        if not hits.any():
+            return np.zeros(len(self.codes), bool)
+        return np.append(hits, False)[self.codes]
+
+    def among(self, names: tuple[str, ...]) -> np.ndarray:
+        """Rows whose value is one of `names`."""
+        return self.mask(np.fromiter((v in names for v in self.values), bool, len(self.values)))
+
+
+@dataclass(frozen=True)
+class _Events:
+    """One rank's events as arrays (the columns the analysis reads): `ids` (event id per row),
+    `name` (coded), `slice` / `cpu_op` (kind / category masks), `high` / `low` (the two halves
+    of the thread key, `derived.masks.thread_keys`' rule: `key(rows)`; kept apart so that the
+    rows of one thread are found without building a key per row), `start`, `end` (int64),
+    `steps` (`derived.instances`)."""
+
+    ids: np.ndarray
+    name: Coded
+    slice: np.ndarray
+    cpu_op: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    steps: pd.DataFrame
+
+    def key(self, rows: np.ndarray) -> np.ndarray:
+        """The thread key (int64) of each row in `rows`."""
+        return (self.high[rows].astype(np.int64) << 32) | (self.low[rows].astype(np.int64) & 0xFFFFFFFF)
+
+    def on_thread(self, key: int) -> np.ndarray:
+        """Rows whose thread key is `key` (`high`, `low`: codes within int32)."""
+        low = key & 0xFFFFFFFF
+        return (self.high == key >> 32) & (self.low == (low - (1 << 32) if low >= 1 << 31 else low))
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """The row of each event id (-1: none)."""
+        ids = np.asarray(ids, np.int64)
+        if len(self.ids) and bool(np.all(self.ids[1:] > self.ids[:-1])):  # sorted ids: no hash table
+            at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+            return np.where(self.ids[at] == ids, at, -1)
+        return pd.Index(self.ids).get_indexer(pd.Index(ids))
+
+
+def _frame_events(events: pd.DataFrame, devices: list[str]) -> _Events:
+    """`_Events` of a Trace's events frame."""
     codes, names = _codes(events["name"])
-    parsed = [pipeline_action(n) for n in names]
-    hit = np.append(np.array([p is not None for p in parsed], bool), False)[codes]
-    hit &= among(events["kind"], ("slice",))
+    start = events["start"].to_numpy(np.int64)
+    return _Events(events.index.to_numpy(np.int64), Coded(codes, names), among(events["kind"], ("slice",)),
+                   among(events["category"], ("cpu_op",)), *_halves(thread_keys(events)), start,
+                   start + events["dur"].to_numpy(np.int64), instances(events, devices=devices))
+
+
+def _halves(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`keys` (int64) as `_Events`' `high`, `low` (`low` sign-extended: the int32 it holds)."""
+    return keys >> 32, (keys & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def _parsed_actions(ev: _Events) -> pd.DataFrame:
+    """The slices of `ev` that are pipeline actions, with `stage` (-1: unnamed), `kind`,
+    `microbatch` (-1: none), `key` (thread key), `start`, `end`; index: event id."""
+    parsed = [pipeline_action(n) for n in ev.name.values]
+    hit = ev.name.mask(np.array([p is not None for p in parsed], bool)) & ev.slice
     rows = np.flatnonzero(hit)
     table = np.array([(-1, "", -1) if p is None else
                       (-1 if p[0] is None else p[0], p[1], -1 if p[2] is None else p[2]) for p in parsed]
-                     + [(-1, "", -1)], dtype=object)[codes[rows]]
-    start = events["start"].to_numpy(np.int64)[rows]
+                     + [(-1, "", -1)], dtype=object)[ev.name.codes[rows]]
     return pd.DataFrame({
         "stage": table[:, 0].astype(np.int64) if len(rows) else np.zeros(0, np.int64),
         "kind": table[:, 1].astype(str) if len(rows) else np.zeros(0, str),
         "microbatch": table[:, 2].astype(np.int64) if len(rows) else np.zeros(0, np.int64),
-        "start": start, "end": start + events["dur"].to_numpy(np.int64)[rows],
-        "key": thread_keys(events)[rows],
-    }, index=events.index[rows])
+        "start": ev.start[rows], "end": ev.end[rows], "key": ev.key(rows),
+    }, index=pd.Index(ev.ids[rows]))
 
 
-def _rank_tables(events: pd.DataFrame, launches: pd.DataFrame | None, devices: list[str], rank: int
+def _rank_tables(ev: _Events, launches: pd.DataFrame | None, rank: int
                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The `ranks`, `stages` and `actions` rows of one rank (its own clock)."""
-    keys = thread_keys(events)
-    actions = _parsed_actions(events)
-    steps = instances(events, devices=devices)
+    actions = _parsed_actions(ev)
+    steps = ev.steps
     steps = steps[(steps["side"] == "cpu").to_numpy(bool) & steps["number"].notna().to_numpy(bool)]
     if len(actions):
         values, counts = np.unique(actions["key"].to_numpy(), return_counts=True)
         thread = int(values[np.argmax(counts)])
     elif len(steps):
-        thread = int(keys[events.index.get_indexer(pd.Index([int(steps["event"].iloc[0])]))[0]])
+        thread = int(ev.key(ev.rows(np.array([int(steps["event"].iloc[0])])))[0])
     else:
         thread = -1
-    mine = keys == thread
-    step_rows = events.index.get_indexer(pd.Index(steps["event"].to_numpy(np.int64)))
+    mine = ev.on_thread(thread)
+    step_rows = ev.rows(steps["event"].to_numpy(np.int64))
     steps = steps[mine[step_rows]].sort_values("start", kind="stable").reset_index(drop=True)
     actions = actions[actions["key"].to_numpy() == thread]
-    start = events["start"].to_numpy(np.int64)
-    end = start + events["dur"].to_numpy(np.int64)
-    slices = among(events["kind"], ("slice",)) & mine
-    ops = slices & among(events["category"], ("cpu_op",))
-    comm = ops & match(events["name"], is_communication)  # the calls the thread waits in (module doc)
+    start, end = ev.start, ev.end
+    ops = ev.slice & mine & ev.cpu_op
+    # the calls the thread waits in (module doc)
+    comm = ops & ev.name.mask(np.fromiter((bool(is_communication(n)) for n in ev.name.values), bool,
+                                          len(ev.name.values)))
     busy = _Busy(union(start[ops], end[ops]), union(start[comm], end[comm]))
     if launches is not None and len(launches):
-        busy = _Busy(_with_kernels(difference(busy.plus, busy.minus), events, launches, mine, start, end),
+        busy = _Busy(_with_kernels(difference(busy.plus, busy.minus), ev, launches, mine),
                      (busy.minus[0][:0], busy.minus[1][:0]))
     s0, s1 = steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
     compute = busy.within(s0, s1)
@@ -216,16 +281,16 @@ class _Busy:
         return covered(self.plus, start, end) - covered(self.minus, start, end)
 
 
-def _with_kernels(busy: tuple[np.ndarray, np.ndarray], events: pd.DataFrame, launches: pd.DataFrame,
-                  mine: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _with_kernels(busy: tuple[np.ndarray, np.ndarray], ev: _Events, launches: pd.DataFrame,
+                  mine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`busy` plus the computation kernels (`launches["type"] == "kernel"`) launched from the
     pipeline thread."""
     kernels = launches[(launches["type"].astype(str) == "kernel").to_numpy(bool) & launches["launch"].notna()]
-    at = events.index.get_indexer(pd.Index(kernels["launch"].to_numpy(np.int64)))
+    at = ev.rows(kernels["launch"].to_numpy(np.int64))
     kernels = kernels[(at >= 0) & mine[np.maximum(at, 0)]]
-    rows = events.index.get_indexer(kernels["kernel"].to_numpy(np.int64))
+    rows = ev.rows(kernels["kernel"].to_numpy(np.int64))
     rows = rows[rows >= 0]
-    return union(np.concatenate([busy[0], start[rows]]), np.concatenate([busy[1], end[rows]]))
+    return union(np.concatenate([busy[0], ev.start[rows]]), np.concatenate([busy[1], ev.end[rows]]))
 
 
 def _rank_of(trace: Trace) -> int:
@@ -255,7 +320,7 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
                                 source=source.info.source or None,
                                 expected=f"time_unit 'ns', not {source.time_unit!r}")
         gpus = sorted(set(source.launches["gpu"].astype(str))) if len(source.launches) else []
-        parts.append(_rank_tables(source.events, source.launches, gpus, _rank_of(source)))
+        parts.append(_rank_tables(_frame_events(source.events, gpus), source.launches, _rank_of(source)))
         p = int(source.info.distributed_info.get("world_size", 1) or 1)
     else:
         raise ProfviewError(f"pipeline_bubbles needs a TraceSet or a Trace, not {type(source).__name__}",
@@ -298,8 +363,8 @@ def _slowest(stages: pd.DataFrame) -> pd.DataFrame:
 
 def _rank_of_set(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """`_rank_tables` of one rank of a TraceSet, its times on the set's clock."""
-    events, launches, devices = _cached_rank(ts, rank)
-    ranks, stages, actions = _rank_tables(events, launches, devices, rank)
+    events, launches = _cached_rank(ts, rank)
+    ranks, stages, actions = _rank_tables(events, launches, rank)
     shift = ts.offsets[rank]
     ranks["start"] += shift
     actions["start"] += shift
@@ -307,17 +372,35 @@ def _rank_of_set(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, p
     return ranks, stages, actions
 
 
-def _cached_rank(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]]:
-    """A rank's events (the columns read here only) and launches, from its cache entry."""
+def _cached_rank(ts: TraceSet, rank: int) -> tuple[_Events, pd.DataFrame | None]:
+    """A rank's events (the columns read here only, as arrays: no DataFrame of 1M rows) and
+    launches, from its cache entry."""
+    from ..ranks.arrays import read_arrays
     from ..ranks.cache import read_table
 
     entry = ts.entry(rank)
-    events = read_table(entry / "events.parquet", columns=EVENT_COLUMNS).set_index("id")
-    events.index = events.index.astype(np.int64)
     launches: pd.DataFrame | None = None
     devices: list[str] = []
     if (entry / "launches.parquet").is_file():
         launches = read_table(entry / "launches.parquet", columns=["kernel", "launch", "type", "gpu"])
         devices = sorted(set(launches["gpu"].dropna().astype(str)))
-    return events, launches, devices
+    cols = read_arrays(entry / "events.parquet", EVENT_COLUMNS, text=TEXT_COLUMNS)
+    name, category, kind, process, thread = (Coded(*cast(tuple[np.ndarray, list[str]], cols[c]))
+                                             for c in TEXT_COLUMNS)
+    ids = np.asarray(cols["id"], np.int64)
+    start = np.asarray(cols["start"], np.int64)
+    end = start + np.asarray(cols["dur"], np.int64)
+    # the step rule (derived.instances) over the rows named like a step only
+    pattern = step_pattern(STEP_ANNOTATION)
+    rows = np.flatnonzero(name.mask(np.fromiter((pattern.match(n) is not None for n in name.values), bool,
+                                                len(name.values))))
 
+    def column(coded: Coded) -> pd.Categorical:
+        return pd.Categorical.from_codes(coded.codes[rows], categories=pd.Index(coded.values, dtype=object))
+
+    candidates = pd.DataFrame({"name": column(name), "category": column(category), "kind": column(kind),
+                               "process": column(process), "thread": column(thread),
+                               "start": start[rows], "dur": end[rows] - start[rows]},
+                              index=pd.Index(ids[rows]))
+    return _Events(ids, name, kind.among(("slice",)), category.among(("cpu_op",)), process.codes,
+                   thread.codes, start, end, instances(candidates, devices=devices)), launches

@@ -23,8 +23,11 @@ def union(start: np.ndarray, end: np.ndarray, *, gap: float = 0) -> Intervals:
     start, end = np.asarray(start), np.asarray(end)
     if len(start) == 0:
         return start[:0].copy(), end[:0].copy()
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
+    if bool(np.all(start[1:] >= start[:-1])):  # already in order (a trace's events): no sort, no copy
+        s, e = start, end
+    else:
+        order = np.argsort(start, kind="stable")
+        s, e = start[order], end[order]
     reach = np.maximum.accumulate(e)
     new = np.ones(len(s), bool)
     new[1:] = s[1:] > reach[:-1] + gap
