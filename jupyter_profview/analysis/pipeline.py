@@ -53,7 +53,7 @@ from ..derived import covered, difference, instances, union
 from ..errors import ProfviewError
 from ..kinds import PIPELINE_COMPUTE_KINDS, STEP_ANNOTATION, is_communication, pipeline_action, step_pattern
 from ..model import Trace
-from .columns import among, thread_keys
+from .columns import active_gpus, among, devices_of, thread_keys
 from .traceset import is_traceset
 
 if TYPE_CHECKING:
@@ -319,7 +319,7 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
             raise ProfviewError("pipeline_bubbles needs a trace with a clock",
                                 source=source.info.source or None,
                                 expected=f"time_unit 'ns', not {source.time_unit!r}")
-        gpus = sorted(set(source.launches["gpu"].astype(str))) if len(source.launches) else []
+        gpus = active_gpus(source) if len(source.launches) else []
         parts.append(_rank_tables(_frame_events(source.events, gpus), source.launches, _rank_of(source)))
         p = int(source.info.distributed_info.get("world_size", 1) or 1)
     else:
@@ -375,16 +375,9 @@ def _rank_of_set(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, p
 def _cached_rank(ts: TraceSet, rank: int) -> tuple[_Events, pd.DataFrame | None]:
     """A rank's events (the columns read here only, as arrays: no DataFrame of 1M rows) and
     launches, from its cache entry."""
-    from ..ranks.arrays import read_arrays
-    from ..ranks.cache import read_table
-
-    entry = ts.entry(rank)
-    launches: pd.DataFrame | None = None
-    devices: list[str] = []
-    if (entry / "launches.parquet").is_file():
-        launches = read_table(entry / "launches.parquet", columns=["kernel", "launch", "type", "gpu"])
-        devices = sorted(set(launches["gpu"].dropna().astype(str)))
-    cols = read_arrays(entry / "events.parquet", EVENT_COLUMNS, text=TEXT_COLUMNS)
+    launches = ts.rank_table(rank, "launches", ["kernel", "launch", "type", "gpu"])
+    devices = devices_of(launches["gpu"]) if launches is not None else []
+    cols = ts.rank_arrays(rank, "events", EVENT_COLUMNS, text=TEXT_COLUMNS)
     name, category, kind, process, thread = (Coded(*cast(tuple[np.ndarray, list[str]], cols[c]))
                                              for c in TEXT_COLUMNS)
     ids = np.asarray(cols["id"], np.int64)

@@ -37,7 +37,11 @@ def gpu_labels(trace: Trace) -> list[str]:
 def active_gpus(trace: Trace) -> list[str]:
     """The devices that ran an activity (`gpu_labels` with a row in `trace.launches`), sorted:
     the devices a per-device answer has one row for."""
-    gpu = trace.launches["gpu"]
+    return devices_of(trace.launches["gpu"])
+
+
+def devices_of(gpu: pd.Series) -> list[str]:
+    """`active_gpus` of a launches table's `gpu` column (a rank's cached `launches`)."""
     return sorted(set(gpu.dropna().astype(str)))
 
 

@@ -119,6 +119,15 @@ class TraceSet:
         path = table_path(self.entry(rank), name)
         return read_table(path, columns) if path.is_file() else None
 
+    def rank_arrays(self, rank: int, name: str, columns: list[str],
+                    text: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Columns of table `name` of rank `rank`'s cache entry as arrays, the `text` ones as
+        `(codes, values)` (`ranks.arrays.read_arrays`): for an analysis that reads a few columns of
+        1M rows without building a DataFrame."""
+        from .arrays import read_arrays
+
+        return dict(read_arrays(table_path(self.entry(rank), name), columns, text=text))
+
     @property
     def quality(self) -> dict[int, Quality]:
         return {r: Quality.from_dict(self._manifests[r].get("quality") or {}) for r in self.ranks}
