@@ -42,6 +42,7 @@ from .. import TraceFormat
 from .reader import Reader
 from .tables import Labels, counter_frame, event_columns, flow_frame
 from .wire import Damage, batches
+from .wire import _varint as varint
 
 log = logging.getLogger(__name__)
 EXPECTED = "a Perfetto protobuf trace (a Trace message: repeated TracePacket packet = 1)"
@@ -52,15 +53,7 @@ _PACKET_FIELDS = frozenset({8, 10, 11, 12, 13, 33, 35, 36, 41, 42, 43, 44, 50, 5
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
-    value = shift = 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-    return None
+    return varint(data, pos, len(data))
 
 
 def _packet_fields(data: bytes, pos: int, end: int) -> set[int] | None:
