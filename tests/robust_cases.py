@@ -392,6 +392,13 @@ def cases() -> list[Case]:
         add("critical_path", f"rank={rank}",
             lambda t, r=rank: a.critical_path(t, annotation=None, rank=None if r == "None" else r), "set")
 
+    # pipeline parallelism, the CUDA allocator
+    add("pipeline_bubbles", "", lambda t: a.pipeline_bubbles(t), "both")
+    add("oom", "", lambda t: a.oom(t), "trace")
+    add("fragmentation", "", lambda t: a.fragmentation(t), "trace")
+    for when in (0, -1, HUGE):
+        add("allocator_state", f"time={when}", lambda t, w=when: a.allocator_state(t, w), "trace")
+
     # ranks
     add("collective_calls", "", lambda t: a.collective_calls(t), "both")
     add("step_times", "", lambda t: a.step_times(t))

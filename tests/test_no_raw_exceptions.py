@@ -97,6 +97,7 @@ def test_every_public_analysis_is_called() -> None:
         "Comparison",
         "Advice",
         "CollectiveSummary",
+        "PipelineBubbles",
     }
     missing = set(analysis.__all__) - called - helpers
     assert not missing, f"add cases for {sorted(missing)} to tests/robust_cases.py"

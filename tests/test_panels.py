@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from jupyter_profview.widget import traits
 from jupyter_profview.widget.panels import COMMAND_OWNER, PANELS, TRAIT_OWNER
+from jupyter_profview.widget.requests import CommandFailed
 from jupyter_profview.widget.session import ViewSession
 from tests.widget_helpers import flat_trace
 
@@ -104,8 +107,10 @@ def test_a_tab_opens_the_panels_through_the_servers_worker() -> None:
         # a bad request: the package's message in _panel_status, nothing shown
         msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "icicle", "by": "x"}}))
         assert msg["_panel_status"]["shown"] is False and "by must be one of" in msg["_panel_status"]["error"]
-        msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "table"}}))
-        assert "no panel 'table' opens from the toolbar" in msg["error"]
+        with pytest.raises(CommandFailed) as failed:  # a refused request: an error status, its message
+            worker.set_traits(sid, {"_panel_request": {"panel": "table"}})
+        assert failed.value.status == 400
+        assert "no panel 'table' opens from the toolbar" in failed.value.message
         # hiding: the panel's trait emptied
         msg, _ = wire.decode(worker.set_traits(sid, {"_panel_request": {"panel": "advice", "show": False}}))
         assert msg["_advice"] == {} and msg["_panel_status"]["shown"] is False

@@ -201,16 +201,16 @@ def test_a_failing_command_is_an_error_with_the_public_message(caplog: pytest.Lo
     """Whatever a command raises: the widget's reply and the server's status carry the package's
     message (a content-free "internal error" for a bug), the log the traceback."""
     from jupyter_profview.server import worker
-    from jupyter_profview.widget import session
+    from jupyter_profview.widget import rpc, session
     from jupyter_profview.widget.requests import CommandFailed, guarded
 
     @guarded
-    def _table(s: Any, msg: Any) -> Any:
+    def _table(data: Any, msg: Any, selected: Any) -> Any:  # the table panel's command, failing
         raise ValueError(f"invalid literal for int() with base 10: {EVIL!r}")
 
     view = session.ViewSession(profview.load(DATA / FIXTURE), "auto")
-    original = session.COMMANDS["_table"]
-    session.COMMANDS["_table"] = _table
+    original = rpc.table
+    rpc.table = _table  # type: ignore[assignment]
     worker.SESSIONS["s"] = view
     try:
         with caplog.at_level(logging.ERROR):
@@ -218,7 +218,7 @@ def test_a_failing_command_is_an_error_with_the_public_message(caplog: pytest.Lo
             with pytest.raises(CommandFailed) as failed:  # the server's
                 worker.call("s", "_table", {})
     finally:
-        session.COMMANDS["_table"] = original
+        rpc.table = original  # type: ignore[assignment]
         worker.SESSIONS.pop("s")
     assert reply == {"error": "internal error in _table (the log has the details)"}
     assert failed.value.status == 400 and failed.value.message == reply["error"]
