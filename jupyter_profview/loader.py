@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import _native
@@ -49,7 +50,8 @@ def _names(files: list[Path]) -> str:
     return ", ".join(f.name for f in files)
 
 
-def load(source: Any, format: str | None = None, *, name: str | None = None, memory: Any = None) -> Trace:
+def load(source: Any, format: str | None = None, *, name: str | None = None, memory: Any = None,
+         window: tuple[int, int] | None = None) -> Trace:
     """Load one trace: ``profview.load``.
 
     ``source`` is a path (str or Path), bytes, or a binary file object; gzip
@@ -57,6 +59,13 @@ def load(source: Any, format: str | None = None, *, name: str | None = None, mem
     unless ``format=`` names one (see `jupyter_profview.formats`).
     ``memory=`` adds a PyTorch memory timeline / snapshot on the trace's time
     axis (see `with_memory`).
+    ``window=(start_ns, end_ns)`` (CUDA memory snapshots only; other formats
+    raise a `ProfviewError`) keeps what lives in that window, on the tables' time
+    axis (ns from the trace's start, both ends included): the trace entries in it,
+    the segments and allocations alive in it, and the memory / reserved curves
+    inside it, starting from the level just before it (the memory in use before
+    the window is the baseline), so the curves equal the full load's there.
+    Entries outside it are counted in ``quality.skipped``.
 
     A directory is searched for an XSpace profile (``*.xplane.pb``, e.g. a
     TensorBoard ``logs/`` or ``plugins/profile/<run>/``; the latest run is
@@ -83,8 +92,10 @@ def load(source: Any, format: str | None = None, *, name: str | None = None, mem
     src = Source(source, name=name)
     fmt = by_name(format) if format else detect(src)
     _native.warn_if_unavailable()
+    if window is not None:
+        window = _check_window(window, fmt.name, fmt.load_window is not None, src.name)
     try:
-        trace = fmt.load(src)
+        trace = fmt.load(src) if window is None else fmt.load_window(src, window)  # type: ignore[misc]
     except MemoryError:
         raise ProfviewError(
             f"ran out of memory while loading it as {fmt.name} "
@@ -103,6 +114,22 @@ def load(source: Any, format: str | None = None, *, name: str | None = None, mem
     if memory is not None:
         trace = with_memory(trace, memory)
     return trace
+
+
+def _check_window(window: Any, fmt: str, supported: bool, name: str) -> tuple[int, int]:
+    """``window`` as (start, end) ints, or ProfviewError."""
+    if not supported:
+        raise ProfviewError(f"window= is not supported for {fmt} traces", source=name,
+                            expected="a CUDA memory snapshot (torch_cuda_snapshot), or no window=")
+    ok = (isinstance(window, (tuple, list)) and len(window) == 2
+          and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in window))
+    if not ok:
+        raise ProfviewError(f"window={window!r}", source=name, expected="(start_ns, end_ns), two integers")
+    start, end = int(window[0]), int(window[1])
+    if start > end:
+        raise ProfviewError(f"window=({start}, {end}) starts after it ends", source=name,
+                            expected="(start_ns, end_ns) with start <= end")
+    return start, end
 
 
 def with_memory(trace: Trace, memory: Any) -> Trace:

@@ -39,12 +39,16 @@
 enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_CONT };
 enum { C_LIST, C_TUPLE, C_DICT, C_FRAME, C_STACK };
 
-typedef struct { int64_t v; uint8_t tag; } val_t;
+/* packed: 9 bytes, not 16 (a value cell is in the memo, the stack and every container; packed
+   members are read with unaligned-safe code, and no pointer to a member is ever taken) */
+typedef struct __attribute__((packed)) { int64_t v; uint8_t tag; } val_t;
 
 typedef struct {
-    val_t *items; /* dict: key, value, key, value ... */
+    union {
+        val_t *items; /* LIST, TUPLE, DICT (dict: key, value, key, value ...) */
+        int64_t aux;  /* FRAME: frame id; STACK: stack id (items freed) */
+    };
     uint32_t n, cap;
-    int64_t aux; /* FRAME: frame id; STACK: stack id */
     uint8_t kind, mark, height;
 } cont_t;
 
@@ -337,6 +341,11 @@ static int push(pk_t *p, val_t v) {
 }
 
 static size_t base(const pk_t *p) { return p->nmarks ? p->marks[p->nmarks - 1] : 0; }
+
+static void free_items(cont_t *c) {
+    if (c->kind != C_FRAME && c->kind != C_STACK) free(c->items);
+    c->items = NULL;
+}
 
 static int64_t new_cont(pk_t *p, uint8_t kind, const val_t *items, size_t n) {
     if (p->nconts == p->ccap) {
@@ -755,7 +764,7 @@ void *pv_pk_new(int64_t budget) {
 void pv_pk_free(void *h) {
     pk_t *p = (pk_t *)h;
     if (!p) return;
-    for (size_t k = 0; k < p->nconts; k++) free(p->conts[k].items);
+    for (size_t k = 0; k < p->nconts; k++) free_items(&p->conts[k]);
     free(p->conts), free(p->stack), free(p->marks), free(p->in);
     free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->dense);
     free(p->str_off.p), free(p->blob);
@@ -766,7 +775,7 @@ void pv_pk_free(void *h) {
 
 /* the containers are no longer needed once walked */
 static void drop_tree(pk_t *p) {
-    for (size_t k = 0; k < p->nconts; k++) free(p->conts[k].items);
+    for (size_t k = 0; k < p->nconts; k++) free_items(&p->conts[k]);
     free(p->conts), free(p->stack), free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->in);
     free(p->dense);
     p->conts = NULL, p->stack = NULL, p->memo_key = NULL, p->memo_val = NULL, p->memo_used = NULL, p->in = NULL;

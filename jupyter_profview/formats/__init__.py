@@ -40,6 +40,9 @@ class TraceFormat:
     description: str
     sniff: Callable[[bytes], bool]
     load: Callable[[Source], Trace]
+    #: ``load(source)`` restricted to a time window (``profview.load(..., window=)``); None: the
+    #: format refuses ``window=``
+    load_window: Callable[[Source, tuple[int, int]], Trace] | None = None
 
 
 def registry() -> list[TraceFormat]:

@@ -103,14 +103,29 @@ def _curve(t: np.ndarray, v: np.ndarray, lo: int, end_level: int) -> tuple[np.nd
     return t[last], level[last] + baseline
 
 
-def build(c: dict[str, Any], name: str, format_name: str) -> Trace:
-    """The Trace of a snapshot's columns (see ``torch_snapshot`` for the tables)."""
+def clip_curve(t: np.ndarray, level: np.ndarray, ws: int, we: int) -> tuple[np.ndarray, np.ndarray]:
+    """A step curve's points inside [ws, we], starting at ``ws`` with the level it had there
+    (the last point at or before ``ws``) when it has one."""
+    inside = (t >= ws) & (t <= we)
+    before = np.flatnonzero(t < ws)
+    if len(before) and not (len(t) > before[-1] + 1 and t[before[-1] + 1] == ws):
+        return (np.concatenate([[ws], t[inside]]).astype(np.int64),
+                np.concatenate([[level[before[-1]]], level[inside]]).astype(np.int64))
+    return t[inside], level[inside]
+
+
+def build(c: dict[str, Any], name: str, format_name: str, window: tuple[int, int] | None = None) -> Trace:
+    """The Trace of a snapshot's columns (see ``torch_snapshot`` for the tables).  ``window`` =
+    (start, end), relative to the trace's start, both included: only the events in it (instants
+    in it, segment slices overlapping it), the allocations alive in it, and the curves' points
+    in it after their level at its start."""
     n = len(c["e_dev"])
     if n == 0 and len(c["s_dev"]) == 0:
         raise ProfviewError("the snapshot has no segments and no trace entries", source=name,
                             expected="a snapshot taken with memory history recording on")
     t, timed = entry_times(c, name)
     lo, hi = (int(t.min()), int(t.max())) if n else (0, 0)
+    ws, we = (lo + window[0], lo + window[1]) if window is not None else (lo, hi)
     q = Quality()
     q.records_read = n + len(c["s_dev"]) + len(c["b_size"])
     dev, act, size, addr = c["e_dev"], c["e_action"], c["e_size"], c["e_addr"]
@@ -178,6 +193,13 @@ def build(c: dict[str, Any], name: str, format_name: str) -> Trace:
     kinds = np.concatenate([np.zeros(n, np.int8), np.ones(ns + nseg, np.int8)])
     o = np.argsort(order_key, kind="stable")
     q.placed["events"] += n + nseg
+    if window is not None:
+        keep = np.where(kinds == 0, (start >= ws) & (start <= we), (start <= we) & (start + dur >= ws))
+        dropped = int((~keep[:n]).sum()) + int((~keep[n + ns:]).sum())  # closed segments: no record
+        q.placed["events"] -= dropped
+        if dropped:
+            q.skipped["outside the window"] += dropped
+        o = o[keep[o]]
     columns: dict[str, Any] = {
         "name": _sorted_categorical(names[o]),
         "category": pd.Categorical.from_codes(kinds[o], categories=pd.Index(["allocator", "segment"])),
@@ -215,6 +237,10 @@ def build(c: dict[str, Any], name: str, format_name: str) -> Trace:
     peaks: dict[str, dict[str, int]] = {}
     for d in sorted(set(pts_dev.tolist())):
         ct, level = _curve(pts_t[pts_dev == d], pts_v[pts_dev == d], lo, end_allocated.get(d, 0))
+        if window is not None:
+            ct, level = clip_curve(ct, level, ws, we)
+            if not len(ct):
+                continue
         mem_t.append(ct)
         mem_b.append(level)
         mem_d += [f"cuda:{d}"] * len(ct)
@@ -223,6 +249,8 @@ def build(c: dict[str, Any], name: str, format_name: str) -> Trace:
     if len(ir):
         parts = [(d, *_curve(r_t[r_dev == d], r_v[r_dev == d], lo, end_reserved.get(d, 0)))
                  for d in sorted(set(r_dev.tolist()))]
+        if window is not None:
+            parts = [(d, *clip_curve(ct, v, ws, we)) for d, ct, v in parts]
         ct = np.concatenate([p[1] for p in parts])
         counters = pd.DataFrame({
             "time": ct, "process": pd.Categorical([f"cuda:{p[0]}" for p in parts for _ in p[1]]),
@@ -254,9 +282,20 @@ def build(c: dict[str, Any], name: str, format_name: str) -> Trace:
             np.concatenate([t[np.maximum(rq, 0)] - lo, np.zeros(int(pre.sum()), np.int64)]),
             np.concatenate([rq < 0, np.ones(int(pre.sum()), bool)])),
     })
+    if window is not None:
+        alive = ((allocations["alloc_time"] <= we) & (allocations["free_time"].isna()
+                                                      | (allocations["free_time"] >= ws))).to_numpy(bool)
+        gone = int((~alive[len(rows):]).sum())  # blocks from before the recording are records
+        q.placed["allocations"] -= gone
+        if gone:
+            q.skipped["outside the window"] += gone
+        allocations = allocations[alive].reset_index(drop=True)
     memory = memory_frame(np.concatenate(mem_t), mem_d, np.concatenate(mem_b), "measured") if mem_t else None
     devices = sorted({f"cuda:{d}" for d in set(pts_dev.tolist()) | set(c["s_dev"].tolist())})
-    metadata = {"peaks": {k: {**v, "time": v["time"] - base} for k, v in peaks.items()}, "devices": devices}
+    metadata: dict[str, Any] = {"peaks": {k: {**v, "time": v["time"] - base} for k, v in peaks.items()},
+                                "devices": devices}
+    if window is not None:
+        metadata["window"] = (int(window[0]), int(window[1]))
     trace = make_trace(format_name, "ns" if timed else "step", events, q, base=base, memory=memory,
                        allocations=allocations, counters=counters, metadata=metadata)
     trace._derived[ALLOCATOR_KEY] = _allocator_extra(c, t - base, lists)

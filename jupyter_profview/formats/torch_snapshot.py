@@ -263,15 +263,17 @@ def unpickle(data: bytes | Source, name: str) -> Any:
                             position=f"byte {stream.position}", expected=EXPECTED) from None
 
 
-def load(source: Source) -> Trace:
+def load(source: Source, window: tuple[int, int] | None = None) -> Trace:
     """The snapshot's tables: decoded by the native interpreter (``pickle_snap.c``) where it is
-    built, else, or where it leaves the file to the reference, by the restricted unpickler."""
+    built, else, or where it leaves the file to the reference, by the restricted unpickler.
+    ``window`` = (start, end) on the tables' time axis (ns from the trace's start; steps without
+    ``time_us``) keeps what lives in it (see `snapshot_tables.build`)."""
     columns = None
     if native.available():
         columns = _native_columns(source)
     if columns is None:
         columns = from_object(unpickle(source, source.name), source.name)
-    return build(columns, source.name, FORMAT.name)
+    return build(columns, source.name, FORMAT.name, window)
 
 
 #: why the last native decode fell back to the pure-Python reader (None: it did not)
@@ -322,4 +324,5 @@ FORMAT = TraceFormat(
                 "allocations with stacks",
     sniff=sniff,
     load=load,
+    load_window=load,
 )
