@@ -14,7 +14,7 @@ Definitions, over the matched calls that two or more ranks made:
 - `time` is the sum over calls of max(0, its start - the latest start among the other ranks): how
   much later than everyone else it arrived;
 - the evidence is its late calls (those it entered last);
-- point-to-point calls (`send`, `recv`: [`op_kind`][jupyter_profview.ranks.device_args.op_kind])
+- point-to-point calls (`send`, `recv`: `ranks.device_args.op_kind`)
   are not matched: the k-th send of one rank and of another are different transfers, and in a
   pipeline-parallel run the time in them is the waiting the schedule itself causes (its bubble,
   the `pipeline_bubble` rule), not a late rank;
