@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..derived import step_mask, union
-from ..kinds import COLLECTIVE_OP, is_collective_call, is_communication_kernel
+from ..kinds import is_communication
 from .codec import encode_frame
 from .lod import OVERVIEW_WIDTH, TimelineIndex
 
@@ -58,8 +58,7 @@ def is_comm(events: Any) -> np.ndarray:
     (``kinds``): a collective call, a ``c10d::`` op or a communication kernel)."""
     if len(events) == 0:
         return np.zeros(0, bool)
-    name = _per_value(events["name"], lambda v: v.map(
-        lambda n: is_collective_call(n) or is_communication_kernel(n) or COLLECTIVE_OP.match(n) is not None))
+    name = _per_value(events["name"], lambda v: v.map(is_communication))
     return name | _per_value(events["category"], lambda v: v == "communication")
 
 
