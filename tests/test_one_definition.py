@@ -166,7 +166,7 @@ def test_analyses_do_not_build_rank_cache_paths() -> None:
 def test_the_args_taken_out_are_listed_once() -> None:
     """`_native.keys` lists them; the lookup list is made from it; no other module assigns a
     literal list of them to a list of taken-out args (`NUMERIC_ARGS`, `VALUE_ARGS`, `LOOKUP_*`).
-    The C scanner's copy is compared with them when the library loads."""
+    The C scanner's lists are generated from it (next test)."""
     all_keys = set(keys.NUMERIC_ARGS) | set(keys.VALUE_ARGS)
     assert set(keys.LOOKUP_NUMERIC) <= set(keys.NUMERIC_ARGS)
     found = []
@@ -190,3 +190,43 @@ def test_collective_calls_are_numbered_once() -> None:
     found = [rel(p) for p in SOURCES
              if rel(p) != "ranks/derived.py" and pattern.search(p.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_the_scanner_key_lists_are_generated_from_keys_py(tmp_path: Path) -> None:
+    """No C source spells an arg key (they come from the header the build writes from
+    `_native/keys.py`), and a library built from a changed `keys.py` takes out the changed keys."""
+    import ctypes
+    import shutil
+    import sys
+
+    root = PACKAGE.parent
+    spelled = [f"{p.name}: {m[0]}" for p in sorted((PACKAGE / "_native").glob("*.[ch]")) if p.name != "keys_gen.h"
+               for m in re.finditer(r"#define (NUMERIC_LIST|VALUE_LIST|NUM_KEYS|VAL_KEYS)\b.*", p.read_text(encoding="utf-8"))]
+    assert spelled == []
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    sys.path.insert(0, str(root))
+    try:
+        import hatch_build
+    finally:
+        sys.path.remove(str(root))
+    native = tmp_path / "jupyter_profview" / "_native"
+    native.mkdir(parents=True)
+    for p in (PACKAGE / "_native").glob("*.[ch]"):
+        if p.name != "keys_gen.h":
+            shutil.copy(p, native / p.name)
+    text = (PACKAGE / "_native" / "keys.py").read_text(encoding="utf-8")
+    planted = text.replace('"Group size",', '"Group size", "planted numeric",') \
+        .replace('"dtype",', '"dtype", "planted value",')
+    assert planted != text
+    (native / "keys.py").write_text(planted, encoding="utf-8")
+    built = hatch_build.compile_native(tmp_path)
+    assert built is not None
+    lib = ctypes.CDLL(str(built))
+    lib.pv_num_key.restype = lib.pv_val_key.restype = ctypes.c_char_p
+    lib.pv_num_key.argtypes = lib.pv_val_key.argtypes = [ctypes.c_int]
+    num = tuple(lib.pv_num_key(i).decode() for i in range(lib.pv_num_keys()))
+    val = tuple(lib.pv_val_key(i).decode() for i in range(lib.pv_val_keys()))
+    assert num == (*keys.NUMERIC_ARGS, "planted numeric")
+    assert val == (*keys.VALUE_ARGS, "planted value")

@@ -16,20 +16,8 @@
 #include "scan_internal.h"
 
 /* ------------------------------------------------------------------------ */
-/* Numeric args: must match chrome_columns.NUMERIC_ARGS, in that order.      */
-
-#define NUMERIC_LIST(X)                                                                        \
-    X("Total Allocated") X("Total Reserved") X("Bytes") X("Addr") X("Device Id") X("Device Type")  \
-    X("External id") X("correlation") X("Sequence number") X("Fwd thread id") X("stream")          \
-    X("device") X("blocks per SM") X("warps per SM") X("est. achieved occupancy %")               \
-    X("registers per thread") X("shared memory") X("In msg nelems") X("Out msg nelems")           \
-    X("Group size")
-
-/* Value args: must match chrome_columns.VALUE_ARGS, in that order.          */
-
-#define VALUE_LIST(X)                                                                          \
-    X("grid") X("block") X("Input Dims") X("Input type") X("Collective name")                  \
-    X("Process Group Name") X("pg_name") X("Process Group Ranks") X("dtype")
+/* Numeric and value args: NUMERIC_LIST / VALUE_LIST of keys_gen.h, which    */
+/* hatch_build.py writes from _native/keys.py (the one list) before compiling. */
 
 #define KEY_TEXT(k) k,
 #define KEY_LEN(k) sizeof(k) - 1,

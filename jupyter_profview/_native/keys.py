@@ -1,7 +1,8 @@
 """The args keys both Chrome decoders (the native scanner and the pure-Python one) take out of
-each event's args while they read it; everything else stays in the raw args JSON.  The scanner's
-C sources carry the same lists (``NUMERIC_LIST`` and ``VALUE_LIST`` in ``chrome_event.c``), checked
-when the library is loaded.
+each event's args while they read it; everything else stays in the raw args JSON.  This module is
+the one list: the build (``hatch_build.py``) writes the scanner's C lists (``NUMERIC_LIST`` and
+``VALUE_LIST`` in the generated ``keys_gen.h``) from these tuples before compiling, and the loaded
+library's keys are compared with them (a library built from other sources is not used).
 
 - `NUMERIC_ARGS`: top-level numbers (not bools) -> sparse float64 columns;
 - `VALUE_ARGS`: top-level values of any JSON type -> sparse codes into one table of distinct values

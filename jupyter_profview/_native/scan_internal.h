@@ -50,17 +50,18 @@
 #define ABSENT_TIME INT64_MIN
 
 /* ------------------------------------------------------------------------ */
-/* Numeric args: must match chrome_columns.NUMERIC_ARGS, in that order.      */
+/* Numeric args: NUMERIC_ARGS of _native/keys.py, in that order (keys_gen.h,  */
+/* generated from it by hatch_build.py: NUM_KEYS, NUMERIC_LIST, VAL_KEYS,     */
+/* VALUE_LIST).                                                               */
 
-#define NUM_KEYS 20
+#include "keys_gen.h"
 extern const char *const NUMERIC_KEYS[NUM_KEYS]; /* chrome_event.c */
 
-/* Value args: must match chrome_columns.VALUE_ARGS, in that order.  The raw
+/* Value args: VALUE_ARGS of _native/keys.py, in that order.  The raw
  * JSON text of each (any JSON value) is interned into DICT_VALUES, so a
  * value repeated over many events (a launch configuration, a shape list) is
  * kept once and read back by code, never searched for in the args texts.   */
 
-#define VAL_KEYS 9
 extern const char *const VALUE_KEYS[VAL_KEYS]; /* chrome_event.c */
 
 /* ------------------------------------------------------------------------ */
