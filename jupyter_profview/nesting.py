@@ -63,6 +63,7 @@ Where torch and this differ, torch counts some time twice:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -426,25 +427,32 @@ def nearest_ancestor(events: Any, ids: np.ndarray, category: str) -> np.ndarray:
     return nearest_marked(events["parent"].to_numpy(np.int64), ids, np.asarray(cats.codes) == code)
 
 
-def nearest_marked(parent: np.ndarray, pos: np.ndarray, marked: np.ndarray) -> np.ndarray:
-    """The ancestor walk, written once: for each of `pos` (positions, -1 for none), the nearest
-    ancestor by `parent` (positions, -1 at a root; itself excluded) that is `marked`, or -1.
-    No depth limit: the walk goes up to the root."""
-    pos = np.asarray(pos, np.int64)
-    out = np.full(len(pos), -1, np.int64)
-    current = np.where(pos >= 0, parent[np.maximum(pos, 0)], -1) if len(pos) else np.zeros(0, np.int64)
-    todo = np.flatnonzero(current >= 0)
+def climb(parent: np.ndarray, pos: np.ndarray,
+          found: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """The ancestor walk, written once: for each of `pos` (positions, -1 for none), the first of
+    itself and its ancestors by `parent` (positions, -1 at a root) for which `found(which, at)`
+    holds (`which`: indices into `pos` still walking, `at`: their current positions; a bool
+    array), or -1.  No depth limit: the walk goes up to the root."""
+    out = np.asarray(pos, np.int64).copy()
+    todo = np.flatnonzero(out >= 0)
     while len(todo):
-        hit = marked[current[todo]]
-        out[todo[hit]] = current[todo[hit]]
-        todo = todo[~hit]
-        current[todo] = parent[current[todo]]
-        todo = todo[current[todo] >= 0]
+        todo = todo[~np.asarray(found(todo, out[todo]), bool)]
+        out[todo] = parent[out[todo]]
+        todo = todo[out[todo] >= 0]
     return out
 
 
+def nearest_marked(parent: np.ndarray, pos: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """For each of `pos` (positions, -1 for none), the nearest ancestor by `parent` (positions,
+    -1 at a root; itself excluded) that is `marked`, or -1 (`climb`, from the parent)."""
+    pos = np.asarray(pos, np.int64)
+    start = np.where(pos >= 0, parent[np.maximum(pos, 0)], -1) if len(pos) else np.zeros(0, np.int64)
+    return climb(parent, start, lambda _which, at: marked[at])
+
+
 def ancestor_mask(parent: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Over all positions: those that are an ancestor (by `parent`, positions) of any of `pos`."""
+    """Over all positions: those that are an ancestor (by `parent`, positions; no depth limit)
+    of any of `pos`."""
     out = np.zeros(len(parent), bool)
     current = np.asarray(pos, np.int64)
     current = parent[current[current >= 0]]

@@ -122,9 +122,40 @@ def test_self_intervals_are_derived_once() -> None:
     assert found == []
 
 
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | \
+        {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def ancestor_steps(tree: ast.AST) -> Iterator[int]:
+    """Lines of a step up the tree inside a loop: a variable (or its slice) set from a table of
+    parents indexed or reindexed by that same variable (`p = parent[p]`,
+    `up = events["parent"].reindex(up)`, `out[bad] = self.parent_all[out[bad]]`)."""
+    for loop in ast.walk(tree):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                continue
+            target = node.targets[0]
+            base = target.value if isinstance(target, ast.Subscript) else target
+            if not isinstance(base, ast.Name):
+                continue
+            for sub in ast.walk(node.value):
+                table = sub.value if isinstance(sub, ast.Subscript) else \
+                    sub.func.value if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                    and sub.func.attr in ("reindex", "loc", "take") else None
+                if table is None:
+                    continue
+                key = sub.slice if isinstance(sub, ast.Subscript) else ast.Tuple(elts=list(sub.args), ctx=ast.Load())
+                text = ast.unparse(table)
+                if "parent" in text and base.id in _names(key) and "parent" not in base.id:
+                    yield node.lineno
+
+
 def test_one_ancestor_walk() -> None:
-    """A walk up `parent` is `nesting.nearest_marked` / `ancestor_mask`: no function elsewhere
-    walks ancestors itself (a fixed number of levels, or its own loop)."""
+    """A walk up `parent` is `nesting.climb` (`nearest_marked`, `ancestor_mask` on it): no
+    function elsewhere walks ancestors itself (a fixed number of levels, or its own loop)."""
     found = []
     for path in SOURCES:
         if rel(path) == "nesting.py":
@@ -132,9 +163,18 @@ def test_one_ancestor_walk() -> None:
         text = path.read_text(encoding="utf-8")
         for match in re.finditer(r"^\s*def (\w*ancestor\w*)\(", text, re.M):
             found.append(f"{rel(path)}: def {match[1]}")
-        if re.search(r"for _ in range\(depth\)", text):
-            found.append(f"{rel(path)}: a fixed-depth walk")
+        found += [f"{rel(path)}:{line}: a step up `parent` in a loop" for line in ancestor_steps(ast.parse(text))]
     assert found == []
+
+
+def test_the_ancestor_guard_sees_each_form() -> None:
+    """The three walks that were (a depth-limited reindex, a climb by slice, a plain step) are
+    each seen; a pass over the parents top down (`codes[i] = codes[parent[i]]`) is not a walk."""
+    walks = ["for _ in range(5):\n    up = parent.reindex(up).to_numpy()",
+             "while True:\n    out[bad] = self.parent_all[out[bad]]",
+             "while p >= 0:\n    p = int(parent[p])"]
+    assert [len(list(ancestor_steps(ast.parse(w)))) for w in walks] == [1, 1, 1]
+    assert list(ancestor_steps(ast.parse("for i in order:\n    depth[i] = depth[parent[i]] + 1"))) == []
 
 
 def test_per_category_masks_in_masks_only() -> None:
@@ -230,3 +270,18 @@ def test_the_scanner_key_lists_are_generated_from_keys_py(tmp_path: Path) -> Non
     val = tuple(lib.pv_val_key(i).decode() for i in range(lib.pv_val_keys()))
     assert num == (*keys.NUMERIC_ARGS, "planted numeric")
     assert val == (*keys.VALUE_ARGS, "planted value")
+
+
+def test_an_op_far_above_a_selected_kernel_is_picked() -> None:
+    """The efficiency table's selection walks to the root (it stopped four levels above the
+    kernel's op): a chain of 8 nested ops, the modelled op at the top, a kernel under the bottom."""
+    import numpy as np
+    import pandas as pd
+
+    from jupyter_profview.widget.efficiency_table import efficiency_rows_of
+
+    events = pd.DataFrame({"parent": [-1, 0, 1, 2, 3, 4, 5, 6, -1]})  # 8: the kernel
+    launches = pd.DataFrame({"kernel": [8], "cpu_op": pd.array([7], dtype="Int64")})
+    eff = pd.DataFrame({"event": [0, 5]})
+    assert efficiency_rows_of(eff, events, launches, np.array([8])).tolist() == [0, 1]
+    assert efficiency_rows_of(eff, events, launches, np.array([3])).tolist() == []

@@ -22,8 +22,8 @@ bytes
     can have.
 
 gpu_time
-:   The summed duration of the device activities launched under the op (on its thread, launch
-    start inside it; ``trace.launches``).
+:   The summed duration of the device activities launched under the op: those whose issuing op
+    (``trace.launches``' ``cpu_op``) is the op or nested in it.
 
 peak
 :   `PEAKS`: dense peak FLOP/s per dtype and memory bandwidth from the vendors' datasheets,
@@ -48,6 +48,7 @@ import pandas as pd
 from ..dtypes import dtype_bytes
 from ..errors import ProfviewError
 from ..model import Trace
+from ..nesting import climb
 from .columns import among, thread_keys
 from .traceset import is_traceset
 
@@ -190,30 +191,26 @@ def op_efficiency(trace: Trace | TraceSet, *, device: str | None = None) -> pd.D
     start = ev["start"].to_numpy(np.int64)
     end = start + ev["dur"].to_numpy(np.int64)
     thread = thread_keys(ev)
-    lpos = ev.index.get_indexer(pd.Index(linked["launch"].to_numpy(np.int64)))
-    ok = lpos >= 0
-    lpos, kdur = lpos[ok], linked["kernel_dur"].to_numpy(np.int64)[ok]
-    gpu = linked["gpu"].astype(str).to_numpy()[ok]
     # innermost: per thread by start (longer first), drop an op that contains the next one
     order = pos[np.lexsort((-(end[pos] - start[pos]), start[pos], thread[pos]))]
     same = thread[order[1:]] == thread[order[:-1]]
     contains = same & (start[order[1:]] < end[order[:-1]]) & (end[order[1:]] <= end[order[:-1]])
     inner = order[np.append(~contains, True)]
-    # the launches inside each op on its thread: a range of the launches sorted by (thread, start)
-    lorder = np.lexsort((start[lpos], thread[lpos]))
-    lkey, lstart = thread[lpos][lorder], start[lpos][lorder]
-    cum = np.concatenate([[0], np.cumsum(kdur[lorder])])
-    lo = np.empty(len(inner), np.int64)
-    hi = np.empty(len(inner), np.int64)
-    for key in np.unique(thread[inner]).tolist():
-        a, b = np.searchsorted(lkey, key, "left"), np.searchsorted(lkey, key, "right")
-        mine = np.flatnonzero(thread[inner] == key)
-        lo[mine] = a + np.searchsorted(lstart[a:b], start[inner[mine]], "left")
-        hi[mine] = a + np.searchsorted(lstart[a:b], end[inner[mine]], "left")
-    has = hi > lo
-    inner, lo, hi = inner[has], lo[has], hi[has]
-    gpu_times = cum[hi] - cum[lo]
-    first_gpu = gpu[lorder][lo]
+    # each launch's op: the launch's issuing op (`trace.launches`' cpu_op) or the nearest op above
+    # it that is an innermost modelled op (the one ancestor walk)
+    is_inner = np.zeros(len(ev), bool)
+    is_inner[inner] = True
+    issuing = ev.index.get_indexer(pd.Index(linked["cpu_op"].to_numpy(np.int64, na_value=-1)))
+    op = climb(ev["parent"].to_numpy(np.int64), issuing, lambda _which, at: is_inner[at])
+    placed = op >= 0
+    op, kdur = op[placed], linked["kernel_dur"].to_numpy(np.int64)[placed]
+    lstart = linked["launch_start"].to_numpy(np.int64)[placed]
+    gpu = linked["gpu"].astype(str).to_numpy()[placed]
+    inner = np.unique(op)  # the innermost ops that launched device activities
+    at = np.searchsorted(inner, op)
+    gpu_times = np.bincount(at, weights=kdur, minlength=len(inner)).astype(np.int64)
+    first = np.lexsort((lstart, at))  # by op, then launch start: each op's first launch first
+    first_gpu = gpu[first[np.searchsorted(at[first], np.arange(len(inner)))]]
     devices = _device_names(trace)
     ids = ev.index.to_numpy(np.int64)[inner]
     cats = np.asarray(names.cat.categories.astype(str), dtype=object) \

@@ -2,7 +2,7 @@
 `jupyter_profview.analysis.op_efficiency` -- the op, its shapes, the GPU time of its
 kernels, the achieved TFLOP/s, the share of the device's peak and what bounds it -- sorted and
 paged like the events table.  An op is the selection's when it is selected itself, or when one
-of its kernels is (the kernel's issuing ``cpu_op`` or an op up to four levels above it)."""
+of its kernels is (the kernel's issuing ``cpu_op`` or any op above it)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..nesting import ancestor_mask
 from . import pager
 from .codec import encode_frame
 
@@ -28,14 +29,9 @@ def efficiency_rows_of(eff: pd.DataFrame, events: pd.DataFrame, launches: pd.Dat
     ops = set(ids.tolist())
     kernel = launches["kernel"].to_numpy(np.int64)
     issued = launches["cpu_op"].to_numpy(np.int64, na_value=-1)[np.isin(kernel, ids)]
-    parent = events["parent"]
-    up = issued[issued >= 0]
-    for _ in range(5):
-        ops.update(up.tolist())
-        up = parent.reindex(up).to_numpy(np.int64, na_value=-1)
-        up = up[up >= 0]
-        if len(up) == 0:
-            break
+    issued = issued[issued >= 0]
+    ops.update(issued.tolist())  # ... and every op above it (the one ancestor walk, to the root)
+    ops.update(np.flatnonzero(ancestor_mask(events["parent"].to_numpy(np.int64), issued)).tolist())
     return np.flatnonzero(eff["event"].isin(list(ops)).to_numpy())
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ...builder import dense_codes
 from ...model import PHASES, Quality
-from ...nesting import fill_down
+from ...nesting import climb, fill_down
 from .columns import ChromeColumns
 from .slices import from_codes, token_labels
 
@@ -79,13 +79,8 @@ class SliceIndex:
         for pick, a, b in self._groups(pair):  # the last slice starting at or before t ...
             pos = np.searchsorted(self.start[a:b], time[pick], side="right") - 1
             out[pick] = np.where(pos >= 0, self.ids[a:b][np.maximum(pos, 0)], -1)
-        bad = np.flatnonzero(out >= 0)
-        while True:  # ... then climb parents until the slice contains t (bounded by the depth)
-            bad = bad[self.end_all[out[bad]] < time[bad]]
-            if len(bad) == 0:
-                return out
-            out[bad] = self.parent_all[out[bad]]
-            bad = bad[out[bad] >= 0]
+        # ... then up its ancestors to the first that contains t (the one ancestor walk)
+        return climb(self.parent_all, out, lambda which, at: self.end_all[at] >= time[which])
 
     def next_start(self, pair: np.ndarray, time: np.ndarray) -> np.ndarray:
         """Event id of the first (outermost) slice on ``pair`` starting at or after ``time``, or -1."""
