@@ -147,7 +147,8 @@ def ancestor_steps(tree: ast.AST) -> Iterator[int]:
                     and sub.func.attr in ("reindex", "loc", "take") else None
                 if table is None:
                     continue
-                key = sub.slice if isinstance(sub, ast.Subscript) else ast.Tuple(elts=list(sub.args), ctx=ast.Load())
+                key = sub.slice if isinstance(sub, ast.Subscript) \
+                    else ast.Tuple(elts=list(sub.args), ctx=ast.Load())
                 text = ast.unparse(table)
                 if "parent" in text and base.id in _names(key) and "parent" not in base.id:
                     yield node.lineno
@@ -163,7 +164,8 @@ def test_one_ancestor_walk() -> None:
         text = path.read_text(encoding="utf-8")
         for match in re.finditer(r"^\s*def (\w*ancestor\w*)\(", text, re.M):
             found.append(f"{rel(path)}: def {match[1]}")
-        found += [f"{rel(path)}:{line}: a step up `parent` in a loop" for line in ancestor_steps(ast.parse(text))]
+        found += [f"{rel(path)}:{line}: a step up `parent` in a loop"
+                  for line in ancestor_steps(ast.parse(text))]
     assert found == []
 
 
@@ -240,8 +242,9 @@ def test_the_scanner_key_lists_are_generated_from_keys_py(tmp_path: Path) -> Non
     import sys
 
     root = PACKAGE.parent
+    listing = re.compile(r"#define (NUMERIC_LIST|VALUE_LIST|NUM_KEYS|VAL_KEYS)\b.*")
     spelled = [f"{p.name}: {m[0]}" for p in sorted((PACKAGE / "_native").glob("*.[ch]")) if p.name != "keys_gen.h"
-               for m in re.finditer(r"#define (NUMERIC_LIST|VALUE_LIST|NUM_KEYS|VAL_KEYS)\b.*", p.read_text(encoding="utf-8"))]
+               for m in listing.finditer(p.read_text(encoding="utf-8"))]
     assert spelled == []
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
