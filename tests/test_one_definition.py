@@ -243,7 +243,8 @@ def test_the_scanner_key_lists_are_generated_from_keys_py(tmp_path: Path) -> Non
 
     root = PACKAGE.parent
     listing = re.compile(r"#define (NUMERIC_LIST|VALUE_LIST|NUM_KEYS|VAL_KEYS)\b.*")
-    spelled = [f"{p.name}: {m[0]}" for p in sorted((PACKAGE / "_native").glob("*.[ch]")) if p.name != "keys_gen.h"
+    sources = [p for p in sorted((PACKAGE / "_native").glob("*.[ch]")) if p.name != "keys_gen.h"]
+    spelled = [f"{p.name}: {m[0]}" for p in sources
                for m in listing.finditer(p.read_text(encoding="utf-8"))]
     assert spelled == []
     cc = shutil.which("cc") or shutil.which("gcc")
