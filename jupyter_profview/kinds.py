@@ -35,6 +35,9 @@ bug waiting for this one to change.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
 
 STEP_ANNOTATION = "ProfilerStep"
 """PyTorch's profiler step annotation"""
@@ -187,3 +190,20 @@ def pipeline_action(name: str) -> tuple[int | None, str, int | None] | None:
     if single is not None:
         return None, "F" if single.group(1) == "Forward" else "B", int(single.group(2))
     return None
+
+
+
+def by_code(hits: Sequence[bool] | np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The per-category mask, written once: rows whose code's entry in `hits` (one bool per
+    distinct value) is true; code -1 (missing) never a hit."""
+    table = np.append(np.asarray(hits, bool), False)
+    if not table.any():  # nothing matches: no gather over the rows
+        return np.zeros(len(codes), bool)
+    return table[np.asarray(codes, np.int64)]
+
+
+def code_mask(values: Iterable[object], codes: np.ndarray, predicate: Callable[[str], object]) -> np.ndarray:
+    """Rows whose value (`values[codes[i]]`) satisfies `predicate(str(value))`, the predicate
+    evaluated once per distinct value, never once per row (`by_code`).  `derived.masks.match`
+    is this over a categorical column; the loaders use it on their code columns."""
+    return by_code([bool(predicate(str(v))) for v in values], codes)

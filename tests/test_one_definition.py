@@ -179,12 +179,56 @@ def test_the_ancestor_guard_sees_each_form() -> None:
     assert list(ancestor_steps(ast.parse("for i in order:\n    depth[i] = depth[parent[i]] + 1"))) == []
 
 
-def test_per_category_masks_in_masks_only() -> None:
-    """A predicate evaluated once per category is `derived.masks.match`."""
-    pattern = re.compile(r"predicate\(str\(c\)\)|for c in \w+(\.cat)?\.categories\] \+ \[False\]")
-    found = [rel(p) for p in SOURCES
-             if rel(p) != "derived/masks.py" and pattern.search(p.read_text(encoding="utf-8"))]
-    assert found == []
+def category_masks(tree: ast.AST) -> Iterator[int]:
+    """Lines that make a mask over a code column themselves: the missing-code slot
+    (`... + [False]`, `np.append(hits, False)`), a filtered comprehension over a column's
+    categories (`[n for n in cat.categories if ...]`), or `isin` of the values (or codes) a
+    filtered comprehension picked (`np.isin(codes, [i for i, n in enumerate(names) if ...])`)."""
+    def filtered(node: ast.AST) -> bool:  # picks among a column's values or codes
+        return isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and any(
+            g.ifs and re.search(r"enumerate|categories|\b(names|cats|labels)\b", ast.unparse(g.iter))
+            for g in node.generators)
+
+    picked_names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and filtered(node.value)
+                    for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("isin") and any(
+                filtered(a) or isinstance(a, ast.Name) and a.id in picked_names for a in node.args):
+            yield node.lineno  # rows whose value is among the values a predicate picked
+        missing_slot = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) \
+            and isinstance(node.right, ast.List) and len(node.right.elts) == 1 \
+            and getattr(node.right.elts[0], "value", None) is False
+        appended = isinstance(node, ast.Call) and ast.unparse(node.func).endswith("append") \
+            and len(node.args) == 2 and getattr(node.args[1], "value", None) is False
+        picked = isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and any(
+            g.ifs and re.search(r"categories|\bcats\b", ast.unparse(g.iter)) for g in node.generators)
+        if missing_slot or appended or picked:
+            yield getattr(node, "lineno", 0)
+
+
+#: masks still made in modules another engineer owned this session (listed for the lead: they
+#: should call `kinds.code_mask`); the test fails once one is gone, so the list only shrinks
+NOT_YET_ONE = {"widget/lod.py"}
+
+
+def test_per_category_masks_in_one_place() -> None:
+    """A mask over a code column is `kinds.by_code` / `kinds.code_mask` (`derived.masks.match`
+    over a categorical column calls it)."""
+    found = {rel(p): list(category_masks(ast.parse(p.read_text(encoding="utf-8"))))
+             for p in SOURCES if rel(p) != "kinds.py"}
+    found = {k: v for k, v in found.items() if v}
+    assert sorted(found) == sorted(NOT_YET_ONE), found
+
+
+def test_the_mask_guard_sees_each_form() -> None:
+    """The four masks that were: masks.match, chrome.gpu.category_table, pipeline's Coded.mask,
+    the step / collective names picked from the categories (torch_phases, ranks.derived)."""
+    forms = ["np.append(hits, False)[cat.cat.codes.to_numpy()]",
+             "np.asarray([c in wanted for c in cats] + [False], bool)",
+             "np.isin(codes, [i for i, n in enumerate(names) if is_step(n)])",
+             "wanted = [n for n in names if COLLECTIVE_ANNOTATION.match(str(n))]\n"
+             "hit = ev['name'].isin(wanted)"]
+    assert [len(list(category_masks(ast.parse(f)))) for f in forms] == [1, 1, 1, 1]
 
 
 def test_devices_are_decided_in_masks_only() -> None:

@@ -43,6 +43,7 @@ on the set's common clock.  The TraceSet is taken to be one pipeline (its ranks 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -51,7 +52,14 @@ import pandas as pd
 
 from ..derived import covered, difference, instances, union
 from ..errors import ProfviewError
-from ..kinds import PIPELINE_COMPUTE_KINDS, STEP_ANNOTATION, is_communication, pipeline_action, step_pattern
+from ..kinds import (
+    PIPELINE_COMPUTE_KINDS,
+    STEP_ANNOTATION,
+    code_mask,
+    is_communication,
+    pipeline_action,
+    step_pattern,
+)
 from ..model import Trace
 from .columns import active_gpus, among, devices_of, thread_keys
 from .traceset import is_traceset
@@ -118,16 +126,13 @@ class Coded:
     codes: np.ndarray  # int, -1: missing
     values: list[str]
 
-    def mask(self, hits: np.ndarray) -> np.ndarray:
-        """Rows whose value's entry in `hits` (one bool per value) is true; missing rows false."""
-        hits = np.asarray(hits, bool)
-        if not hits.any():
-            return np.zeros(len(self.codes), bool)
-        return np.append(hits, False)[self.codes]
+    def where(self, predicate: Callable[[str], object]) -> np.ndarray:
+        """Rows whose value satisfies `predicate` (`kinds.code_mask`: once per value)."""
+        return code_mask(self.values, self.codes, predicate)
 
     def among(self, names: tuple[str, ...]) -> np.ndarray:
         """Rows whose value is one of `names`."""
-        return self.mask(np.fromiter((v in names for v in self.values), bool, len(self.values)))
+        return self.where(names.__contains__)
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,8 @@ def _parsed_actions(ev: _Events) -> pd.DataFrame:
     """The slices of `ev` that are pipeline actions, with `stage` (-1: unnamed), `kind`,
     `microbatch` (-1: none), `key` (thread key), `start`, `end`; index: event id."""
     parsed = [pipeline_action(n) for n in ev.name.values]
-    hit = ev.name.mask(np.array([p is not None for p in parsed], bool)) & ev.slice
+    actions = {n for n, p in zip(ev.name.values, parsed, strict=True) if p is not None}
+    hit = ev.name.where(actions.__contains__) & ev.slice
     rows = np.flatnonzero(hit)
     table = np.array([(-1, "", -1) if p is None else
                       (-1 if p[0] is None else p[0], p[1], -1 if p[2] is None else p[2]) for p in parsed]
@@ -217,8 +223,7 @@ def _rank_tables(ev: _Events, launches: pd.DataFrame | None, rank: int
     start, end = ev.start, ev.end
     ops = ev.slice & mine & ev.cpu_op
     # the calls the thread waits in (module doc)
-    comm = ops & ev.name.mask(np.fromiter((bool(is_communication(n)) for n in ev.name.values), bool,
-                                          len(ev.name.values)))
+    comm = ops & ev.name.where(is_communication)
     busy = _Busy(union(start[ops], end[ops]), union(start[comm], end[comm]))
     if launches is not None and len(launches):
         busy = _Busy(_with_kernels(difference(busy.plus, busy.minus), ev, launches, mine),
@@ -385,8 +390,7 @@ def _cached_rank(ts: TraceSet, rank: int) -> tuple[_Events, pd.DataFrame | None]
     end = start + np.asarray(cols["dur"], np.int64)
     # the step rule (derived.instances) over the rows named like a step only
     pattern = step_pattern(STEP_ANNOTATION)
-    rows = np.flatnonzero(name.mask(np.fromiter((pattern.match(n) is not None for n in name.values), bool,
-                                                len(name.values))))
+    rows = np.flatnonzero(name.where(pattern.match))
 
     def column(coded: Coded) -> pd.Categorical:
         return pd.Categorical.from_codes(coded.codes[rows], categories=pd.Index(coded.values, dtype=object))

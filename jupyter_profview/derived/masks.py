@@ -9,16 +9,14 @@ from collections.abc import Callable, Collection
 import numpy as np
 import pandas as pd
 
-from ..kinds import HOST_SYNC_CALLS, HOST_SYNC_COPIES, PAGEABLE_COPY
+from ..kinds import HOST_SYNC_CALLS, HOST_SYNC_COPIES, PAGEABLE_COPY, code_mask
 from ..model import Trace
 
 
 def match(series: pd.Series, predicate: Callable[[str], object]) -> np.ndarray:
     """Boolean mask of `predicate(str value)`, evaluated once per category (missing -> False)."""
     cat = series if isinstance(series.dtype, pd.CategoricalDtype) else series.astype("category")
-    hits = np.fromiter((bool(predicate(str(c))) for c in cat.cat.categories), bool,
-                       len(cat.cat.categories))
-    return np.append(hits, False)[cat.cat.codes.to_numpy()]  # code -1 (missing) -> False
+    return code_mask(cat.cat.categories, cat.cat.codes.to_numpy(), predicate)
 
 
 def among(series: pd.Series, names: Collection[str]) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..kinds import by_code
 from .xspace_rules import (
     CATEGORY_STATS,
     CONTEXT_STATS,
@@ -220,9 +221,8 @@ class EventColumns:
             at = self.entries(stat)
             if not len(at) and all(v is None for v in per_meta):
                 continue
-            m_present = np.array([v is not None for v in per_meta] + [False], bool)
             m_keys = np.array([0 if v is None else key(v) for v in per_meta] + [0], np.int64)
-            keys, present = m_keys[meta], m_present[meta]
+            keys, present = m_keys[meta], by_code([v is not None for v in per_meta], meta)
             if len(at):
                 rows = self.srow[at]
                 objects = self.sobj[at] >= 0

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..derived import device_activities, instances, steps
+from ..derived.masks import match
 from ..kinds import COLLECTIVE_ANNOTATION, COLLECTIVE_PARAMS, STEP_ANNOTATION
 from ..model import Trace
 from .device_args import process_groups
@@ -51,12 +52,9 @@ def collective_calls(trace: Trace) -> pd.DataFrame:
     (pg, name), from 0), ``start``/``end`` (ns, the trace's own clock),
     ``thread``."""
     ev = trace.events
-    names = ev["name"].cat.categories if isinstance(ev["name"].dtype, pd.CategoricalDtype) \
-        else pd.Index(ev["name"].unique())
-    wanted = [n for n in names if COLLECTIVE_ANNOTATION.match(str(n))]
     acts = device_activities(trace)
     kernels = acts.loc[acts["kind"] == "communication", "event"].to_numpy(np.int64)
-    hit = ev["name"].isin(wanted).to_numpy(bool) | ev.index.isin(kernels)
+    hit = match(ev["name"], COLLECTIVE_ANNOTATION.match) | ev.index.isin(kernels)
     pick = ev[hit & (ev["kind"] != "instant").to_numpy(bool)].sort_values("start", kind="stable")
     parent = pick["parent"].to_numpy(np.int64)
     is_params = np.zeros(len(parent), bool)

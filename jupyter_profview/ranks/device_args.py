@@ -29,7 +29,7 @@ import pandas as pd
 from ..derived.cache import cached
 from ..derived.masks import match, on_device
 from ..dtypes import dtype_bytes
-from ..kinds import COLLECTIVE_PARAMS, is_collective_call
+from ..kinds import COLLECTIVE_PARAMS, by_code, is_collective_call
 from ..model import Trace
 from ..nesting import ancestor_mask, nearest_marked
 
@@ -290,8 +290,7 @@ class _Given:
                 table = np.empty(len(values) + 1, dtype=object)
                 for i, v in enumerate(values):  # one by one: a list value is one object
                     table[i] = v
-                given = np.array([v is not None and v != "" for v in values] + [False], bool)
-                hit = given[codes]
+                hit = by_code([v is not None and v != "" for v in values], codes)
                 out[ask[hit]] = table[codes[hit]]
             todo[ask[hit]] = False
         self.columns[key] = out

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..derived import step_mask, union
-from ..kinds import is_communication
+from ..kinds import by_code, is_communication
 from .codec import encode_frame
 from .lod import OVERVIEW_WIDTH, TimelineIndex
 
@@ -50,7 +50,7 @@ def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.
     categories), as a boolean array per row."""
     cat = pd.Categorical(column)
     hit = test(pd.Series(np.asarray(cat.categories.astype(str), dtype=object))).to_numpy(bool)
-    return np.append(hit, False)[cat.codes]
+    return by_code(hit, cat.codes)
 
 
 def is_comm(events: Any) -> np.ndarray:

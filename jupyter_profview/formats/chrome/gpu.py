@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...kinds import COMMUNICATION_KERNEL, DMA_ACTIVITY
+from ...kinds import COMMUNICATION_KERNEL, DMA_ACTIVITY, code_mask
 from ...model import KERNEL_TYPES, empty_launches
 from ...nesting import nearest_ancestor
 from .columns import ChromeColumns
@@ -55,9 +55,6 @@ LAUNCH_CATEGORIES = frozenset({
 _GPU_LABEL = re.compile(r"^GPU (\d+)$")
 
 
-def category_table(cats: list[str], wanted: Any) -> np.ndarray:
-    """Boolean table over category codes (one extra slot, False, for code -1)."""
-    return np.asarray([c in wanted for c in cats] + [False], bool)
 
 
 def device_indices(pid_codes: np.ndarray, device_arg: np.ndarray, tokens: list[str],
@@ -121,8 +118,8 @@ def build_launches(events: pd.DataFrame, kernel_ids: np.ndarray, base_type: np.n
     corr_col = events["correlation"].array
     corr_valid = ~np.asarray(corr_col.isna())
     corr = np.asarray(corr_col.to_numpy(np.int64, na_value=0))
-    is_launch = category_table(list(events["category"].cat.categories.astype(str)), LAUNCH_CATEGORIES)[
-        np.asarray(events["category"].cat.codes)] & corr_valid
+    category = events["category"].array
+    is_launch = code_mask(category.categories, category.codes, LAUNCH_CATEGORIES.__contains__) & corr_valid
     launch_ids = np.flatnonzero(is_launch)  # in start order: the first call of a correlation wins
     launch_corr = pd.Index(corr[launch_ids])
     duplicates = int(launch_corr.duplicated().sum())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...kinds import step_pattern
+from ...kinds import code_mask, step_pattern
 from ...model import PHASES, Quality
 from .flows import inherit_down
 from .slices import from_codes
@@ -22,8 +22,7 @@ def forward_in_profiler_steps(events: pd.DataFrame, quality: Quality) -> None:
         return
     names = events["name"].cat.categories
     is_step_name = step_pattern().match
-    is_step = np.isin(events["name"].cat.codes.to_numpy(),
-                      [i for i, n in enumerate(names.astype(str)) if is_step_name(n)])
+    is_step = code_mask(names, events["name"].cat.codes.to_numpy(), is_step_name)
     parent = events["parent"].to_numpy()
     track = events["track"].cat.codes.to_numpy().astype(np.int64)
     codes = events["phase"].cat.codes.to_numpy().copy()

@@ -76,6 +76,7 @@ from pandas.api.types import union_categoricals
 
 from ... import _native
 from ...builder import build_events, dense_codes, make_trace
+from ...kinds import code_mask
 from ...model import KINDS, Quality, Trace
 from ...phase_rules import rule
 from ...sources import Source
@@ -153,7 +154,7 @@ def to_trace(c: ChromeColumns, *, consume: bool = False) -> Trace:
     ok = _timed(c, q)
     labels = Labels(c)
     labels.read_metadata(np.flatnonzero(c.ph == ord("M")), q)
-    dev_rec = np.flatnonzero(gpu.category_table(c.cats, gpu.DEVICE_CATEGORIES)[c.cat_code]
+    dev_rec = np.flatnonzero(code_mask(c.cats, c.cat_code, gpu.DEVICE_CATEGORIES.__contains__)
                              & (c.ph == ord("X")) & ok)
     devices = gpu.DeviceRows(c, dev_rec, labels)
     labels.finish()
