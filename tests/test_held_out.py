@@ -176,6 +176,11 @@ MTIA_CASES = {
     "same span, file order reversed": [("Stage::B", 0, 100), ("Stage::A", 0, 100)],
     "same start, shorter first": [("Stage::B", 0, 50), ("Stage::A", 0, 100)],
     "partly overlapping": [("Stage::A", 0, 100), ("Stage::B", 50, 100)],
+    # an op that starts inside B and outlasts it goes to an overlap lane; A, inside that op, has
+    # no annotation above it in trace.events (attribute put it under B: it nested the
+    # annotations among themselves, by time)
+    "inside an op that overlaps the other": [("Stage::B", 0, 30), ("aten::op", 20, 60), ("Stage::A", 20, 10)],
+    "an op between": [("Stage::A", 0, 60), ("aten::op1", 50, 60), ("aten::op0", 10, 60), ("Stage::B", 10, 10)],
 }
 
 
@@ -185,7 +190,8 @@ def test_mtia_stage_ranges_nest_in_attribute_as_in_the_events(tmp_path: Path, ca
     annotation node's parent in `attribute(by="annotation")` is its nearest `user_annotation`
     ancestor in `trace.events`, and the activity lands under the innermost range over its
     launch."""
-    events = [x(name, "user_annotation", CPU, TID, start, dur) for name, start, dur in MTIA_CASES[case]]
+    events = [x(name, "cpu_op" if name.startswith("aten::") else "user_annotation", CPU, TID, start, dur)
+              for name, start, dur in MTIA_CASES[case]]
     events += [x("runFunction - job_prep_and_submit_for_execution", "mtia_runtime", CPU, TID, 55, 2,
                  correlation=1),
                x("mtia_kernel", "kernel", 0, 9, 70, 10, correlation=1, device=0, stream=9)]
@@ -204,9 +210,9 @@ def test_mtia_stage_ranges_nest_in_attribute_as_in_the_events(tmp_path: Path, ca
     assert sorted(table.loc[table["name"] != "(unattributed)", "path"]) == sorted(node_path.values())
     launch = int(ev.index[ev["category"] == "mtia_runtime"][0])
     p = int(ev.at[launch, "parent"])
-    while ev.at[p, "category"] != "user_annotation":
+    while p >= 0 and ev.at[p, "category"] != "user_annotation":
         p = int(ev.at[p, "parent"])
-    owner = table[table["path"] == node_path[p]].iloc[0]
+    owner = table[table["path"] == (node_path[p] if p >= 0 else "(unattributed)")].iloc[0]
     assert owner["gpu_self"] == 10_000
 
 

@@ -56,7 +56,7 @@ import pandas as pd
 from ..errors import ProfviewError
 from ..kinds import annotation_of
 from ..model import Trace
-from ..nesting import nest, nest_order, self_times
+from ..nesting import climb, nearest_marked, nest, nest_order, self_times
 from .columns import among, match, on_device, thread_keys
 from .traceset import is_traceset
 
@@ -234,17 +234,24 @@ class _Tree:
 
     def _nest_and_locate(self, start: np.ndarray, keep: np.ndarray, lpos: np.ndarray,
                          owner: np.ndarray) -> np.ndarray:
-        """Each node's parent (local index, -1 at a root); each kept launch's owner (in place):
-        nodes nested among their own kind, launch calls placed among them, both by the events
-        table's rule."""
-        key = self.keys[self.pos]
-        parent = _nested(key, self.start, self.end)
+        """Each node's parent (local index, -1 at a root): its nearest node ancestor in
+        `trace.events` (`nesting.nearest_marked`: the events table's own tree, so a node nests
+        here exactly as it does there); each kept launch's owner (in place): the innermost node
+        over its launch call in that tree."""
         launches = np.flatnonzero(keep)
-        calls = lpos[launches]
-        dur = self.trace.events["dur"].to_numpy(np.int64)[calls]
-        owner[launches] = _locate(key, self.start, self.end, self.keys[calls], start[calls],
-                                  start[calls] + dur)[0]
-        return parent
+        owner[launches] = self._nodes_over(lpos[launches])
+        local = self._local()
+        up = nearest_marked(self._parents(), self.pos, local >= 0)
+        return np.where(up >= 0, local[np.maximum(up, 0)], -1)
+
+    def _parents(self) -> np.ndarray:
+        return self.trace.events["parent"].to_numpy(np.int64)
+
+    def _local(self) -> np.ndarray:
+        """Over all event positions: the node's local index, -1 for an event that is no node."""
+        local = np.full(len(self.trace.events), -1, np.int64)
+        local[self.pos] = np.arange(len(self.pos))
+        return local
 
     def _reassign_backward(self, ev: pd.DataFrame, lpos: np.ndarray) -> None:
         """``backward="forward"``: activities under a backward op move to the nodes enclosing its
@@ -288,11 +295,11 @@ class _Tree:
                 self.bwd_owner[la_pos[j]] = node_of[fp]
 
     def _nodes_over(self, positions: np.ndarray) -> np.ndarray:
-        """The innermost node (local index, -1 none) containing each event position."""
-        ev = self.trace.events
-        start = ev["start"].to_numpy(np.int64)[positions]
-        end = start + ev["dur"].to_numpy(np.int64)[positions]
-        return _locate(self.keys[self.pos], self.start, self.end, self.keys[positions], start, end)[0]
+        """The innermost node (local index, -1 none) over each event position in `trace.events`'
+        tree: the event itself where it is a node, else its nearest node ancestor."""
+        local = self._local()
+        at = climb(self._parents(), positions, lambda _which, pos: local[pos] >= 0)
+        return np.where(at >= 0, local[np.maximum(at, 0)], -1)
 
     def frame(self) -> pd.DataFrame:
         n = len(self.pos)
