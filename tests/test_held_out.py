@@ -180,7 +180,8 @@ MTIA_CASES = {
     # no annotation above it in trace.events (attribute put it under B: it nested the
     # annotations among themselves, by time)
     "inside an op that overlaps the other": [("Stage::B", 0, 30), ("aten::op", 20, 60), ("Stage::A", 20, 10)],
-    "an op between": [("Stage::A", 0, 60), ("aten::op1", 50, 60), ("aten::op0", 10, 60), ("Stage::B", 10, 10)],
+    "an op between": [("Stage::A", 0, 60), ("aten::op1", 50, 60), ("aten::op0", 10, 60),
+                      ("Stage::B", 10, 10)],
 }
 
 
@@ -237,3 +238,59 @@ def test_a_40_digit_integer_arg_reads_the_same_in_both_decoders(tmp_path: Path, 
     if native is not None:  # the native scanner may leave such a file to the Python decoder
         assert normalized(native) == normalized(python)
     assert profview.load(path).args(0).keys() == json.loads(args).keys()
+
+
+OTHER = '{"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 1}'
+X_EVENT = '{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1, '
+BIG_POSITIONS = {
+    **{f"taken-out arg {k}": X_EVENT + f'"args": {{"{k}": {BIG}}}}}'
+       for k in ("correlation", "External id", "Bytes", "stream", "Group size", "grid", "dtype")},
+    **{f"event field {k}": X_EVENT + f'"{k}": {BIG}}}' for k in ("id", "bind_id")},
+    "pid": f'{{"ph": "X", "name": "a", "pid": {BIG}, "tid": 1, "ts": 0, "dur": 1}}',
+    "counter": f'{{"ph": "C", "name": "mem", "pid": 1, "tid": 1, "ts": 0, "args": {{"v": {BIG}}}}}',
+    "metadata": f'{{"ph": "M", "name": "process_name", "pid": 1, "args": {{"name": "x", "n": {BIG}}}}}',
+    "flow id": f'{{"ph": "s", "name": "f", "cat": "ac2g", "id": {BIG}, "pid": 1, "tid": 1, "ts": 5}}',
+    "memory": ('{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 0, "s": "t", '
+               f'"args": {{"Total Allocated": {BIG}, "Bytes": 1, "Addr": 1}}}}'),
+}
+
+
+def _decoded(decode: Any, path: Path) -> tuple[str, Any]:
+    try:
+        out = decode(Source(path))
+    except profview.ProfviewError as exc:
+        return "error", str(exc)
+    return ("declined", None) if out is None else ("read", normalized(out))
+
+
+@pytest.mark.parametrize("where", list(BIG_POSITIONS))
+def test_a_40_digit_integer_anywhere_reads_alike_in_both_decoders(tmp_path: Path, where: str) -> None:
+    """The numeric args both decoders take out, the event fields, counters, metadata, flows,
+    memory events: the native scanner answers as the Python decoder does, or leaves the file to
+    it (then `load` is the Python decoder's answer)."""
+    path = tmp_path / "big.json"
+    path.write_text(f'{{"traceEvents": [{BIG_POSITIONS[where]}, {OTHER}]}}')
+    python = _decoded(decode_python, path)
+    assert python[0] == "read"
+    if _native.available():
+        native = _decoded(chrome_native.decode_chrome, path)
+        assert native in (python, ("declined", None))
+    assert len(profview.load(path).events) == len(to_trace(decode_python(Source(path))).events)
+
+
+@pytest.mark.parametrize("key", ["ts", "dur"])
+def test_a_40_digit_time_is_refused_alike_by_both_decoders(tmp_path: Path, key: str) -> None:
+    """A time beyond int64 nanoseconds: both refuse, with the package's error naming the file,
+    the event and the key, and the same reason."""
+    path = tmp_path / "big.json"
+    event = json.loads(OTHER)
+    event[key] = 0
+    text = json.dumps(event).replace(f'"{key}": 0', f'"{key}": {BIG}')
+    path.write_text(f'{{"traceEvents": [{text}]}}')
+    reason = (f"'{key}'", "traceEvents[0]",
+              "out of range (expected a time in microseconds within ±292 years)")
+    python = _decoded(decode_python, path)
+    assert python[0] == "error" and str(path) in python[1] and all(r in python[1] for r in reason)
+    if _native.available():
+        native = _decoded(chrome_native.decode_chrome, path)
+        assert native[0] == "error" and str(path) in native[1] and all(r in native[1] for r in reason)
