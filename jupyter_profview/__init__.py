@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .analysis.summary import phases, summary, top
     from .loader import load
     from .model import Quality, Trace
+    from .numbers import readable
     from .ranks import TraceSet, load_many
     from .widget import TraceWidget
     from .widget.compare import CompareView
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "load": "loader", "Quality": "model", "Trace": "model", "TraceSet": "ranks",
     "load_many": "ranks", "Comparison": "analysis", "compare": "analysis", "phases": "analysis",
-    "summary": "analysis", "top": "analysis",
+    "summary": "analysis", "top": "analysis", "readable": "numbers",
 }
 
 
@@ -50,7 +51,7 @@ EXAMPLES = Path(__file__).parent / "examples"
 
 __all__ = ["EXAMPLES", "Comparison", "NativeUnavailableWarning", "ProfviewError", "Quality", "Trace",
            "compare", "example", "formats", "load", "phases", "show", "summary", "top", "TraceSet",
-           "load_many", "sql", "advise"]
+           "load_many", "sql", "advise", "readable"]
 
 
 def formats() -> dict[str, str]:
