@@ -7,21 +7,24 @@ Definition ([attribute][jupyter_profview.analysis.attribution.attribute]):
   (`record_function` ranges, `ProfilerStep#N`; the device-side `gpu_user_annotation` copies are
   not nodes); `module`: `python_function` slices named `nn.Module: X` (`with_modules` /
   `with_stack`); `stack`: every `python_function` frame; `op`: `cpu_op` slices.
-- **Tree**: each kind is nested by time among its own kind, per thread, by the events table's
-  rule (`jupyter_profview.nesting.nest`): a node's parent is the innermost node of the
-  same kind on the same thread that *contains* it (`events.parent` mixes kinds and is not
-  used).  A node that starts inside another and outlasts it is not its child (an
-  `hccl:all_to_all` that starts inside `start_sparse_data_dist` and ends after it is a child of
-  the step, as in `trace.events`).  Nodes with the same path (names from the root, joined by
-  `" / "`) are one row: `count` instances.
+- **Tree**: a node's parent is its nearest ancestor of the same kind in `trace.events`' own
+  tree (`events.parent`, walked by `jupyter_profview.nesting.nearest_marked`), so a node nests
+  here exactly as the timeline and `trace.events` nest it: a node that starts inside another and
+  outlasts it is not its child (an `hccl:all_to_all` that starts inside
+  `start_sparse_data_dist` and ends after it is a child of the step), nor is a node inside an
+  event that partly overlaps the other (that event is on an overlap lane).  `stack` is the
+  exception: Python frames are recorded with ends that overlap the ops they call, so the events
+  table puts many on overlap lanes; a frame's parent is the innermost frame on the same thread
+  that *contains* it, by time (`jupyter_profview.nesting.nest` among the frames).  Nodes with
+  the same path (names from the root, joined by `" / "`) are one row: `count` instances.
 - **CPU time**: `cpu_total`: the summed durations of the row's instances; `cpu_self`: the time
   each instance is the one running among the nodes of its kind, by the events table's self-time
   rule (`jupyter_profview.nesting.self_times`: its duration minus its children's
   where they do not partly overlap; never negative; the roots' instances add up to the kind's
   busy time).
 - **GPU time**: a device activity (a row of `trace.launches`) belongs to the innermost node of
-  the kind that contains its launch call on the launching thread (the call placed among the
-  nodes by the same rule as the tree, as `trace.events` nests it); `gpu_self`/`kernels_self` sum
+  the kind over its launch call, by the same rule as the tree (`trace.events`' tree; `stack`:
+  the innermost frame containing the call on the launching thread); `gpu_self`/`kernels_self` sum
   the activities of the row itself, `gpu_total`/`kernels` those of the row and every row below
   it.  Activities whose launch is under no node (or not in the trace) are one root row
   `(unattributed)`, so the roots' `gpu_total` add up to the trace's device time (the sum of
@@ -240,6 +243,8 @@ class _Tree:
         over its launch call in that tree."""
         launches = np.flatnonzero(keep)
         owner[launches] = self._nodes_over(lpos[launches])
+        if self.by == "stack":  # frames nest among themselves by time (module doc)
+            return _nested(self.keys[self.pos], self.start, self.end)
         local = self._local()
         up = nearest_marked(self._parents(), self.pos, local >= 0)
         return np.where(up >= 0, local[np.maximum(up, 0)], -1)
@@ -297,6 +302,11 @@ class _Tree:
     def _nodes_over(self, positions: np.ndarray) -> np.ndarray:
         """The innermost node (local index, -1 none) over each event position in `trace.events`'
         tree: the event itself where it is a node, else its nearest node ancestor."""
+        if self.by == "stack":
+            ev = self.trace.events
+            start = ev["start"].to_numpy(np.int64)[positions]
+            end = start + ev["dur"].to_numpy(np.int64)[positions]
+            return _locate(self.keys[self.pos], self.start, self.end, self.keys[positions], start, end)[0]
         local = self._local()
         at = climb(self._parents(), positions, lambda _which, pos: local[pos] >= 0)
         return np.where(at >= 0, local[np.maximum(at, 0)], -1)
