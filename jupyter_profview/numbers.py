@@ -155,8 +155,9 @@ def readable(frame: Any, *, time: Any = None, bytes: Any = None, time_unit: str 
     (``1.5 GiB``), shares and percents as `share_text` (``93.6 %``), other numbers without
     scientific notation (`_plain`), missing values as ``–``.
 
-    Which columns are durations or bytes: ``time`` / ``bytes`` (names) when given, else by
-    `column_unit` (a word of the name in `TIME_WORDS` / `BYTE_WORDS`).  A Series is read by its
+    Which columns are durations or bytes: ``time`` / ``bytes`` (names; ``time=True``: every
+    numeric column, as in a pivot of durations) when given, else by `column_unit` (a word of the
+    name in `TIME_WORDS` / `BYTE_WORDS`).  A Series is read by its
     name (an unnamed Series as ``time``-valued only when ``time=True``).  ``time_unit``: the
     trace's (``"ns"``, or ``"step"`` for an execution order).  Text columns pass through.
 
@@ -179,6 +180,8 @@ def readable(frame: Any, *, time: Any = None, bytes: Any = None, time_unit: str 
     for k, name in enumerate(frame.columns):
         if name in chosen_bytes:
             unit: str | None = "bytes"
+        elif time is True:
+            unit = "time"
         elif chosen_time is not None:
             unit = "time" if name in chosen_time else None
         else:
