@@ -19,7 +19,7 @@ import pandas as pd
 
 from .analysis import summary
 from .errors import ProfviewError
-from .export import write_chrome, write_parquet
+from .export import to_perfetto, write_chrome, write_parquet
 from .model import Trace
 from .numbers import format_duration
 
@@ -66,14 +66,20 @@ def cmd_summary(args: argparse.Namespace) -> None:
         print(_printable_summary(trace, table).to_string())
 
 
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")  # output names written as Perfetto protobuf
+
+
 def cmd_convert(args: argparse.Namespace) -> None:
     out = Path(args.output)
     name = out.name.lower()
-    if not (name.endswith((".json", ".json.gz", ".parquet"))):
+    if not (name.endswith((".json", ".json.gz", ".parquet") + PERFETTO_SUFFIXES)):
         raise ProfviewError(f"cannot tell the output format of {args.output!r}",
-                            expected="a name ending in .json, .json.gz or .parquet")
+                            expected="a name ending in .json, .json.gz, .parquet, .pftrace or "
+                                     ".perfetto-trace")
     trace = _load(args.trace, args.format)
-    if name.endswith(".parquet"):
+    if name.endswith(PERFETTO_SUFFIXES):
+        print(to_perfetto(trace, out, args=not args.no_args))
+    elif name.endswith(".parquet"):
         for written in write_parquet(trace, out):
             print(written)
     else:
@@ -114,12 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only the events of this process/device (e.g. gpu0:0)")
     p.add_argument("--format", default=None, help="format name, to skip detection")
     p.set_defaults(func=cmd_summary)
-    p = sub.add_parser("convert", help="write Chrome Trace JSON (.json, .json.gz) or Parquet tables",
+    p = sub.add_parser("convert", help="write Chrome Trace JSON (.json, .json.gz), a Perfetto trace "
+                                       "(.pftrace) or Parquet tables",
                        description="Convert a trace: OUTPUT ending in .json or .json.gz writes Chrome "
-                                   "Trace Event JSON (Perfetto, chrome://tracing); .parquet writes one "
-                                   "file per table: OUT.events.parquet, OUT.memory.parquet, ...")
+                                   "Trace Event JSON (Perfetto, chrome://tracing); .pftrace or "
+                                   ".perfetto-trace writes a Perfetto protobuf trace (ui.perfetto.dev); "
+                                   ".parquet writes one file per table: OUT.events.parquet, "
+                                   "OUT.memory.parquet, ...")
     p.add_argument("trace", help="trace file (format detected from the content)")
-    p.add_argument("output", help="out.json, out.json.gz or out.parquet")
+    p.add_argument("output", help="out.json, out.json.gz, out.pftrace or out.parquet")
+    p.add_argument("--no-args", action="store_true",
+                   help="Perfetto output: leave the events' args out (smaller, faster)")
     p.add_argument("--format", default=None, help="input format name, to skip detection")
     p.set_defaults(func=cmd_convert)
     p = sub.add_parser("formats", help="list the supported input formats")

@@ -97,3 +97,33 @@ def test_widget_saves_next_to_the_trace(tmp_path: Path) -> None:
     written = TraceWidget(trace).to_perfetto()
     assert written == tmp_path / "run.pt.trace.pftrace"
     assert _slices(profview.load(written)) == _slices(trace)
+
+
+def test_cli_convert_writes_a_perfetto_trace(tmp_path: Path) -> None:
+    """``profview convert TRACE OUT.pftrace`` (a subprocess, as a user runs it): the file is a
+    Perfetto trace for Google's classes and reads back with the same slices and flows;
+    ``--no-args`` leaves the debug annotations out."""
+    import os
+    import subprocess
+    import sys
+
+    source = DATA / "hta" / "trace_compare_base_base.json.gz"
+    trace = profview.load(source)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    annotations = {}
+    for name, extra in (("out.pftrace", []), ("bare.perfetto-trace", ["--no-args"])):
+        out = tmp_path / name
+        res = subprocess.run([sys.executable, "-m", "jupyter_profview", "convert", str(source), str(out),
+                              *extra], capture_output=True, text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == str(out)
+        parsed = pb.Trace.FromString(out.read_bytes())
+        annotations[name] = sum(len(p.track_event.debug_annotations) for p in parsed.packet)
+        back = profview.load(out)
+        assert back.format == "perfetto"
+        assert _slices(back) == _slices(trace)
+        assert _flows(back) == _flows(trace)
+    assert annotations["out.pftrace"] > 0 and annotations["bare.perfetto-trace"] == 0
+    res = subprocess.run([sys.executable, "-m", "jupyter_profview", "convert", str(source),
+                          str(tmp_path / "out.proto")], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2 and ".pftrace" in res.stderr

@@ -42,11 +42,20 @@ class Clocks:
         elif self.trace_clock is None and self._codes.get(BOOTTIME) in values:
             self.trace_clock = BOOTTIME
 
-    def _path(self, source: int, target: int) -> list[int] | None:
+    def _edges(self) -> dict[int, set[int]]:
+        """Domain code -> the domains some snapshot pairs it with (one graph for all paths)."""
         edges: dict[int, set[int]] = {}
+        seen: set[frozenset[int]] = set()
         for snap in self.snapshots:
+            key = frozenset(snap)
+            if key in seen:  # the same domains as an earlier snapshot: no new edge
+                continue
+            seen.add(key)
             for a in snap:
                 edges.setdefault(a, set()).update(b for b in snap if b != a)
+        return edges
+
+    def _path(self, source: int, target: int, edges: dict[int, set[int]]) -> list[int] | None:
         prev = {source: source}
         queue = deque([source])
         while queue:
@@ -75,11 +84,12 @@ class Clocks:
         out = values.astype(np.int64, copy=True)
         lost = np.zeros(len(values), bool)
         target = self._codes.get(self.trace_clock if self.trace_clock is not None else BOOTTIME)
+        edges = self._edges()
         for code in np.unique(domains).tolist():
             if code == 0 or code == target:
                 continue
             rows = np.flatnonzero(domains == code)
-            path = self._path(code, target) if target is not None else None
+            path = self._path(code, target, edges) if target is not None else None
             if path is None:
                 lost[rows] = True
                 continue
