@@ -3,6 +3,7 @@
     python benchmarks/bench_snapshot.py               # ~100 MB snapshot (generated once)
     python benchmarks/bench_snapshot.py --mb 1000     # ~1 GB
     python benchmarks/bench_snapshot.py --file snap.pickle
+    python benchmarks/bench_snapshot.py --mb 1000 --file /tmp/snap.pickle --repeat 2   # generated once there
 
 The snapshot comes from ``make_snapshot.py`` (a simulated caching allocator, protocol 4, an OOM at
 the end), written to ``benchmarks/data/`` (git-ignored).  Every measurement runs in a fresh
@@ -16,7 +17,11 @@ subprocess (peak RSS per method), in this run, on the same file:
 
 Prints wall time, CPU time and peak RSS (``ru_maxrss`` of the child, interpreter and imports
 included; "base" is the RSS before the timed step) per method, then the targets:
-``profview / pickle <= 1.0`` (time) and ``profview peak RSS / file size <= 1.5``.
+``profview / pickle <= 1.0`` (time) and ``profview peak RSS / file size <= 1.5``, with PASS or
+FAIL per repetition (``--repeat``: the three methods again, in the same order, on the same file).
+The RSS target counts the whole child (gross peak: interpreter, numpy and pandas included, ~120 MB),
+which is what the user's kernel pays; the net ratio ``(peak - base) / file`` is printed beside it for
+information only and decides nothing.
 """
 
 from __future__ import annotations
@@ -75,31 +80,38 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=100.0)
     ap.add_argument("--file", type=Path)
     ap.add_argument("--python", action="store_true", help="also the pure-Python reader")
+    ap.add_argument("--repeat", type=int, default=1, help="repetitions of the whole comparison")
     args = ap.parse_args()
     path = args.file
     if path is None:
+        path = HERE / "data" / f"snapshot_{int(args.mb)}mb.pickle"
+    if not path.exists():
         import make_snapshot
 
-        path = HERE / "data" / f"snapshot_{int(args.mb)}mb.pickle"
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
-            make_snapshot.write(path, entries=int(args.mb * 1e6 / make_snapshot.BYTES_PER_ENTRY))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        make_snapshot.write(path, entries=int(args.mb * 1e6 / make_snapshot.BYTES_PER_ENTRY))
     size = path.stat().st_size
     print(f"{path}: {size / 1e6:.1f} MB")
-    results = {}
-    for method in ("pickle", "profview", "decode", *(["profview-py"] if args.python else [])):
-        r = results[method] = run(path, method)
-        print(
-            f"{method:12s} wall {r['wall']:7.2f} s  cpu {r['cpu']:7.2f} s  "
-            f"peak RSS {r['peak'] / 1e6:7.0f} MB "
-            f"(base {r['base'] / 1e6:.0f} MB)  entries {r['n']:,}"
-        )
-    p, v = results["pickle"], results["profview"]
-    ratio, mem = v["wall"] / p["wall"], v["peak"] / size
-    print(f"profview / pickle time: {ratio:.2f} (target <= 1.0; cpu {v['cpu'] / p['cpu']:.2f})")
-    print(f"profview peak RSS / file: {mem:.2f} (target <= 1.5); pickle.load: {p['peak'] / size:.2f}")
-    sys.exit(0 if ratio <= 1.0 and mem <= 1.5 else 1)
-
+    ok = True
+    for rep in range(1, args.repeat + 1):
+        results = {}
+        for method in ("pickle", "profview", "decode", *(["profview-py"] if args.python else [])):
+            r = results[method] = run(path, method)
+            print(
+                f"[{rep}] {method:12s} wall {r['wall']:7.2f} s  cpu {r['cpu']:7.2f} s  "
+                f"peak RSS {r['peak'] / 1e6:7.0f} MB "
+                f"(base {r['base'] / 1e6:.0f} MB)  entries {r['n']:,}"
+            )
+        p, v = results["pickle"], results["profview"]
+        ratio, mem = v["wall"] / p["wall"], v["peak"] / size
+        net = (v["peak"] - v["base"]) / size
+        t_ok, m_ok = ratio <= 1.0, mem <= 1.5
+        ok = ok and t_ok and m_ok
+        print(f"[{rep}] profview / pickle time: {ratio:.2f} (target <= 1.0; cpu {v['cpu'] / p['cpu']:.2f}) "
+              f"{'PASS' if t_ok else 'FAIL'}")
+        print(f"[{rep}] profview peak RSS / file: {mem:.2f} (target <= 1.5) {'PASS' if m_ok else 'FAIL'}; "
+              f"net of base {net:.2f} (information); pickle.load: {p['peak'] / size:.2f}")
+    sys.exit(0 if ok else 1)
 
 if __name__ == "__main__":
     main()
