@@ -27,6 +27,10 @@ export interface Traits {
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
   _advice: Record<string, unknown>;
+  /** {a, b, align, offset, unit, summary, rows, total, token} or {ask}: the compare panel (widget/compare_panel.py) */
+  _compare: Record<string, unknown>;
+  /** {path, bytes, token}: where Open in Perfetto saved the trace */
+  _perfetto: Record<string, unknown>;
   /** {panel, shown, error, token}: what the last toolbar request did */
   _panel_status: Record<string, unknown>;
   /** the icicle's node kind ('' hides it) */
@@ -71,6 +75,8 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _icicle: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _compare: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _perfetto: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _panel_status: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   icicle_by: {"setBy": "both", "session": true, "view": false, "saved": true},
   icicle_measure: {"setBy": "both", "session": true, "view": false, "saved": true},
