@@ -42,8 +42,9 @@ class ViewFiles:
         if self.root is not None and not parent.resolve().is_relative_to(self.root.resolve()):
             raise ProfviewError("is outside the server root", source=self.shown(path))
         if not os.access(parent, os.W_OK | os.X_OK):
-            raise ProfviewError("cannot be written: its directory is not writable",
-                                source=self.shown(path), expected=f"write access to {self.shown(parent)}/")
+            where = self.shown(parent)
+            raise ProfviewError("cannot be written: its directory is not writable", source=self.shown(path),
+                                expected=f"write access to {'the server root' if where == '.' else where}")
         return path
 
     def shown(self, path: Path) -> str:
