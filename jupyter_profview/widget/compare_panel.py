@@ -1,5 +1,5 @@
 """The compare panel ("Compare with…"): the view's trace (A) against a second trace (B) the
-user names, as the ops/kernels table of [`changes`][jupyter_profview.analysis.compare_view.changes]
+user names, as the ops/kernels table of `analysis.compare_view.changes`
 (the same comparison `profview.compare(a, b)` makes and `profview.show(comparison)` draws), with
 the alignment and the summary.  The notebook widget, the JupyterLab tab and the `profview serve`
 page show it from this module and `js/src/compare_panel.ts`; on a server the second path is

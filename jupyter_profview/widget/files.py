@@ -4,7 +4,7 @@ The compare panel opens a second trace and the Perfetto panel writes one next to
 the notebook the kernel reads what the user could read anyway (paths relative to the working
 directory); in a JupyterLab tab or on the `profview serve` page the server's worker sets `root`
 (and `scope`, `allow_hidden`) and every path goes through the server's one rule,
-[confine][jupyter_profview.sources.confine]; messages name paths relative to the root only.
+`sources.confine`; messages name paths relative to the root only.
 """
 
 from __future__ import annotations
