@@ -67,6 +67,14 @@ export const COMPARE_PANEL: PanelModule = {
     const title = el("div", "pv-compare-title", root);
     const summary = el("div", "pv-compare-summary", root);
     const table = el("div", "pv-compare-table", root);
+    table.addEventListener("click", (e) => {
+      const row = (e.target as HTMLElement).closest<HTMLElement>(".pv-compare-row");
+      const k = Number(row?.dataset.index);
+      if (!row || !Number.isInteger(k)) return;
+      for (const r of table.querySelectorAll(".pv-row-selected")) r.classList.remove("pv-row-selected");
+      row.classList.add("pv-row-selected");
+      host.send({ _compare_pick: { row: k, token: Date.now() } });
+    });
     let shown = false;
     return {
       el: root,

@@ -55,6 +55,8 @@ export interface Traits {
   _icicle_pick: Record<string, unknown>;
   /** {finding, token}: a clicked finding */
   _advice_pick: Record<string, unknown>;
+  /** {row, token}: a clicked compare row (its op highlighted in A) */
+  _compare_pick: Record<string, unknown>;
   /** {panel, show, token, ...}: a toolbar button (show or hide a panel; js/src/panels.ts) */
   _panel_request: Record<string, unknown>;
 }
@@ -89,5 +91,6 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _selection: {"setBy": "browser", "session": true, "view": false, "saved": true},
   _icicle_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _advice_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _compare_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _panel_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
 };

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..analysis.compare import compare
 from ..analysis.compare_view import changes
 from ..errors import ProfviewError
 from .panel import TOKENS, Panel
+from .requests import RequestError
 
 #: rows of the ops table sent (largest |delta| first; the notebook's `CompareView` shows as many)
 ROWS = 200
@@ -27,11 +30,29 @@ class ComparePanel(Panel):
     """The view's trace against a second one (see the module doc)."""
 
     name = "compare"
-    traits = ("_compare",)
+    traits = ("_compare", "_compare_pick")
     toolbar = "Compare with…"
 
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        #: (events column, value) of each row shown, as the notebook's CompareView keys them
+        self.keys: list[tuple[str, str]] = []
+
     def state(self) -> dict[str, Any]:
-        return {"_compare": {}}
+        return {"_compare": {}, "_compare_pick": {}}
+
+    def apply(self, name: str, value: Any) -> dict[str, Any]:
+        """`_compare_pick` `{row, token}`: highlight that op or kernel in the view's trace (A)."""
+        try:
+            k = int((value or {})["row"])
+        except (KeyError, TypeError, ValueError):
+            raise RequestError("_compare_pick must be {row: k, token}") from None
+        if not 0 <= k < len(self.keys):
+            raise IndexError(f"no compare row {k} is shown")
+        column, text = self.keys[k]
+        events = self.session.trace.events
+        pos = np.flatnonzero(events[column].astype(str).to_numpy() == text)
+        return self.session.highlight(pos, zoom=False)
 
     def open(self, args: Mapping[str, Any]) -> dict[str, Any]:
         asked = args.get("path")
@@ -47,6 +68,8 @@ class ComparePanel(Panel):
                                     expected=exc.expected) from None
             raise
         table = changes(c).head(ROWS)
+        self.keys = [("name" if w == "kernel" else c.by, str(n)) for n, w in zip(table.index, table["what"],
+                                                                                 strict=True)]
         rows = [{"name": str(name), "what": str(r["what"]), "status": str(r["status"]),
                  "delta": float(r["delta"]), "count_a": int(r["count_a"]), "count_b": int(r["count_b"]),
                  "self_a": float(r["self_a"]), "self_b": float(r["self_b"])}
@@ -57,4 +80,5 @@ class ComparePanel(Panel):
                              "total": int(len(changes(c))), "token": next(TOKENS)}}
 
     def close(self) -> dict[str, Any]:
+        self.keys = []
         return {"_compare": {}}

@@ -111,6 +111,9 @@ TRAITS: tuple[Trait, ...] = (
           view=False, saved=False),
     Trait("_advice_pick", "object", "browser", "{finding, token}: a clicked finding",
           session=True, view=False, saved=False),
+    Trait("_compare_pick", "object", "browser", "{row, token}: a clicked compare row (its op "
+          "highlighted in A)",
+          session=True, view=False, saved=False),
     Trait("_panel_request", "object", "browser", "{panel, show, token, ...}: a toolbar button (show or hide "
           "a panel; js/src/panels.ts)", session=True, view=False, saved=False),
 )

@@ -104,6 +104,14 @@ def check_compare(page: Any, scope: str, want: dict[str, Any], shot: Path) -> No
     shown = [rows.nth(i).locator("span").all_inner_texts() for i in range(rows.count())]
     assert shown == [row_cells(str(name), r, c.time_unit) for name, r in table.iterrows()]
     assert button.get_attribute("aria-pressed") == "true"
+    # a click on a row highlights that op's events of A (counted in the trace here)
+    k = [str(n) for n in table.index].index("nccl:all_reduce")
+    events = profview.load(BASE).events
+    n = int((events["name"].astype(str) == "nccl:all_reduce").sum())
+    rows.nth(k).click()
+    root = page.locator(f"{scope} .pv-root").first
+    assert wait_until(lambda: root.get_attribute("data-highlight") == str(n)), \
+        root.get_attribute("data-highlight")
     page.locator(f"{scope} .pv-compare").scroll_into_view_if_needed()
     page.screenshot(path=str(shot), full_page=True)
     print("screenshot", shot)
