@@ -203,6 +203,11 @@ def perfetto_path(trace: Trace) -> Path:
     source = Path(trace.info.source) if trace.info.source else None
     if source is None or not source.parent.is_dir():
         return Path("trace.pftrace").resolve()
+    return pftrace_next_to(source)
+
+
+def pftrace_next_to(source: Path) -> Path:
+    """``source``'s name with ``.pftrace`` for its trace suffixes, in its directory."""
     name = source.name
     for suffix in (".gz", ".json", ".pftrace", ".perfetto-trace", ".pb"):
         name = name.removesuffix(suffix)

@@ -3,10 +3,12 @@
 // Adding a panel: docs/site_src/panels.md.
 
 import { ADVICE_PANEL } from "./advice";
+import { COMPARE_PANEL } from "./compare_panel";
 import { CRITICAL_PANEL } from "./critical";
 import { ICICLE_PANEL } from "./icicle";
 import { COLOUR_PANEL } from "./metrics";
 import type { PanelModule } from "./panel";
+import { PERFETTO_PANEL } from "./perfetto_panel";
 
 // The view draws these itself (view.ts with timeline.ts, memory.ts, table.ts, groups.ts): their
 // traits are listed here so that every trait a panel owns on the Python side has its drawer.
@@ -28,4 +30,6 @@ export const PANELS: readonly PanelModule[] = [
   ADVICE_PANEL,
   CRITICAL_PANEL,
   ICICLE_PANEL,
+  COMPARE_PANEL,
+  PERFETTO_PANEL,
 ];

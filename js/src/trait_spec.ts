@@ -27,6 +27,10 @@ export interface Traits {
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
   _advice: Record<string, unknown>;
+  /** {a, b, align, offset, unit, summary, rows, total, token} or {ask}: the compare panel (widget/compare_panel.py) */
+  _compare: Record<string, unknown>;
+  /** {path, bytes, token}: where Open in Perfetto saved the trace */
+  _perfetto: Record<string, unknown>;
   /** {panel, shown, error, token}: what the last toolbar request did */
   _panel_status: Record<string, unknown>;
   /** the icicle's node kind ('' hides it) */
@@ -51,6 +55,8 @@ export interface Traits {
   _icicle_pick: Record<string, unknown>;
   /** {finding, token}: a clicked finding */
   _advice_pick: Record<string, unknown>;
+  /** {row, token}: a clicked compare row (its op highlighted in A) */
+  _compare_pick: Record<string, unknown>;
   /** {panel, show, token, ...}: a toolbar button (show or hide a panel; js/src/panels.ts) */
   _panel_request: Record<string, unknown>;
 }
@@ -71,6 +77,8 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _icicle: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _compare: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _perfetto: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _panel_status: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   icicle_by: {"setBy": "both", "session": true, "view": false, "saved": true},
   icicle_measure: {"setBy": "both", "session": true, "view": false, "saved": true},
@@ -83,5 +91,6 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _selection: {"setBy": "browser", "session": true, "view": false, "saved": true},
   _icicle_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _advice_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _compare_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _panel_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
 };

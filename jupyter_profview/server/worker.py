@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ProfviewError
 from ..sources import walk
+from ..widget.files import ViewFiles
 from ..widget.requests import CommandFailed, failure
 from ..widget.session import ViewSession
 from . import wire
@@ -128,6 +129,10 @@ def _open_session(sid: str, path: str, name: str | None,
         trace.info = trace.info.replace(source=name)
     loaded = time.perf_counter()
     session = ViewSession(trace, "auto", source=source)
+    c = confinement or {}
+    session.files = ViewFiles(root=Path(c["root"]) if c.get("root") else p.parent,
+                              scope=Path(c["scope"]) if c.get("scope") else None,
+                              allow_hidden=bool(c.get("allow_hidden")), trace_file=p)
     if session.traceset is not None:  # kernel and collective numbers from the ranks' args
         session.data.metrics.source = session.traceset
     SESSIONS[sid] = session

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from .files import ViewFiles
 from .requests import Reply, RequestError
 from .state import WidgetData
 
@@ -46,6 +47,7 @@ class ViewSession(Protocol):
     extent: tuple[float, float]
     first_view: tuple[float, float]
     panels: dict[str, Panel]
+    files: ViewFiles
 
     @property
     def trace(self) -> Any: ...

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import lod, rpc
+from .files import ViewFiles
 from .metric_colors import COLOR_CHOICES
 from .panel import TOKENS, Panel
 from .panels import COMMAND_OWNER, PANELS, TRAIT_OWNER
@@ -62,6 +63,8 @@ class ViewSession:
         #: where a view opens: the steps where the trace has them (`lod.first_view`)
         self.first_view: tuple[float, float] = (lod.first_view(self.data.trace, self.extent) if self.data.n
                                                  else self.extent)
+        #: the files its panels may open or write (the server's worker confines them to its root)
+        self.files = ViewFiles()
         self.panels: dict[str, Panel] = {p.name: p(self) for p in PANELS}
 
     @property

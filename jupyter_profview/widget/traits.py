@@ -83,6 +83,10 @@ TRAITS: tuple[Trait, ...] = (
           session=True, saved=False),
     Trait("_advice", "object", "kernel", "{findings, window, token}: the findings of advise shown above the "
           "table", session=True),
+    Trait("_compare", "object", "kernel", "{a, b, align, offset, unit, summary, rows, total, token} or "
+          "{ask}: the compare panel (widget/compare_panel.py)", session=True),
+    Trait("_perfetto", "object", "kernel", "{path, bytes, token}: where Open in Perfetto saved the trace",
+          session=True, saved=False),
     Trait("_panel_status", "object", "kernel", "{panel, shown, error, token}: what the last toolbar request "
           "did", session=True, saved=False),
     # both ways
@@ -106,6 +110,9 @@ TRAITS: tuple[Trait, ...] = (
     Trait("_icicle_pick", "object", "browser", "{node, token}: a clicked icicle node", session=True,
           view=False, saved=False),
     Trait("_advice_pick", "object", "browser", "{finding, token}: a clicked finding",
+          session=True, view=False, saved=False),
+    Trait("_compare_pick", "object", "browser", "{row, token}: a clicked compare row (its op "
+          "highlighted in A)",
           session=True, view=False, saved=False),
     Trait("_panel_request", "object", "browser", "{panel, show, token, ...}: a toolbar button (show or hide "
           "a panel; js/src/panels.ts)", session=True, view=False, saved=False),

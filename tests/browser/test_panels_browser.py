@@ -23,7 +23,7 @@ from tests.server_helpers import profview_serve
 
 NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
 NAME = "nccl.pt.trace.json.gz"  # a profiler's file name: the file browser opens it in the viewer
-BUTTONS = ["What's wrong", "Critical path", "Breakdown"]
+BUTTONS = ["What's wrong", "Critical path", "Breakdown", "Compare with…", "Open in Perfetto"]
 
 pytestmark = pytest.mark.skipif(
     not (PREBUILT / "package.json").is_file(),
