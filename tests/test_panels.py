@@ -46,7 +46,8 @@ def test_both_registries_name_the_same_panels() -> None:
     ts = ts_panels()
     assert [p["name"] for p in ts] == [p.name for p in PANELS]
     assert [p["toolbar"] for p in ts] == [p.toolbar for p in PANELS]
-    assert [p.toolbar for p in PANELS if p.toolbar] == ["What's wrong", "Critical path", "Breakdown"]
+    assert [p.toolbar for p in PANELS if p.toolbar] == ["What's wrong", "Critical path", "Breakdown",
+                                                       "Stage lanes"]
 
 
 def test_every_trait_and_command_has_one_panel() -> None:

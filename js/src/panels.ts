@@ -7,6 +7,7 @@ import { CRITICAL_PANEL } from "./critical";
 import { ICICLE_PANEL } from "./icicle";
 import { COLOUR_PANEL } from "./metrics";
 import type { PanelModule } from "./panel";
+import { STAGE_LANES_PANEL } from "./stage_lanes";
 
 // The view draws these itself (view.ts with timeline.ts, memory.ts, table.ts, groups.ts): their
 // traits are listed here so that every trait a panel owns on the Python side has its drawer.
@@ -28,4 +29,5 @@ export const PANELS: readonly PanelModule[] = [
   ADVICE_PANEL,
   CRITICAL_PANEL,
   ICICLE_PANEL,
+  STAGE_LANES_PANEL,
 ];
