@@ -16,7 +16,7 @@ export interface LaneStage {
 }
 export interface LaneStep { step: string; rank: number; start: number; end: number }
 export interface LaneActions {
-  stage: number[]; kind: string[]; group: string[]; microbatch: number[]; start: number[]; end: number[];
+  stage: number[]; kind: string[]; step: string[]; group: string[]; microbatch: number[]; start: number[]; end: number[];
   id: number[];
 }
 export interface StageLanesData {
@@ -59,7 +59,10 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, parent: Element, attr
 /** The panel: title, lanes (SVG), legend, table. */
 export class StageLanes {
   readonly el: HTMLDivElement;
-  private title: HTMLDivElement;
+  private title: HTMLSpanElement;
+  private picker: HTMLSelectElement;
+  /** the step the lanes show ("": every step; null: not picked yet, the first step) */
+  private step: string | null = null;
   private plot: SVGSVGElement;
   private legend: HTMLDivElement;
   private rows: HTMLDivElement;
@@ -69,7 +72,15 @@ export class StageLanes {
   constructor(private onStage: (stage: number) => void, private onAction: (index: number) => void) {
     this.el = el("div", "pv-stage-lanes");
     this.el.style.display = "none";
-    this.title = el("div", "pv-sl-title", this.el);
+    const head = el("div", "pv-sl-head", this.el);
+    this.title = el("span", "pv-sl-title", head);
+    this.picker = el("select", "pv-sl-picker", head);
+    this.picker.title = "The step the lanes show (the table counts every profiled step)";
+    this.picker.addEventListener("change", () => {
+      this.step = this.picker.value;
+      this.draw();
+      this.select(Number(this.el.dataset.selectedStage ?? -1), -1);
+    });
     this.plot = document.createElementNS(SVG, "svg");
     this.plot.classList.add("pv-sl-plot");
     this.el.appendChild(this.plot);
@@ -107,7 +118,15 @@ export class StageLanes {
     if (!data) return;
     const steps = [...new Set(data.steps.map((s) => s.step))];
     this.title.textContent = `Stage lanes: ${data.stages.length} stages, ${data.actions.stage.length} actions over ` +
-      `${steps.length} step${steps.length === 1 ? "" : "s"} (${steps.join(", ")}); shaded: each stage's bubble`;
+      `${steps.length} step${steps.length === 1 ? "" : "s"}; shaded: each stage's bubble. Showing`;
+    if (this.step === null || (this.step !== "" && !steps.includes(this.step))) this.step = steps[0] ?? "";
+    this.picker.replaceChildren();
+    for (const [value, text] of [...steps.map((s) => [s, s]), ["", "all steps"]]) {
+      const o = el("option", "", this.picker);
+      o.value = value;
+      o.textContent = text;
+    }
+    this.picker.value = this.step;
     this.draw();
     this.drawLegend(data);
     this.drawRows(data);
@@ -140,9 +159,12 @@ export class StageLanes {
     if (!data) return;
     const plot = this.plot;
     plot.replaceChildren();
-    const end = Math.max(1, ...data.steps.map((s) => s.end));
+    const shown = data.steps.filter((s) => this.step === "" || s.step === this.step);
+    const begin = Math.min(...shown.map((s) => s.start));
+    const end = Math.max(begin + 1, ...shown.map((s) => s.end));
     const w = this.width - LABEL_W - 12;
-    const x = (t: number): number => LABEL_W + (t / end) * w;
+    const x = (t: number): number => LABEL_W + ((t - begin) / (end - begin)) * w;
+    this.el.dataset.step = this.step ?? "";
     const height = AXIS_H + data.stages.length * (LANE_H + LANE_GAP);
     plot.setAttribute("width", String(this.width));
     plot.setAttribute("height", String(height));
@@ -153,13 +175,14 @@ export class StageLanes {
       const label = svg("text", plot, { x: 4, y: y(i) + LANE_H / 2 + 4, class: "pv-sl-lane-label" });
       label.textContent = `stage ${s.stage} · rank ${s.rank}`;
       const lane = svg("g", plot, { class: "pv-sl-lane", "data-stage": s.stage });
-      for (const st of data.steps) {
+      for (const st of shown) {
         if (st.rank !== s.rank) continue;
         svg("rect", lane, { x: x(st.start), y: y(i), width: Math.max(1, x(st.end) - x(st.start)), height: LANE_H,
           class: "pv-sl-step" });
       }
       // the bubbles: one path per lane (thousands of gaps stay one element)
-      const d = s.bubbles.map(([a, b]) => `M${x(a).toFixed(2)},${y(i)}h${Math.max(0.5, x(b) - x(a)).toFixed(2)}` +
+      const mine = shown.filter((st) => st.rank === s.rank);
+      const d = s.bubbles.filter(([a]) => mine.some((st) => st.start <= a && a < st.end)).map(([a, b]) => `M${x(a).toFixed(2)},${y(i)}h${Math.max(0.5, x(b) - x(a)).toFixed(2)}` +
         `v${LANE_H}h${-Math.max(0.5, x(b) - x(a)).toFixed(2)}z`).join("");
       svg("path", lane, { d, fill: colors.get("bubble") ?? "#eee", class: "pv-sl-bubble",
         "data-color": colors.get("bubble") ?? "" });
@@ -167,7 +190,7 @@ export class StageLanes {
     const a = data.actions;
     for (let k = 0; k < a.stage.length; k++) {
       const i = laneOf.get(a.stage[k]);
-      if (i === undefined) continue;
+      if (i === undefined || (this.step !== "" && a.step[k] !== this.step)) continue;
       const x0 = x(a.start[k]);
       const wpx = Math.max(1, x(a.end[k]) - x0);
       const color = colors.get(a.group[k]) ?? "#888";
@@ -176,7 +199,7 @@ export class StageLanes {
         "data-color": color });
       const title = svg("title", r, {});
       const mb = a.microbatch[k] >= 0 ? ` microbatch ${a.microbatch[k]}` : "";
-      title.textContent = `stage ${a.stage[k]} ${a.kind[k]}${mb}: ${formatTime(a.end[k] - a.start[k])}`;
+      title.textContent = `stage ${a.stage[k]} ${a.kind[k]}${mb} (${a.step[k]}): ${formatTime(a.end[k] - a.start[k])}`;
       if (a.microbatch[k] >= 0 && wpx >= MIN_LABEL_PX) {
         const t = svg("text", plot, { x: x0 + wpx / 2, y: y(i) + LANE_H / 2 + 4, class: "pv-sl-mb",
           "text-anchor": "middle", "data-index": k });
@@ -185,10 +208,10 @@ export class StageLanes {
     }
     const axisY = height - 4;
     for (let j = 0; j <= 4; j++) {
-      const t = (end * j) / 4;
+      const t = begin + ((end - begin) * j) / 4;
       const tick = svg("text", plot, { x: x(t), y: axisY, class: "pv-sl-tick",
         "text-anchor": j === 0 ? "start" : j === 4 ? "end" : "middle" });
-      tick.textContent = `+${formatTime(t)}`;
+      tick.textContent = `+${formatTime(t - begin)}`;
     }
   }
 

@@ -14,7 +14,7 @@ The value of ``_stage_lanes``: ``{available}`` (the trace names pipeline actions
 shows the button) and, while shown, ``origin`` (ns on the view's clock: every time below is
 relative to it), ``groups`` (``[{group, color}]``: the legend, the groups drawn, then the bubble),
 ``steps`` (``[{step, rank, start, end}]``), ``stages`` (``[{stage, rank, actions, compute, bubble,
-dur, share, bubbles: [[start, end], ...]}]``), ``actions`` (columns ``stage``, ``kind``, ``group``,
+dur, share, bubbles: [[start, end], ...]}]``), ``actions`` (columns ``stage``, ``kind``, ``step``, ``group``,
 ``microbatch`` (-1: none), ``start``, ``end``, ``id`` (the view's event id)), ``selected`` (a
 stage, or -1), ``token``.
 """
@@ -81,6 +81,7 @@ def lanes_value(data: WidgetData, pp: PipelineBubbles, selected: int = -1) -> di
         "stages": stages,
         "actions": {
             "stage": acts["stage"].astype(int).tolist(), "kind": acts["kind"].astype(str).tolist(),
+            "step": acts["step"].astype(str).tolist(),
             "group": groups, "microbatch": acts["microbatch"].fillna(-1).astype(int).tolist(),
             "start": (acts["start"].to_numpy(np.int64) - origin).tolist(),
             "end": (acts["end"].to_numpy(np.int64) - origin).tolist(),
