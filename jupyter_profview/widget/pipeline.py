@@ -1,9 +1,10 @@
 """A pipeline run's stages in the widget, from Python.
 
-`show_stage_lanes(w)` opens the stage lanes panel ([`StageLanesPanel`][jupyter_profview.widget.stage_lanes.StageLanesPanel]:
-one lane per stage, actions coloured by kind and labelled by microbatch, bubbles shaded, the
-per-stage table; "Stage lanes" in the toolbar) and, given `stage`, selects that stage's row and
-actions as a click on the row does.  `highlight_stage(w, pp, stage)` highlights a stage's actions
+`show_stage_lanes(w)` opens the stage lanes panel
+([`StageLanesPanel`][jupyter_profview.widget.stage_lanes.StageLanesPanel]: one lane per stage,
+actions coloured by kind and labelled by microbatch, bubbles shaded, the per-stage table; "Stage
+lanes" in the toolbar) and, given `stage`, selects that stage's row and actions as a click on the
+row does.  `highlight_stage(w, pp, stage)` highlights a stage's actions
 (`pp.actions`, event ids per rank) on their rank's thread lanes, through `w.highlight`, in a step
 and of some kinds only if asked.
 """
