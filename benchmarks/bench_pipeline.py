@@ -133,6 +133,8 @@ def main() -> None:
                       "pipeline_bubbles_s": round(pipe["s"], 3), "rows": pipe["rows"],
                       "ratio_pipeline_over_step_times": round(pipe["s"] / base["s"], 2),
                       "target_s": TARGET_S, "ok": pipe["s"] <= TARGET_S}))
+    print(f"pipeline_bubbles {pipe['s']:.3f} s, target <= {TARGET_S} s: "
+          f"{'PASS' if pipe['s'] <= TARGET_S else 'FAIL'} (ratio to step_times {pipe['s'] / base['s']:.2f})")
 
 
 if __name__ == "__main__":

@@ -12,3 +12,18 @@ PHASE_COLORS = {
     "forward": "#4e79a7", "backward": "#f28e2b", "optimizer": "#59a14f",
     "communication": "#b07aa1", "other": OTHER_COLOR, "idle": IDLE_COLOR,
 }
+
+# ---- pipeline stage lanes (branch stagelanes, issue #34; widget/stage_lanes.py) -----------------
+#: what each pipeline action kind (`kinds.PIPELINE_ACTION_KINDS`) is drawn as in the stage lanes
+PIPELINE_KIND_GROUP = {
+    "F": "forward", "I": "backward", "B": "backward", "W": "weight-grad",
+    "SEND_F": "send/recv", "RECV_F": "send/recv", "SEND_B": "send/recv", "RECV_B": "send/recv",
+    "UNSHARD": "other", "RESHARD": "other", "REDUCE_GRAD": "other", "OVERLAP_F_B": "other",
+}
+#: the colour of each group (legend order), and of the bubbles shaded behind the actions
+PIPELINE_COLORS = {
+    "forward": PHASE_COLORS["forward"], "backward": PHASE_COLORS["backward"], "weight-grad": "#59a14f",
+    "send/recv": PHASE_COLORS["communication"], "other": OTHER_COLOR,
+}
+PIPELINE_BUBBLE_COLOR = "#f3c1c1"
+# ---- end of the pipeline block ------------------------------------------------------------------

@@ -71,6 +71,7 @@ def walk(path: Path) -> dict:
             and (e["name"].startswith(("c10d::", "gloo:", "nccl:")) or e["name"] == "record_param_comms")]
     busy = minus(ops, comm)
     steps = {}
+    actions = []  # every action of a step: (stage, kind, microbatch or None, start, end, step)
     for st in (e for e in mine if re.match(r"^ProfilerStep#\d+$", e["name"])):
         stages: dict[int, list[tuple[int, int]]] = {}
         for e in labels:
@@ -79,14 +80,19 @@ def walk(path: Path) -> dict:
             m = LABEL.match(e["name"])
             assert m is not None
             kind = m.group(2) or ("F" if m.group(4) == "Forward" else "B")
+            stage = int(m.group(1)) if m.group(1) else rank
+            mb = m.group(3) or m.group(5)
+            actions.append((stage, kind, int(mb) if mb else None, e["s"], e["e"], st["name"]))
             if kind in COMPUTE:
-                stage = int(m.group(1)) if m.group(1) else rank
-                stages.setdefault(stage, []).append((e["s"], e["e"]))
+                stages.setdefault(stage, []).append((e["s"], min(e["e"], st["e"])))
         per_stage = {s: inside(both(busy, spans), st["s"], st["e"]) for s, spans in stages.items()}
+        # a stage's bubble in the step: the step's time not in that stage's compute
+        bubbles = {s: minus([(st["s"], st["e"])], both(busy, spans)) for s, spans in stages.items()}
         steps[st["name"]] = {"dur": st["e"] - st["s"], "compute": inside(busy, st["s"], st["e"]),
-                             "stages": per_stage or {rank: inside(busy, st["s"], st["e"])}}
+                             "stages": per_stage or {rank: inside(busy, st["s"], st["e"])},
+                             "bubbles": bubbles, "start": st["s"]}
     forwards = [int(m.group(3) or m.group(5)) for e in labels if (m := LABEL.match(e["name"]))
                 and (m.group(2) == "F" or m.group(4) == "Forward")]
-    return {"rank": rank, "steps": steps, "m": max(forwards) + 1 if forwards else None,
+    return {"rank": rank, "steps": steps, "actions": actions, "m": max(forwards) + 1 if forwards else None,
             "v": max(1, len({LABEL.match(e["name"]).group(1) for e in labels  # type: ignore[union-attr]
                              if LABEL.match(e["name"]).group(1)}))}  # type: ignore[union-attr]

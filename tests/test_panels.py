@@ -47,7 +47,8 @@ def test_both_registries_name_the_same_panels() -> None:
     assert [p["name"] for p in ts] == [p.name for p in PANELS]
     assert [p["toolbar"] for p in ts] == [p.toolbar for p in PANELS]
     assert [p.toolbar for p in PANELS if p.toolbar] == ["What's wrong", "Critical path", "Breakdown",
-                                                     "Compare with…", "Open in Perfetto"]
+                                                     "Compare with…", "Open in Perfetto",
+                                                     "Stage lanes"]
 
 
 def test_every_trait_and_command_has_one_panel() -> None:

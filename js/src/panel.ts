@@ -37,6 +37,8 @@ export interface DrawnPanel {
   resize?(width: number): void;
   /** whether it shows something (its toolbar button is pressed) */
   shown(): boolean;
+  /** whether its toolbar button applies to this trace (absent: always; the stage lanes: a pipeline run) */
+  available?(): boolean;
 }
 
 /** One entry of the panel list (js/src/panels.ts). */

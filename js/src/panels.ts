@@ -9,6 +9,7 @@ import { ICICLE_PANEL } from "./icicle";
 import { COLOUR_PANEL } from "./metrics";
 import type { PanelModule } from "./panel";
 import { PERFETTO_PANEL } from "./perfetto_panel";
+import { STAGE_LANES_PANEL } from "./stage_lanes";
 
 // The view draws these itself (view.ts with timeline.ts, memory.ts, table.ts, groups.ts): their
 // traits are listed here so that every trait a panel owns on the Python side has its drawer.
@@ -32,4 +33,5 @@ export const PANELS: readonly PanelModule[] = [
   ICICLE_PANEL,
   COMPARE_PANEL,
   PERFETTO_PANEL,
+  STAGE_LANES_PANEL,
 ];

@@ -9,6 +9,7 @@ export interface PanelRequest { panel: string; show: boolean; token: number }
 
 export class PanelButtons {
   readonly buttons = new Map<string, HTMLButtonElement>();
+  private visible = true;
 
   constructor(
     bar: HTMLElement, before: Element | null, modules: readonly PanelModule[],
@@ -41,6 +42,7 @@ export class PanelButtons {
       const on = this.panels.get(name)?.shown() ?? false;
       b.setAttribute("aria-pressed", String(on));
       b.classList.toggle("pv-panel-on", on);
+      b.style.display = this.visible && this.panels.get(name)?.available?.() !== false ? "" : "none";
     }
   }
 
@@ -57,6 +59,7 @@ export class PanelButtons {
 
   /** Shown only where a kernel or a server answers. */
   show(visible: boolean): void {
-    for (const b of this.buttons.values()) b.style.display = visible ? "" : "none";
+    this.visible = visible;
+    this.update();
   }
 }

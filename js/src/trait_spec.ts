@@ -23,6 +23,8 @@ export interface Traits {
   _critical_path: DataView;
   /** the icicle's boxes */
   _icicle: DataView;
+  /** the pipeline stage lanes and their table (widget/stage_lanes.py) */
+  _stage_lanes: Record<string, unknown>;
   /** {token, count}: the kernel changed the selection */
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
@@ -57,6 +59,8 @@ export interface Traits {
   _advice_pick: Record<string, unknown>;
   /** {row, token}: a clicked compare row (its op highlighted in A) */
   _compare_pick: Record<string, unknown>;
+  /** {stage} or {action}, token: a clicked stage row or action */
+  _stage_pick: Record<string, unknown>;
   /** {panel, show, token, ...}: a toolbar button (show or hide a panel; js/src/panels.ts) */
   _panel_request: Record<string, unknown>;
 }
@@ -75,6 +79,7 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _zoom_request: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _critical_path: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _icicle: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _stage_lanes: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _compare: {"setBy": "kernel", "session": true, "view": true, "saved": true},
@@ -92,5 +97,6 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _icicle_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _advice_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _compare_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _stage_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _panel_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
 };

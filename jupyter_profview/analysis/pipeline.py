@@ -43,14 +43,14 @@ on the set's common clock.  The TraceSet is taken to be one pipeline (its ranks 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
-from ..derived import covered, difference, instances, union
+from ..derived import covered, difference, instances, intersection, union
 from ..errors import ProfviewError
 from ..kinds import (
     PIPELINE_COMPUTE_KINDS,
@@ -90,7 +90,9 @@ class PipelineBubbles:
       `B`, `SEND_F`, ...), `microbatch` (<NA>: none), `event` (its event id on the rank),
       `start`, `end`, `compute` (of the compute kinds; the others 0);
     - `microbatches` (m), `stages_per_rank` (v), `pipeline_size` (p), `expected_share`;
-    - `slowest`: per step, the stage with the most compute: `step`, `stage`, `rank`, `compute`.
+    - `slowest`: per step, the stage with the most compute: `step`, `stage`, `rank`, `compute`;
+    - `stage_runs(stage)`: the intervals in which a stage computes (what the widget's stage lanes
+      draw; their length in each step is the stage's `compute` in `stages`).
     """
 
     ranks: pd.DataFrame
@@ -101,6 +103,33 @@ class PipelineBubbles:
     pipeline_size: int
     expected_share: float | None
     slowest: pd.DataFrame
+    #: rank -> (its compute, the shift of its clock to the set's): what `stage_runs` cuts
+    busy: Mapping[int, tuple[_Busy, int]] = field(default_factory=dict, repr=False, compare=False)
+
+    def stage_runs(self, stage: int) -> tuple[np.ndarray, np.ndarray]:
+        """The time stage `stage` computes, as sorted disjoint intervals `(start, end)` on the
+        set's clock (ns): the rank's compute (module doc) inside the stage's compute actions,
+        each clipped to its step; a rank without labelled actions is its own stage (its compute
+        inside its steps).  Their length inside a step is the stage's `compute` in `stages`."""
+        rows = self.stages[self.stages["stage"].to_numpy() == stage]
+        if len(rows) == 0:
+            raise ProfviewError(f"no pipeline stage {stage}",
+                                expected=f"one of {sorted(set(self.stages['stage'].tolist()))}")
+        rank = int(rows["rank"].iloc[0])
+        busy, shift = self.busy[rank]
+        steps = self.ranks[self.ranks["rank"].to_numpy() == rank]
+        s0 = steps["start"].to_numpy(np.int64)
+        s1 = s0 + steps["dur"].to_numpy(np.int64)
+        a = self.actions
+        a = a[(a["stage"].to_numpy() == stage) & a["kind"].isin(PIPELINE_COMPUTE_KINDS).to_numpy(bool)]
+        if len(a):
+            lo = a["start"].to_numpy(np.int64)
+            k = np.clip(np.searchsorted(s0, lo, side="right") - 1, 0, len(s0) - 1)
+            windows = union(lo, np.minimum(a["end"].to_numpy(np.int64), s1[k]))
+        else:
+            windows = union(s0, s1)
+        runs = difference(busy.plus, busy.minus)
+        return intersection((runs[0] + shift, runs[1] + shift), windows)
 
     @property
     def labelled(self) -> bool:
@@ -204,8 +233,8 @@ def _parsed_actions(ev: _Events) -> pd.DataFrame:
 
 
 def _rank_tables(ev: _Events, launches: pd.DataFrame | None, rank: int
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The `ranks`, `stages` and `actions` rows of one rank (its own clock)."""
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, _Busy]:
+    """The `ranks`, `stages` and `actions` rows of one rank (its own clock), and its compute."""
     actions = _parsed_actions(ev)
     steps = ev.steps
     steps = steps[(steps["side"] == "cpu").to_numpy(bool) & steps["number"].notna().to_numpy(bool)]
@@ -249,7 +278,7 @@ def _rank_tables(ev: _Events, launches: pd.DataFrame | None, rank: int
         "end": actions["end"].to_numpy(np.int64), "compute": actions["compute"].to_numpy(np.int64),
     }, columns=list(ACTION_COLUMNS))
     table.loc[table["microbatch"] < 0, "microbatch"] = pd.NA
-    return ranks, _stage_rows(ranks, table[is_compute], busy, rank), table
+    return ranks, _stage_rows(ranks, table[is_compute], busy, rank), table, busy
 
 
 def _stage_rows(ranks: pd.DataFrame, compute_actions: pd.DataFrame, busy: _Busy, rank: int) -> pd.DataFrame:
@@ -315,9 +344,11 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
     pp.slowest          # the stage that holds each step back
     ```
     """
-    parts: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
+    parts: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, _Busy]] = []
+    shifts: dict[int, int] = {}  # rank -> the shift of its clock to the set's
     if is_traceset(source):
         parts = [_rank_of_set(source, r) for r in source.ranks]  # one rank in RAM at a time
+        shifts = {int(r): int(source.offsets[r]) for r in source.ranks}
         p = len(source.ranks)
     elif isinstance(source, Trace):
         if source.time_unit != "ns":
@@ -326,6 +357,7 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
                                 expected=f"time_unit 'ns', not {source.time_unit!r}")
         gpus = active_gpus(source) if len(source.launches) else []
         parts.append(_rank_tables(_frame_events(source.events, gpus), source.launches, _rank_of(source)))
+        shifts = {_rank_of(source): 0}
         p = int(source.info.distributed_info.get("world_size", 1) or 1)
     else:
         raise ProfviewError(f"pipeline_bubbles needs a TraceSet or a Trace, not {type(source).__name__}",
@@ -345,7 +377,8 @@ def pipeline_bubbles(source: Trace | TraceSet) -> PipelineBubbles:
     return PipelineBubbles(_order(ranks, RANK_COLUMNS, ["step", "rank"]),
                            _order(stages, STAGE_COLUMNS, ["step", "stage"]),
                            _order(actions, ACTION_COLUMNS, ["rank", "start"]),
-                           m, v, p, expected, _slowest(stages))
+                           m, v, p, expected, _slowest(stages),
+                           {r: (x[3], shift) for x, (r, shift) in zip(parts, shifts.items(), strict=True)})
 
 
 def _order(frame: pd.DataFrame, columns: tuple[str, ...], by: list[str]) -> pd.DataFrame:
@@ -366,15 +399,15 @@ def _slowest(stages: pd.DataFrame) -> pd.DataFrame:
     return _order(top, ("step", "stage", "rank", "compute"), ["step"])
 
 
-def _rank_of_set(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _rank_of_set(ts: TraceSet, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, _Busy]:
     """`_rank_tables` of one rank of a TraceSet, its times on the set's clock."""
     events, launches = _cached_rank(ts, rank)
-    ranks, stages, actions = _rank_tables(events, launches, rank)
+    ranks, stages, actions, busy = _rank_tables(events, launches, rank)
     shift = ts.offsets[rank]
     ranks["start"] += shift
     actions["start"] += shift
     actions["end"] += shift
-    return ranks, stages, actions
+    return ranks, stages, actions, busy
 
 
 def _cached_rank(ts: TraceSet, rank: int) -> tuple[_Events, pd.DataFrame | None]:

@@ -10,12 +10,13 @@ from .critical_path import CriticalPathPanel
 from .icicle import IciclePanel
 from .panel import Panel
 from .perfetto_panel import PerfettoPanel
+from .stage_lanes import StageLanesPanel
 from .view_panels import MemoryPanel, RanksPanel, TablePanel, TimelinePanel
 
 #: every panel of a view, in toolbar order (the TypeScript list: js/src/panels.ts)
 PANELS: tuple[type[Panel], ...] = (TimelinePanel, MemoryPanel, TablePanel, RanksPanel, ColourPanel,
                                    AdvicePanel, CriticalPathPanel, IciclePanel, ComparePanel,
-                                   PerfettoPanel)
+                                   PerfettoPanel, StageLanesPanel)
 """Every panel of a view, in toolbar order: the one Python list (the TypeScript one is `PANELS` of
 `js/src/panels.ts`; tests/test_panels.py checks that both name the same panels)."""
 

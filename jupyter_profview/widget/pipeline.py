@@ -1,10 +1,12 @@
-"""A pipeline run's stages in the widget: highlight the actions of one stage (kernel side only).
+"""A pipeline run's stages in the widget, from Python.
 
-The per-stage table is [`pipeline_bubbles`][jupyter_profview.analysis.pipeline.pipeline_bubbles]'s
-`stages`; `highlight_stage(w, pp, stage)` selects what a click on a stage's row should: its actions
-(`pp.actions`, event ids per rank) on the widget's lanes, through `w.highlight`.  The widget has no
-stage lanes of its own yet (one lane per stage with the actions coloured by kind, the bubbles
-shaded): the actions are drawn on their rank's thread.
+`show_stage_lanes(w)` opens the stage lanes panel
+([`StageLanesPanel`][jupyter_profview.widget.stage_lanes.StageLanesPanel]: one lane per stage,
+actions coloured by kind and labelled by microbatch, bubbles shaded, the per-stage table; "Stage
+lanes" in the toolbar) and, given `stage`, selects that stage's row and actions as a click on the
+row does.  `highlight_stage(w, pp, stage)` highlights a stage's actions
+(`pp.actions`, event ids per rank) on their rank's thread lanes, through `w.highlight`, in a step
+and of some kinds only if asked.
 """
 
 from __future__ import annotations
@@ -14,13 +16,28 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..errors import ProfviewError
 from .critical_path import id_mapping
 
 if TYPE_CHECKING:
     from ..analysis.pipeline import PipelineBubbles
     from .widget import TraceWidget
 
-__all__ = ["highlight_stage", "stage_event_ids"]
+__all__ = ["highlight_stage", "show_stage_lanes", "stage_event_ids"]
+
+
+def show_stage_lanes(w: TraceWidget, stage: int | None = None) -> PipelineBubbles:
+    """Open the stage lanes of widget `w` (its trace or TraceSet names pipeline actions), select
+    stage `stage`'s row and actions if given; returns the analysis shown."""
+    session = w.session
+    out = session.open_panel({"panel": "stage_lanes", "show": True})
+    if out["_panel_status"]["error"]:
+        raise ProfviewError(out["_panel_status"]["error"])
+    if stage is not None:
+        out.update(session.apply({"_stage_pick": {"stage": int(stage), "token": 0}}))
+    w._push(out)
+    pp: PipelineBubbles = session.panel("stage_lanes").pp
+    return pp
 
 
 def stage_event_ids(w: TraceWidget, pp: PipelineBubbles, stage: int, step: str | None = None,

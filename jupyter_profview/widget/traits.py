@@ -79,6 +79,9 @@ TRAITS: tuple[Trait, ...] = (
     Trait("_critical_path", "bytes", "kernel", "the critical path shown (its segments and edges)",
           session=True),
     Trait("_icicle", "bytes", "kernel", "the icicle's boxes", session=True),
+    Trait("_stage_lanes", "object", "kernel", "the pipeline stage lanes and their table "
+          "(widget/stage_lanes.py)",
+          session=True),
     Trait("_kernel_selection", "object", "kernel", "{token, count}: the kernel changed the selection",
           session=True, saved=False),
     Trait("_advice", "object", "kernel", "{findings, window, token}: the findings of advise shown above the "
@@ -113,6 +116,8 @@ TRAITS: tuple[Trait, ...] = (
           session=True, view=False, saved=False),
     Trait("_compare_pick", "object", "browser", "{row, token}: a clicked compare row (its op "
           "highlighted in A)",
+          session=True, view=False, saved=False),
+    Trait("_stage_pick", "object", "browser", "{stage} or {action}, token: a clicked stage row or action",
           session=True, view=False, saved=False),
     Trait("_panel_request", "object", "browser", "{panel, show, token, ...}: a toolbar button (show or hide "
           "a panel; js/src/panels.ts)", session=True, view=False, saved=False),
