@@ -3,6 +3,7 @@
 // Adding a panel: docs/site_src/panels.md.
 
 import { ADVICE_PANEL } from "./advice";
+import { MEMVIEW_PANEL } from "./alloc_timeline";
 import { CRITICAL_PANEL } from "./critical";
 import { ICICLE_PANEL } from "./icicle";
 import { COLOUR_PANEL } from "./metrics";
@@ -28,4 +29,5 @@ export const PANELS: readonly PanelModule[] = [
   ADVICE_PANEL,
   CRITICAL_PANEL,
   ICICLE_PANEL,
+  MEMVIEW_PANEL,
 ];

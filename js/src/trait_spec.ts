@@ -23,6 +23,10 @@ export interface Traits {
   _critical_path: DataView;
   /** the icicle's boxes */
   _icicle: DataView;
+  /** the active memory timeline of a memory snapshot: its largest allocations as bands, the rest as one band (widget/alloc_timeline.py) */
+  _alloc_timeline: DataView;
+  /** the segments and blocks of a memory snapshot at the selected time */
+  _segments: DataView;
   /** {token, count}: the kernel changed the selection */
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
@@ -51,6 +55,8 @@ export interface Traits {
   _icicle_pick: Record<string, unknown>;
   /** {finding, token}: a clicked finding */
   _advice_pick: Record<string, unknown>;
+  /** {start, end} / {time} / {device}: the memory snapshot panel's window, selected time or device */
+  _memview_request: Record<string, unknown>;
   /** {panel, show, token, ...}: a toolbar button (show or hide a panel; js/src/panels.ts) */
   _panel_request: Record<string, unknown>;
 }
@@ -69,6 +75,8 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _zoom_request: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _critical_path: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _icicle: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _alloc_timeline: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _segments: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _panel_status: {"setBy": "kernel", "session": true, "view": true, "saved": false},
@@ -83,5 +91,6 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _selection: {"setBy": "browser", "session": true, "view": false, "saved": true},
   _icicle_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _advice_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _memview_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _panel_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
 };

@@ -7,12 +7,13 @@ from .advice import AdvicePanel
 from .colour import ColourPanel
 from .critical_path import CriticalPathPanel
 from .icicle import IciclePanel
+from .memview import MemviewPanel
 from .panel import Panel
 from .view_panels import MemoryPanel, RanksPanel, TablePanel, TimelinePanel
 
 #: every panel of a view, in toolbar order (the TypeScript list: js/src/panels.ts)
 PANELS: tuple[type[Panel], ...] = (TimelinePanel, MemoryPanel, TablePanel, RanksPanel, ColourPanel,
-                                   AdvicePanel, CriticalPathPanel, IciclePanel)
+                                   AdvicePanel, CriticalPathPanel, IciclePanel, MemviewPanel)
 """Every panel of a view, in toolbar order: the one Python list (the TypeScript one is `PANELS` of
 `js/src/panels.ts`; tests/test_panels.py checks that both name the same panels)."""
 
