@@ -27,8 +27,8 @@ row       u32   the row of ``trace.allocations``
 stack     u32   index into ``meta.stacks``
 ========= ===== =================================================================
 
-The rest curve is in ``meta`` (``rest_time``, ``rest_bytes``: lists) because its length differs
-from the bands'.  ``meta`` also holds ``device``, ``devices``, ``window``, ``bands`` (how many
+The rest curve is two more columns, ``rest_time`` and ``rest_bytes`` (f64, their own length: a
+step curve, each level holding until the next time).  ``meta`` holds ``device``, ``devices``, ``window``, ``bands`` (how many
 allocations the device has alive in the window), ``complete`` (every band and curve point is in
 the frame: a zoom needs no new frame), ``frames`` (each distinct frame text once) and
 ``stacks`` (per distinct stack: indices into ``frames``, innermost first).
@@ -140,14 +140,13 @@ def timeline_frame(trace: Trace, device: str, window: tuple[float, float] | None
     meta: dict[str, Any] = {
         "device": device, "devices": devices(trace), "window": [ws, we], "extent": [lo, hi],
         "bands": int(len(cand)), "complete": bool(complete),
-        "rest_time": t_w.tolist(), "rest_bytes": rest_w.astype(np.float64).tolist(),
         "frames": list(frame_ids), "stacks": [list(s) for s in stack_ids], "token": token,
     }
     return encode_frame({
         "start": np.maximum(start[chosen], lo), "end": np.where(np.isfinite(free[chosen]), free[chosen], hi),
         "size": size[chosen].astype(np.float64), "addr": addr,
         "open": (~np.isfinite(free[chosen])).astype(np.uint8), "row": rows[chosen].astype(np.uint32),
-        "stack": stack_of,
+        "stack": stack_of, "rest_time": t_w, "rest_bytes": rest_w.astype(np.float64),
     }, meta)
 
 
