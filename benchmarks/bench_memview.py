@@ -65,10 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     mid = (lo + hi) / 2
     t_zoom, zoom = best(lambda: timeline_frame(trace, dev, (mid, mid + (hi - lo) / 100), token=1))
     naive = len(trace.allocations) * 40 + sum(len(f) for f in trace.allocations["frames"]) * 4
-    print(f"baseline _memory (the curve the view already sends): {t_base * 1e3:8.1f} ms {len(base) / 1e3:9.1f} kB")
-    print(f"_alloc_timeline, whole trace:                      {t_full * 1e3:8.1f} ms {len(full) / 1e3:9.1f} kB "
+    row = "{:<52}{:8.1f} ms {:9.1f} kB"
+    print(row.format("baseline _memory (the curve the view already sends)", t_base * 1e3, len(base) / 1e3))
+    print(row.format("_alloc_timeline, whole trace", t_full * 1e3, len(full) / 1e3),
           f"({t_full / t_base:.2f}x the baseline's time)")
-    print(f"_alloc_timeline, a 1 % window:                     {t_zoom * 1e3:8.1f} ms {len(zoom) / 1e3:9.1f} kB")
+    print(row.format("_alloc_timeline, a 1 % window", t_zoom * 1e3, len(zoom) / 1e3))
     print(f"every allocation shipped (memory_viz's way):                   {naive / 1e3:9.1f} kB "
           f"({naive / len(full):.0f}x the frame)")
     if args.no_browser:
@@ -80,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    del trace, data
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         root.mkdir()

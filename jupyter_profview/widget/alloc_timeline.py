@@ -28,10 +28,10 @@ stack     u32   index into ``meta.stacks``
 ========= ===== =================================================================
 
 The rest curve is two more columns, ``rest_time`` and ``rest_bytes`` (f64, their own length: a
-step curve, each level holding until the next time).  ``meta`` holds ``device``, ``devices``, ``window``, ``bands`` (how many
-allocations the device has alive in the window), ``complete`` (every band and curve point is in
-the frame: a zoom needs no new frame), ``frames`` (each distinct frame text once) and
-``stacks`` (per distinct stack: indices into ``frames``, innermost first).
+step curve, each level holding until the next time).  ``meta`` holds ``device``, ``devices``,
+``window``, ``bands`` (how many allocations the device has alive in the window), ``complete``
+(every band and curve point is in the frame: a zoom needs no new frame), ``frames`` (each
+distinct frame text once) and ``stacks`` (per distinct stack: indices into ``frames``, innermost first).
 """
 
 from __future__ import annotations
@@ -134,7 +134,8 @@ def timeline_frame(trace: Trace, device: str, window: tuple[float, float] | None
     stack_ids: dict[tuple[int, ...], int] = {}
     stack_of = np.zeros(len(chosen), np.uint32)
     for k, fr in enumerate(frames):
-        key = tuple(frame_ids.setdefault(str(f), len(frame_ids)) for f in (fr if isinstance(fr, list) else []))
+        fr = fr if isinstance(fr, list) else []
+        key = tuple(frame_ids.setdefault(str(f), len(frame_ids)) for f in fr)
         stack_of[k] = stack_ids.setdefault(key, len(stack_ids))
     addr = al["address"].to_numpy(np.float64, na_value=np.nan)[rows[chosen]]
     meta: dict[str, Any] = {

@@ -24,7 +24,8 @@ LIVE = ("active_allocated", "active_awaiting_free", "active_pending_free")
 def replayed_levels(snap: dict[str, Any]) -> tuple[int, list[tuple[int, int]]]:
     """(µs of the first entry, [(µs, allocated bytes after every entry at that µs)]) of device 0,
     from the snapshot's end state and its trace alone."""
-    end = sum(b["size"] for s in snap["segments"] if s["device"] == 0 for b in s["blocks"] if b["state"] in LIVE)
+    end = sum(b["size"] for s in snap["segments"] if s["device"] == 0
+              for b in s["blocks"] if b["state"] in LIVE)
     trace = snap["device_traces"][0]
     level = end - sum(e["size"] for e in trace if e["action"] == "alloc") \
         + sum(e["size"] for e in trace if e["action"] == "free_completed")
@@ -92,7 +93,8 @@ def test_memview_numbers_are_the_snapshots(lab: LabServer, page: Any, tmp_path: 
     alloc = trace.allocations.iloc[int(row)]
     assert hover.startswith(f"{format_bytes(alloc['bytes'])} at {hex(int(alloc['address']))} · ")
     stack_text = page.locator(".pv-memview-stack").inner_text().split("\n")
-    entry = next(e for e in snap["device_traces"][0] if e["action"] == "alloc" and e["addr"] == alloc["address"]
+    entry = next(e for e in snap["device_traces"][0]
+                 if e["action"] == "alloc" and e["addr"] == alloc["address"]
                  and (e["time_us"] - t0_us) * 1000 == alloc["alloc_time"])
     assert entry["size"] == alloc["bytes"]
     assert stack_text[1:] == [frame_text(f) for f in entry["frames"]]
