@@ -58,7 +58,7 @@ def is_snapshot(trace: Any) -> bool:
 
 
 def devices(trace: Trace) -> list[str]:
-    return sorted({str(d) for d in trace.allocations["device"].astype(str).unique()})
+    return sorted({str(d) for d in trace.allocations["device"].unique()})
 
 
 def busiest_device(trace: Trace) -> str:
@@ -71,7 +71,7 @@ def busiest_device(trace: Trace) -> str:
 def total_curve(trace: Trace, device: str) -> tuple[np.ndarray, np.ndarray]:
     """(time, bytes) of the device's allocated total after every entry at each distinct time."""
     mem = trace.memory
-    m = mem[(mem["device"].astype(str) == device) & (mem["kind"].astype(str) == "measured")]
+    m = mem[((mem["device"] == device) & (mem["kind"] == "measured")).to_numpy(bool)]
     t = m["time"].to_numpy(np.int64)
     b = m["bytes"].to_numpy(np.int64)
     order = np.argsort(t, kind="stable")
@@ -100,7 +100,7 @@ def timeline_frame(trace: Trace, device: str, window: tuple[float, float] | None
     ws, we = (lo, hi) if window is None else (max(lo, float(window[0])), min(hi, float(window[1])))
     if we < ws:
         ws, we = we, ws
-    rows = np.flatnonzero((al["device"].astype(str) == device).to_numpy(bool))
+    rows = np.flatnonzero((al["device"] == device).to_numpy(bool))
     start = al["alloc_time"].to_numpy(np.float64, na_value=lo)[rows]
     free = al["free_time"].to_numpy(np.float64, na_value=np.inf)[rows]
     size = al["bytes"].to_numpy(np.int64)[rows]
