@@ -4,6 +4,7 @@
 
 import { ADVICE_PANEL } from "./advice";
 import { COMPARE_PANEL } from "./compare_panel";
+import { MEMVIEW_PANEL } from "./alloc_timeline";
 import { CRITICAL_PANEL } from "./critical";
 import { ICICLE_PANEL } from "./icicle";
 import { COLOUR_PANEL } from "./metrics";
@@ -34,4 +35,5 @@ export const PANELS: readonly PanelModule[] = [
   COMPARE_PANEL,
   PERFETTO_PANEL,
   STAGE_LANES_PANEL,
+  MEMVIEW_PANEL,
 ];

@@ -25,6 +25,10 @@ export interface Traits {
   _icicle: DataView;
   /** the pipeline stage lanes and their table (widget/stage_lanes.py) */
   _stage_lanes: Record<string, unknown>;
+  /** the active memory timeline of a memory snapshot: its largest allocations as bands, the rest as one band (widget/alloc_timeline.py) */
+  _alloc_timeline: DataView;
+  /** the segments and blocks of a memory snapshot at the selected time */
+  _segments: DataView;
   /** {token, count}: the kernel changed the selection */
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
@@ -61,6 +65,8 @@ export interface Traits {
   _compare_pick: Record<string, unknown>;
   /** {stage} or {action}, token: a clicked stage row or action */
   _stage_pick: Record<string, unknown>;
+  /** {start, end} / {time} / {device}: the memory snapshot panel's window, selected time or device */
+  _memview_request: Record<string, unknown>;
   /** {panel, show, token, ...}: a toolbar button (show or hide a panel; js/src/panels.ts) */
   _panel_request: Record<string, unknown>;
 }
@@ -80,6 +86,8 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _critical_path: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _icicle: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _stage_lanes: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _alloc_timeline: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _segments: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _compare: {"setBy": "kernel", "session": true, "view": true, "saved": true},
@@ -98,5 +106,6 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _advice_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _compare_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _stage_pick: {"setBy": "browser", "session": true, "view": false, "saved": false},
+  _memview_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
   _panel_request: {"setBy": "browser", "session": true, "view": false, "saved": false},
 };

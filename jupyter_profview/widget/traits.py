@@ -80,7 +80,10 @@ TRAITS: tuple[Trait, ...] = (
           session=True),
     Trait("_icicle", "bytes", "kernel", "the icicle's boxes", session=True),
     Trait("_stage_lanes", "object", "kernel", "the pipeline stage lanes and their table "
-          "(widget/stage_lanes.py)",
+          "(widget/stage_lanes.py)", session=True),
+    Trait("_alloc_timeline", "bytes", "kernel", "the active memory timeline of a memory snapshot: its "
+          "largest allocations as bands, the rest as one band (widget/alloc_timeline.py)", session=True),
+    Trait("_segments", "bytes", "kernel", "the segments and blocks of a memory snapshot at the selected time",
           session=True),
     Trait("_kernel_selection", "object", "kernel", "{token, count}: the kernel changed the selection",
           session=True, saved=False),
@@ -119,6 +122,8 @@ TRAITS: tuple[Trait, ...] = (
           session=True, view=False, saved=False),
     Trait("_stage_pick", "object", "browser", "{stage} or {action}, token: a clicked stage row or action",
           session=True, view=False, saved=False),
+    Trait("_memview_request", "object", "browser", "{start, end} / {time} / {device}: the memory "
+          "snapshot panel's window, selected time or device", session=True, view=False, saved=False),
     Trait("_panel_request", "object", "browser", "{panel, show, token, ...}: a toolbar button (show or hide "
           "a panel; js/src/panels.ts)", session=True, view=False, saved=False),
 )
