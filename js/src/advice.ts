@@ -4,6 +4,7 @@
 
 import { formatTime, shareText } from "./axis";
 import { el } from "./dom";
+import { HIGHLIGHT_CLEARED } from "./evidence";
 import type { PanelModule } from "./panel";
 
 export interface Finding {
@@ -65,6 +66,13 @@ export class AdvicePanel {
     });
   }
 
+  /** No finding picked: Reset view and the highlight chip's ✕ clear the row and its text. */
+  unpick(): void {
+    for (const r of this.rows.querySelectorAll(".pv-row-selected")) r.classList.remove("pv-row-selected");
+    this.detail.textContent = "";
+    delete this.el.dataset.picked;
+  }
+
   update(data: AdviceData | null): void {
     this.data = data;
     this.rows.textContent = "";
@@ -95,6 +103,7 @@ export const ADVICE_PANEL: PanelModule = {
   toolbar: "What's wrong",
   create: (host) => {
     const panel = new AdvicePanel((finding) => host.send({ _advice_pick: { finding, token: Date.now() } }));
+    host.root.addEventListener(HIGHLIGHT_CLEARED, () => panel.unpick());
     return {
       el: panel.el,
       shown: () => panel.data !== null,

@@ -11,6 +11,10 @@ import { ROW_H, type Layout } from "./layout";
  * `visible` px tall (the axis row included), or null when it is shown already or not drawn.
  * A lane hidden by a collapsed group scrolls to that group's header.
  */
+/** Dispatched on the widget's root when the highlight is cleared (✕, Reset view): the findings
+ *  panel drops its picked row (advice.ts). */
+export const HIGHLIGHT_CLEARED = "pv-highlight-cleared";
+
 export function scrollFor(layout: Layout, track: number, scrollTop: number, visible: number): number | null {
   if (!(track >= 0 && track < layout.trackY.length)) return null;
   const y = layout.trackY[track] >= 0 ? layout.trackY[track] : layout.home[track];

@@ -29,7 +29,7 @@ import { TablePanel } from "./table";
 import { parseLegend, readTheme, type LegendEntry, type Theme } from "./theme";
 import { TimelineRenderer } from "./timeline";
 import { EventCache, Tooltip, type EventInfo } from "./tooltip";
-import { highlightChip, scrollToTrack } from "./evidence";
+import { HIGHLIGHT_CLEARED, highlightChip, scrollToTrack } from "./evidence";
 import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
 import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
 
@@ -341,6 +341,7 @@ export class ProfView implements DetailHost, PanelHost {
     this.highlight = null;
     this.root.dataset.highlight = "0";
     highlightChip(this.root, 0, () => undefined);
+    this.root.dispatchEvent(new CustomEvent(HIGHLIGHT_CLEARED));
     this.dataDirty = true;
     this.requestDraw();
   }

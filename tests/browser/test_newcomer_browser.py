@@ -242,6 +242,9 @@ def test_a_finding_click_scrolls_to_its_evidence_and_says_so(lab: LabServer, pag
     shown = [p for p in (page.evaluate(f"{HOOK}.locate({i})") for i in ids) if p]
     assert shown, "no evidence box drawn"
     assert any(box["y"] + 22 <= p["y"] <= box["y"] + box["height"] for p in shown), (shown, box)
+    advice_el = page.locator(".pv-advice").first
+    assert row.evaluate("e => e.classList.contains('pv-row-selected')")
+    assert advice_el.get_attribute("data-picked") == str(k)
     # ✕ clears the dimming and the chip
     page.locator(".pv-highlight-clear").click()
     assert wait_until(lambda: not chip.is_visible())
@@ -251,4 +254,13 @@ def test_a_finding_click_scrolls_to_its_evidence_and_says_so(lab: LabServer, pag
     assert wait_until(lambda: chip.is_visible())
     page.locator(".pv-reset").first.click()
     assert wait_until(lambda: not chip.is_visible())
+    # ... and the finding picked by a click: its row, its text, its chip
+    row.click()
+    assert wait_until(lambda: chip.is_visible())
+    assert advice_el.get_attribute("data-picked") == str(k)
+    page.locator(".pv-reset").first.click()
+    assert wait_until(lambda: not chip.is_visible())
+    assert wait_until(lambda: advice_el.get_attribute("data-picked") is None), "Reset kept the picked finding"
+    assert page.locator(".pv-advice .pv-row-selected").count() == 0
+    assert page.locator(".pv-advice-detail").first.inner_text() == ""
     assert page.page_errors == []  # type: ignore[attr-defined]
