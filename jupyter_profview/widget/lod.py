@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import derived
+from .. import derived, kinds
 from ..model import OVERLAP_TAG, Trace
 from .codec import encode_frame
 from .legend import LEGEND_TOP, Legend, build_legend
@@ -101,10 +101,9 @@ def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
     main-lane events only nest in main-lane events)."""
     rows = ev["depth"].to_numpy(np.int32).copy()
     codes, labels, _ = lane_codes(ev, ranked)
-    lanes = [code for code, label in enumerate(labels) if _OVERLAP.search(label)]
-    if not lanes:
+    moved = np.flatnonzero(kinds.code_mask(labels, codes, _OVERLAP.search))
+    if not len(moved):
         return rows
-    moved = np.flatnonzero(np.isin(codes, lanes))
     position = pd.Series(np.arange(len(ev)), index=ev.index)
     parent = ev["parent"].to_numpy(np.int64)[moved]
     ppos = np.where(parent >= 0, position.reindex(parent).fillna(-1).to_numpy(np.int64), -1)
