@@ -19,8 +19,8 @@ import jupyter_profview as profview
 from jupyter_profview.analysis.compare_view import changes
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.numbers import format_duration
-from tests.browser.lab import TIMEOUT_MS, LabServer, canvas_ink, wait_until
-from tests.browser.test_lab_extension import PREBUILT, TOKEN, item, screenshot_on_failure, start_lab
+from tests.browser.lab import LabServer, canvas_ink, wait_until
+from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
 from tests.server_helpers import profview_serve
 
 HTA = Path(__file__).parents[1] / "data" / "hta"
@@ -134,19 +134,9 @@ def compare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]
 
 def test_lab_tab_compares_with_a_second_trace(browser: Any, compare_lab: LabServer, expected: dict[str, Any],
                                               request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    context = browser.new_context(viewport={"width": 1400, "height": 1400})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    with screenshot_on_failure(request, tmp_path, lambda: context.pages):
-        page.goto(f"{compare_lab.base}/lab/workspaces/compare?reset&token={TOKEN}")
-        page.wait_for_selector(".jp-DirListing-item", timeout=TIMEOUT_MS)
-        item(page, A).dblclick()
-        page.wait_for_selector(".jp-ProfviewPanel .pv-timeline canvas")
-        check_compare(page, ".jp-ProfviewPanel", expected, tmp_path / "lab-compare.png")
-        assert errors == []
-    context.close()
+    with viewer_page(browser, request, tmp_path) as page:
+        scope = open_lab_tab(page, compare_lab, "compare", A)
+        check_compare(page, scope, expected, tmp_path / "lab-compare.png")
 
 
 def test_serve_page_compares_with_a_second_trace(browser: Any, expected: dict[str, Any],
@@ -154,15 +144,8 @@ def test_serve_page_compares_with_a_second_trace(browser: Any, expected: dict[st
     fill(tmp_path / "root")
     (tmp_path / "outside").mkdir()
     shutil.copy(TEST, tmp_path / "outside" / B)
-    context = browser.new_context(viewport={"width": 1400, "height": 1400})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    with screenshot_on_failure(request, tmp_path, lambda: context.pages), \
+    with viewer_page(browser, request, tmp_path) as page, \
             profview_serve(tmp_path / "root" / A, tmp_path / "serve.log", args=("--parent",)) as (_http, url):
         page.goto(url)
         page.wait_for_selector("#profview-root .pv-timeline canvas")
         check_compare(page, "#profview-root", expected, tmp_path / "serve-compare.png")
-        assert errors == []
-    context.close()

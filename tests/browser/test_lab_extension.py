@@ -185,6 +185,32 @@ def item(page: Any, name: str) -> Any:
     return page.locator(f".jp-DirListing-item[title^='Name: {name}']").first
 
 
+@contextlib.contextmanager
+def viewer_page(browser: Any, request: pytest.FixtureRequest, tmp_path: Path,
+                height: int = 1400) -> Iterator[Any]:
+    """A fresh page (1400 px wide) whose uncaught page errors fail the test at the end; a
+    screenshot of it if the test failed."""
+    context = browser.new_context(viewport={"width": 1400, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with screenshot_on_failure(request, tmp_path, lambda: context.pages):
+        yield page
+        assert errors == []
+    context.close()
+
+
+def open_lab_tab(page: Any, lab: LabServer, workspace: str, name: str) -> str:
+    """Open ``name`` from the JupyterLab file browser (a double-click) in a "Profile viewer" tab,
+    once its timeline is drawn; the tab's selector."""
+    page.goto(f"{lab.base}/lab/workspaces/{workspace}?reset&token={TOKEN}")
+    page.wait_for_selector(".jp-DirListing-item", timeout=TIMEOUT_MS)
+    item(page, name).dblclick()
+    page.wait_for_selector(".jp-ProfviewPanel .pv-timeline canvas")
+    return ".jp-ProfviewPanel"
+
+
 def new_notebook(root: Path, before: set[Path]) -> Path:
     """The one notebook made since ``before``, once its cells are saved (it is created empty)."""
     def saved() -> Path | None:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import jupyter_profview as profview
-from tests.browser.lab import TIMEOUT_MS, LabServer, canvas_ink, wait_until
-from tests.browser.test_lab_extension import PREBUILT, TOKEN, item, screenshot_on_failure, start_lab
+from tests.browser.lab import LabServer, canvas_ink, wait_until
+from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
 from tests.server_helpers import profview_serve
 
 NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
@@ -85,19 +85,9 @@ def export_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabSe
 def test_lab_tab_opens_in_perfetto(browser: Any, export_lab: tuple[LabServer, Path], slices: int,
                                    request: pytest.FixtureRequest, tmp_path: Path) -> None:
     server, root = export_lab
-    context = browser.new_context(viewport={"width": 1400, "height": 1200})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    with screenshot_on_failure(request, tmp_path, lambda: context.pages):
-        page.goto(f"{server.base}/lab/workspaces/perfetto?reset&token={TOKEN}")
-        page.wait_for_selector(".jp-DirListing-item", timeout=TIMEOUT_MS)
-        item(page, NAME).dblclick()
-        page.wait_for_selector(".jp-ProfviewPanel .pv-timeline canvas")
-        check_export(page, ".jp-ProfviewPanel", root, slices, tmp_path / "lab-perfetto.png")
-        assert errors == []
-    context.close()
+    with viewer_page(browser, request, tmp_path, height=1200) as page:
+        scope = open_lab_tab(page, server, "perfetto", NAME)
+        check_export(page, scope, root, slices, tmp_path / "lab-perfetto.png")
 
 
 def test_serve_page_opens_in_perfetto(browser: Any, slices: int, request: pytest.FixtureRequest,
@@ -105,15 +95,8 @@ def test_serve_page_opens_in_perfetto(browser: Any, slices: int, request: pytest
     root = tmp_path / "root"
     root.mkdir()
     shutil.copy(NCCL, root / NAME)
-    context = browser.new_context(viewport={"width": 1400, "height": 1200})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    with screenshot_on_failure(request, tmp_path, lambda: context.pages), \
+    with viewer_page(browser, request, tmp_path, height=1200) as page, \
             profview_serve(root / NAME, tmp_path / "serve.log") as (_http, url):
         page.goto(url)
         page.wait_for_selector("#profview-root .pv-timeline canvas")
         check_export(page, "#profview-root", root, slices, tmp_path / "serve-perfetto.png")
-        assert errors == []
-    context.close()

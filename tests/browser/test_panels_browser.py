@@ -17,8 +17,8 @@ import pytest
 import jupyter_profview as profview
 from jupyter_profview.analysis import attribute, critical_path
 from jupyter_profview.numbers import format_duration, share_text
-from tests.browser.lab import TIMEOUT_MS, LabServer, canvas_ink, wait_until
-from tests.browser.test_lab_extension import PREBUILT, TOKEN, item, screenshot_on_failure, start_lab
+from tests.browser.lab import LabServer, canvas_ink, wait_until
+from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
 from tests.server_helpers import profview_serve
 
 NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
@@ -142,34 +142,17 @@ def check_panels(page: Any, scope: str, want: dict[str, Any], shot: Path) -> Non
 
 def test_lab_tab_toolbar_shows_the_panels(browser: Any, panels_lab: LabServer, expected: dict[str, Any],
                                           request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    context = browser.new_context(viewport={"width": 1400, "height": 1400})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    with screenshot_on_failure(request, tmp_path, lambda: context.pages):
-        page.goto(f"{panels_lab.base}/lab/workspaces/panels?reset&token={TOKEN}")
-        page.wait_for_selector(".jp-DirListing-item", timeout=TIMEOUT_MS)
-        item(page, NAME).dblclick()
-        page.wait_for_selector(".jp-ProfviewPanel .pv-timeline canvas")
-        check_panels(page, ".jp-ProfviewPanel", expected, tmp_path / "lab-panels.png")
-        assert errors == []
-    context.close()
+    with viewer_page(browser, request, tmp_path) as page:
+        scope = open_lab_tab(page, panels_lab, "panels", NAME)
+        check_panels(page, scope, expected, tmp_path / "lab-panels.png")
 
 
 def test_serve_page_toolbar_shows_the_panels(browser: Any, expected: dict[str, Any],
                                              request: pytest.FixtureRequest, tmp_path: Path) -> None:
     trace = tmp_path / NAME
     shutil.copy(NCCL, trace)
-    context = browser.new_context(viewport={"width": 1400, "height": 1400})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    with screenshot_on_failure(request, tmp_path, lambda: context.pages), \
+    with viewer_page(browser, request, tmp_path) as page, \
             profview_serve(trace, tmp_path / "serve.log") as (_http, url):
         page.goto(url)
         page.wait_for_selector("#profview-root .pv-timeline canvas")
         check_panels(page, "#profview-root", expected, tmp_path / "serve-panels.png")
-        assert errors == []
-    context.close()
