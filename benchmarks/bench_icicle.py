@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,7 +23,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_gpu import ensure_file  # noqa: E402
 
-from tests.browser.lab import CHROMIUM, LAUNCH_ARGS, LabNotebook, LabServer, wait_until  # noqa: E402
+from tests.browser.lab import CHROMIUM, LabNotebook, headless_lab, wait_until  # noqa: E402
 
 TARGET_MS = 200.0
 
@@ -39,48 +38,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{CHROMIUM} is absent: apt-get install chromium fonts-liberation", file=sys.stderr)
         return 2
     path = ensure_file(args.events, args.data)
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "root"
-        root.mkdir()
-        lab = LabServer(root)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(180_000)
-                nb = LabNotebook(lab, page, "bench_icicle", [
-                    "import time\nimport jupyter_profview as profview\n"
-                    f"t = profview.load(r'{path}')\n"
-                    "w = profview.show(t)\n"
-                    "w"])
-                nb.run_all()
-                view = nb.wait_widget(timeout=180_000)
-                print(f"{path.name}: {nb.value('len(t.events)'):,} events", flush=True)
-                for by in ("annotation", "op"):
-                    kernel, browser_ms, base = [], [], []
-                    panel = page.locator(".pv-icicle").first
-                    for _ in range(args.repeat):
-                        nb.step("w.show_icicle('')")
-                        wait_until(panel.is_hidden)
-                        secs = nb.value(f"(lambda t0: (w.show_icicle({by!r}), time.perf_counter() - t0)[1])"
-                                        "(time.perf_counter())")
-                        kernel.append(secs)
-                        wait_until(lambda: panel.is_visible() and panel.get_attribute("data-nodes"), 60)  # noqa: B023
-                        browser_ms.append(float(view.get_attribute("data-icicle-ms") or "nan"))
-                        base.append(float((view.get_attribute("data-draw-ms") or "nan").split(",")[0]))
-                        nodes = int(panel.get_attribute("data-nodes") or 0)
-                    med, b = statistics.median(browser_ms), statistics.median(base)
-                    verdict = "ok" if med <= TARGET_MS else "MISSED"
-                    ks = statistics.median(kernel)
-                    print(f"  by={by:11} nodes {nodes:6,}  kernel show_icicle {ks:.3f} s"
-                          f"  browser first draw {med:.1f} ms (x{med / b:.1f} the timeline's, {b:.1f} ms)"
-                          f"  <= {TARGET_MS:.0f} ms: {verdict}", flush=True)
-                browser.close()
-        finally:
-            lab.shutdown_kernels()
-            lab.stop()
+    with headless_lab(180_000) as (lab, page):
+        nb = LabNotebook(lab, page, "bench_icicle", [
+            "import time\nimport jupyter_profview as profview\n"
+            f"t = profview.load(r'{path}')\n"
+            "w = profview.show(t)\n"
+            "w"])
+        nb.run_all()
+        view = nb.wait_widget(timeout=180_000)
+        print(f"{path.name}: {nb.value('len(t.events)'):,} events", flush=True)
+        for by in ("annotation", "op"):
+            kernel, browser_ms, base = [], [], []
+            panel = page.locator(".pv-icicle").first
+            for _ in range(args.repeat):
+                nb.step("w.show_icicle('')")
+                wait_until(panel.is_hidden)
+                secs = nb.value(f"(lambda t0: (w.show_icicle({by!r}), time.perf_counter() - t0)[1])"
+                                "(time.perf_counter())")
+                kernel.append(secs)
+                wait_until(lambda: panel.is_visible() and panel.get_attribute("data-nodes"), 60)  # noqa: B023
+                browser_ms.append(float(view.get_attribute("data-icicle-ms") or "nan"))
+                base.append(float((view.get_attribute("data-draw-ms") or "nan").split(",")[0]))
+                nodes = int(panel.get_attribute("data-nodes") or 0)
+            med, b = statistics.median(browser_ms), statistics.median(base)
+            verdict = "ok" if med <= TARGET_MS else "MISSED"
+            ks = statistics.median(kernel)
+            print(f"  by={by:11} nodes {nodes:6,}  kernel show_icicle {ks:.3f} s"
+                  f"  browser first draw {med:.1f} ms (x{med / b:.1f} the timeline's, {b:.1f} ms)"
+                  f"  <= {TARGET_MS:.0f} ms: {verdict}", flush=True)
     return 0
 
 

@@ -74,34 +74,21 @@ def main(argv: list[str] | None = None) -> int:
           f"({naive / len(full):.0f}x the frame)")
     if args.no_browser:
         return 0
-    from tests.browser.lab import CHROMIUM, LAUNCH_ARGS, LabNotebook, LabServer, wait_until
+    from tests.browser.lab import CHROMIUM, LabNotebook, headless_lab, wait_until
 
     if not CHROMIUM.exists():
         print(f"{CHROMIUM} is absent: apt-get install chromium fonts-liberation", file=sys.stderr)
         return 2
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "root"
-        root.mkdir()
-        lab = LabServer(root)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(300_000)
-                nb = LabNotebook(lab, page, "bench_memview", [
-                    "import time\nimport jupyter_profview as profview\n"
-                    f"t = profview.load(r'{path}')", "_t_show = time.time()\nw = profview.show(t)\nw"])
-                nb.run_all()
-                view = nb.wait_widget(timeout=300_000)
-                assert wait_until(lambda: view.get_attribute("data-memview-at") is not None, timeout=120)
-                t_show = float(nb.value("_t_show"))
-                drawn = float(view.get_attribute("data-memview-at") or 0)
-                own = float(view.get_attribute("data-memview-ms") or 0)
-                browser.close()
-        finally:
-            lab.stop()
+    with headless_lab(300_000) as (lab, page):
+        nb = LabNotebook(lab, page, "bench_memview", [
+            "import time\nimport jupyter_profview as profview\n"
+            f"t = profview.load(r'{path}')", "_t_show = time.time()\nw = profview.show(t)\nw"])
+        nb.run_all()
+        view = nb.wait_widget(timeout=300_000)
+        assert wait_until(lambda: view.get_attribute("data-memview-at") is not None, timeout=120)
+        t_show = float(nb.value("_t_show"))
+        drawn = float(view.get_attribute("data-memview-at") or 0)
+        own = float(view.get_attribute("data-memview-ms") or 0)
     first = drawn - t_show * 1000
     print(f"show() -> first draw of the bands: {first:8.1f} ms (target < {TARGET_MS:.0f} ms: "
           f"{'met' if first < TARGET_MS else 'NOT met'}); the panel's decode + stack + draw {own:.1f} ms")

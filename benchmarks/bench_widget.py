@@ -24,7 +24,6 @@ import argparse
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.browser.lab import CHROMIUM, LAUNCH_ARGS, LabNotebook, LabServer  # noqa: E402
+from tests.browser.lab import CHROMIUM, LabNotebook, headless_lab  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data"
 
@@ -159,75 +158,59 @@ def main(argv: list[str] | None = None) -> int:
           f"memory frame {ks['memory_bytes'] / 1e6:.2f} MB; _detail compute {ks['detail_ms']:.1f} ms",
           flush=True)
 
-    from playwright.sync_api import sync_playwright
+    with headless_lab(120_000, OUTPUT_PROBE) as (lab, page):
+        received: list[tuple[float, int]] = []
 
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "root"
-        root.mkdir()
-        lab = LabServer(root)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-                context = browser.new_context(viewport={"width": 1400, "height": 1000})
-                context.add_init_script(OUTPUT_PROBE)
-                page = context.new_page()
-                page.set_default_timeout(120_000)
-                received: list[tuple[float, int]] = []
+        def on_ws(ws: Any) -> None:
+            ws.on("framereceived", lambda payload: received.append(
+                (time.monotonic(), len(payload) if payload else 0)))
 
-                def on_ws(ws: Any) -> None:
-                    ws.on("framereceived", lambda payload: received.append(
-                        (time.monotonic(), len(payload) if payload else 0)))
-
-                page.on("websocket", on_ws)
-                nb = LabNotebook(lab, page, "bench", [
-                    "import jupyter_profview as profview\n"
-                    f"t = profview.load(r'{path}')\n"
-                    "print(len(t.events))",
-                ])
-                nb.run_all()
-                nb.step("print('loaded', len(t.events))", timeout=180_000)
-                paints, totals, sizes, state, logs = [], [], [], [], []
-                p95s, frame_medians, details = [], [], []
-                for i in range(args.repeat):
-                    page.evaluate("(window.__profview || []).forEach((h) => { h.__old = true; })")
-                    outs_before = page.evaluate("window.__pvOutputs.length")
-                    t_start = time.monotonic()
-                    p_start = page.evaluate("performance.now()")
-                    text = nb.step(
-                        "from IPython.display import clear_output, display\n"
-                        "clear_output()\n"
-                        "w = profview.show(t)\n"
-                        "display(w)\n"
-                        "_s = w.get_state()\n"
-                        "print('STATE', sum(len(v) if isinstance(v, (bytes, memoryview)) "
-                        "else len(str(v)) for v in _s.values()))", timeout=120_000)
-                    page.wait_for_function(
-                        "(window.__pvCurrent = (window.__profview || []).find((h) => !h.__old"
-                        " && h.firstPaint !== null)) !== undefined", timeout=120_000)
-                    first = page.evaluate("window.__pvCurrent.firstPaint")
-                    appeared = page.evaluate(f"window.__pvOutputs[{outs_before}]")
-                    t_paint = time.monotonic()
-                    paints.append((first - appeared) / 1e3)
-                    totals.append((first - p_start) / 1e3)
-                    sizes.append(sum(n for t, n in received if t_start <= t <= t_paint + 0.05))
-                    state.append(int(text.split("STATE")[-1].split()[0]))
-                    frames, det, log = interact(page, "window.__pvCurrent")
-                    logs.extend(log)
-                    if frames:
-                        p95s.append(pct(frames, 0.95))
-                        frame_medians.append(statistics.median(frames))
-                    details.extend(det)
-                    det_median = statistics.median(det) if det else float("nan")
-                    print(f"  run {i + 1}: first paint {paints[-1]:.2f} s "
-                          f"(run cell -> paint {totals[-1]:.2f} s), ws bytes {sizes[-1] / 1e6:.2f} MB, "
-                          f"frames {len(frames)} (p95 {pct(frames, 0.95):.1f} ms), "
-                          f"_detail {len(det)} (median {det_median:.0f} ms)", flush=True)
-                    if log:
-                        print(f"    _detail median/p95 ms: {breakdown(log)}", flush=True)
-                browser.close()
-        finally:
-            lab.shutdown_kernels()
-            lab.stop()
+        page.on("websocket", on_ws)
+        nb = LabNotebook(lab, page, "bench", [
+            "import jupyter_profview as profview\n"
+            f"t = profview.load(r'{path}')\n"
+            "print(len(t.events))",
+        ])
+        nb.run_all()
+        nb.step("print('loaded', len(t.events))", timeout=180_000)
+        paints, totals, sizes, state, logs = [], [], [], [], []
+        p95s, frame_medians, details = [], [], []
+        for i in range(args.repeat):
+            page.evaluate("(window.__profview || []).forEach((h) => { h.__old = true; })")
+            outs_before = page.evaluate("window.__pvOutputs.length")
+            t_start = time.monotonic()
+            p_start = page.evaluate("performance.now()")
+            text = nb.step(
+                "from IPython.display import clear_output, display\n"
+                "clear_output()\n"
+                "w = profview.show(t)\n"
+                "display(w)\n"
+                "_s = w.get_state()\n"
+                "print('STATE', sum(len(v) if isinstance(v, (bytes, memoryview)) "
+                "else len(str(v)) for v in _s.values()))", timeout=120_000)
+            page.wait_for_function(
+                "(window.__pvCurrent = (window.__profview || []).find((h) => !h.__old"
+                " && h.firstPaint !== null)) !== undefined", timeout=120_000)
+            first = page.evaluate("window.__pvCurrent.firstPaint")
+            appeared = page.evaluate(f"window.__pvOutputs[{outs_before}]")
+            t_paint = time.monotonic()
+            paints.append((first - appeared) / 1e3)
+            totals.append((first - p_start) / 1e3)
+            sizes.append(sum(n for t, n in received if t_start <= t <= t_paint + 0.05))
+            state.append(int(text.split("STATE")[-1].split()[0]))
+            frames, det, log = interact(page, "window.__pvCurrent")
+            logs.extend(log)
+            if frames:
+                p95s.append(pct(frames, 0.95))
+                frame_medians.append(statistics.median(frames))
+            details.extend(det)
+            det_median = statistics.median(det) if det else float("nan")
+            print(f"  run {i + 1}: first paint {paints[-1]:.2f} s "
+                  f"(run cell -> paint {totals[-1]:.2f} s), ws bytes {sizes[-1] / 1e6:.2f} MB, "
+                  f"frames {len(frames)} (p95 {pct(frames, 0.95):.1f} ms), "
+                  f"_detail {len(det)} (median {det_median:.0f} ms)", flush=True)
+            if log:
+                print(f"    _detail median/p95 ms: {breakdown(log)}", flush=True)
 
     print("\nmedians over", args.repeat, "displays of", f"{ks['events']:,}", "events:")
     print(f"  first paint after the output appears : {statistics.median(paints):.2f} s   (target <= 2 s)")
