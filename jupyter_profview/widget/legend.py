@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KERNEL_TYPES, PHASES
-from ..palette import OTHER_COLOR, PALETTE, PHASE_COLORS
+from ..palette import CATEGORY_COLORS, OTHER_COLOR, PHASE_COLORS, UNKNOWN_COLORS
 
 LEGEND_TOP = 11
 
@@ -38,8 +38,9 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
                  launches: pd.DataFrame | None = None) -> Legend:
     """Colour by ``category`` (top 11 by total duration, the rest "other") or ``phase``.
 
-    Category colours are stable across traces: a category's palette slot comes
-    from a hash of its name (probing on collision), not from its rank.  With
+    Category colours are stable across traces: a known category has its fixed colour
+    (`palette.CATEGORY_COLORS`), another one a colour of `palette.UNKNOWN_COLORS` from a hash of
+    its name (probing on collision), never from its rank.  With
     ``launches`` (``trace.launches``), device activities are coloured by their
     type (see the module doc).
     """
@@ -71,14 +72,7 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
         room = max(LEGEND_TOP - sum(c in pinned for c in ranked), 0)
         others = set([c for c in ranked if c not in pinned][:room])
         keep = [c for c in ranked if c in pinned or c in others]
-        taken: set[int] = set()
-        colors = []
-        for c in keep:
-            slot = zlib.crc32(str(column.categories[c]).encode("utf-8")) % len(PALETTE)
-            while slot in taken:
-                slot = (slot + 1) % len(PALETTE)
-            taken.add(slot)
-            colors.append(PALETTE[slot])
+        colors = category_colors([str(column.categories[c]) for c in keep])
         keep.sort(key=lambda c: (-total[c], -count[c]))
     entries = [{"key": str(column.categories[c]) or "(none)", "color": col, "count": int(count[c])}
                for c, col in zip(keep, colors, strict=True)]
@@ -90,6 +84,25 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
     if rest:
         entries.append({"key": "other", "color": OTHER_COLOR, "count": rest})
     return Legend(color_by, entries, event_codes.astype(np.uint16))
+
+
+def category_colors(keys: list[str]) -> list[str]:
+    """The colour of each category of `keys`: its fixed one (`CATEGORY_COLORS`), else a slot of
+    `UNKNOWN_COLORS` from a hash of its name, the next free one on a collision (while any is free)."""
+    taken: set[int] = set()
+    out = []
+    for key in keys:
+        if key in CATEGORY_COLORS:
+            out.append(CATEGORY_COLORS[key])
+            continue
+        slot = zlib.crc32(key.encode("utf-8")) % len(UNKNOWN_COLORS)
+        for _ in range(len(UNKNOWN_COLORS)):
+            if slot not in taken:
+                break
+            slot = (slot + 1) % len(UNKNOWN_COLORS)
+        taken.add(slot)
+        out.append(UNKNOWN_COLORS[slot])
+    return out
 
 
 def device_type_keys(events: pd.DataFrame, column: pd.Categorical[Any],
