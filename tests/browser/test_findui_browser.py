@@ -345,3 +345,60 @@ def test_details_self_time_of_a_torch_cpu_trace(lab: LabServer, page: Any) -> No
     assert vals["self"]["text"] == format_duration(self_ns) == "95.55 µs"
     assert np.isclose(float(vals["dur"]["value"]), float(ev.loc[event, "dur"]))
     assert page.page_errors == []  # type: ignore[attr-defined]
+
+
+def check_search_without_a_kernel(page: Any, scope: str) -> None:
+    """The search box and the details strip of a view whose session lives in a server (the Lab
+    tab, `profview serve`): the same `_search` command, the same strip."""
+    trace = profview.load(GPU)
+    ev = trace.events
+    want = sum("ncclKernel" in n for n in json_names(GPU))
+    first = ev[ev["name"].astype(str).str.contains("ncclKernel", regex=False)].sort_values("start").index[0]
+    assert wait_until(lambda: canvas_ink(page, f"{scope} .pv-timeline canvas") > 2000), "nothing drawn"
+    box = page.locator(f"{scope} .pv-search-input")
+    assert wait_until(lambda: box.is_visible()), "no search box"
+    box.fill("ncclKernel")
+    count = page.locator(f"{scope} .pv-search-count")
+    assert wait_until(lambda: count.inner_text() == f"1 / {want}"), count.inner_text()
+    root = page.locator(f"{scope} .pv-root").first
+    assert wait_until(lambda: root.get_attribute("data-selected") == str(first))
+    strip = page.locator(f"{scope} .pv-details")
+    assert wait_until(lambda: strip.get_attribute("data-id") == str(first))
+    assert strip.locator(".pv-details-name").inner_text() == str(ev.loc[first, "name"])
+    dur = strip.locator(".pv-details-item[data-key='dur']")
+    assert float(dur.get_attribute("data-value") or "nan") == float(ev.loc[first, "dur"])
+    box.press("Enter")
+    assert wait_until(lambda: count.inner_text() == f"2 / {want}")
+
+
+def test_search_on_the_serve_page(browser: Any, request: Any, tmp_path: Path) -> None:
+    from tests.browser.test_lab_extension import viewer_page
+    from tests.server_helpers import profview_serve
+
+    trace = tmp_path / "root" / "gpu.pt.trace.json.gz"
+    trace.parent.mkdir()
+    shutil.copyfile(GPU, trace)
+    with viewer_page(browser, request, tmp_path) as page, \
+            profview_serve(trace, tmp_path / "serve.log") as (_http, url):
+        page.goto(url)
+        page.wait_for_selector("#profview-root .pv-timeline canvas")
+        check_search_without_a_kernel(page, "#profview-root")
+
+
+def test_search_in_a_lab_tab(browser: Any, request: Any, tmp_path_factory: Any, tmp_path: Path) -> None:
+    from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
+
+    if not (PREBUILT / "package.json").is_file():
+        import pytest
+
+        pytest.skip("labextension not built: cd labextension && npm install && npm run build")
+    top = tmp_path_factory.mktemp("findlab")
+    (top / "root").mkdir()
+    shutil.copyfile(GPU, top / "root" / "gpu.pt.trace.json.gz")
+    server = start_lab(top)
+    try:
+        with viewer_page(browser, request, tmp_path) as page:
+            scope = open_lab_tab(page, server, "find", "gpu.pt.trace.json.gz")
+            check_search_without_a_kernel(page, scope)
+    finally:
+        server.stop()
