@@ -69,10 +69,10 @@ PHASE_COLORS = {
 METRIC_SCALE = ("#bd0026", "#f03b20", "#fd8d3c", "#feb24c", "#fed976")
 #: colour by tensor-core use: the kernels without (worth a look) loud, the others pale
 TENSOR_CORE_COLORS = {"tensor core": METRIC_SCALE[-1], "no tensor core": METRIC_SCALE[1]}
-#: counter series (one colour per series of a track, listed in its legend): communication's
-#: purple and the launches' yellow are not among them, the backward phase's orange comes last
-SERIES_COLORS = ("#4e79a7", "#59a14f", "#e15759", "#76b7b2", "#ff9da7", "#9c755f", "#17becf",
-                 "#1f3f8f", "#8c564b", "#bcbd22", "#7f7f7f", PHASE_COLORS["backward"])
+#: counter series (one colour per series of a track, listed in its legend): the first eight are
+#: no category's colour (a GPU's queue is not mistaken for its kernels), then the rest
+SERIES_COLORS = ("#1f3f8f", "#17becf", "#bcbd22", "#d37295", "#76b7b2", PHASE_COLORS["backward"],
+                 "#7f7f7f", "#8c564b", "#4e79a7", "#59a14f", "#e15759", "#ff9da7")
 #: the critical path's breakdown (the bar, its legend, the path's arrows)
 BOUND_COLORS = {"cpu": CATEGORY_COLORS["cpu_op"], "kernel": KERNEL_COLOR,
                 "communication": COMMUNICATION_COLOR, "launch": LAUNCH_COLOR,

@@ -90,7 +90,8 @@ def test_each_meaning_has_its_own_hue() -> None:
     assert palette.BOUND_COLORS["communication"] == palette.COMMUNICATION_COLOR
     assert palette.BOUND_COLORS["launch"] == palette.LAUNCH_COLOR
     assert palette.BOUND_COLORS["kernel"] == palette.KERNEL_COLOR
-    assert not {palette.COMMUNICATION_COLOR, palette.LAUNCH_COLOR} & set(palette.SERIES_COLORS)
+    assert not set(palette.CATEGORY_COLORS.values()) & set(palette.SERIES_COLORS[:8])
+    assert len(set(palette.SERIES_COLORS)) == len(palette.SERIES_COLORS)
     assert not set(palette.CATEGORY_COLORS.values()) & set(palette.UNKNOWN_COLORS)
     # the kernels' colour is not a pale one (it looked dimmed): as saturated as the CPU ops' blue
     assert chroma(palette.KERNEL_COLOR) >= chroma(palette.CATEGORY_COLORS["cpu_op"])

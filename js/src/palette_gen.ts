@@ -43,7 +43,7 @@ export const TENSOR_CORE_COLORS: Readonly<Record<string, string>> = {
   "tensor core": "#fed976",
   "no tensor core": "#f03b20"
 };
-export const SERIES_COLORS: readonly string[] = ["#4e79a7", "#59a14f", "#e15759", "#76b7b2", "#ff9da7", "#9c755f", "#17becf", "#1f3f8f", "#8c564b", "#bcbd22", "#7f7f7f", "#e8711a"];
+export const SERIES_COLORS: readonly string[] = ["#1f3f8f", "#17becf", "#bcbd22", "#d37295", "#76b7b2", "#e8711a", "#7f7f7f", "#8c564b", "#4e79a7", "#59a14f", "#e15759", "#ff9da7"];
 export const BOUND_COLORS: Readonly<Record<string, string>> = {
   "cpu": "#4e79a7",
   "kernel": "#2e9e44",

@@ -119,7 +119,14 @@ def hex_rgb(color: str) -> list[int]:
     return [int(color[i:i + 2], 16) for i in (1, 3, 5)]
 
 
-def test_one_palette_and_bad_is_loud(lab: LabServer, page: Any) -> None:
+def shoot(root: Any, tmp_path: Path, name: str) -> None:
+    """A screenshot of the widget for a person to read (the test's temporary directory)."""
+    shot = tmp_path / name
+    root.screenshot(path=str(shot))
+    print("screenshot", shot)
+
+
+def test_one_palette_and_bad_is_loud(lab: LabServer, page: Any, tmp_path: Path) -> None:
     page.add_init_script(RECORD_FILLS)
     nb = LabNotebook(lab, page, "palette", ["import jupyter_profview as profview\n"
                                              f"w = profview.show(profview.load(r'{GPU}'))\n"
@@ -170,6 +177,11 @@ def test_one_palette_and_bad_is_loud(lab: LabServer, page: Any) -> None:
     chroma = {k: max(c[:3]) - min(c[:3]) for k, c in colours.items()}
     assert l_low < l_high - 0.2, colours
     assert chroma["low"] > chroma["high"], colours
+    t_low = float(trace.events.loc[int(low["event"]), "start"])
+    nb.step(f"w.zoom_to({t_low - 3e6}, {t_low + 3e6})")  # the low kernel among its neighbours
+    page.locator(TIMELINE).first.scroll_into_view_if_needed()
+    page.wait_for_timeout(1500)
+    shoot(root, tmp_path, "sm_efficiency.png")
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
@@ -205,6 +217,7 @@ def test_all_ranks_collapsed_lanes_use_the_legend(lab: LabServer, page: Any, tmp
     got = page.evaluate(LEGEND_AND_THEME)
     classes = {s["color"] for s in got["swatches"] if s["key"].startswith("bus bandwidth")}
     assert drawn & classes, f"the communication lanes are not in a bandwidth class: {drawn}"
+    shoot(root, tmp_path, "ranks_busbw.png")
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
@@ -219,7 +232,7 @@ def strip_values(root: Any) -> dict[str, dict[str, str]]:
         { text: c.querySelector('.pv-details-value').textContent, value: c.dataset.value ?? '' }]))"""))
 
 
-def test_search_and_details_strip(lab: LabServer, page: Any) -> None:
+def test_search_and_details_strip(lab: LabServer, page: Any, tmp_path: Path) -> None:
     nb = LabNotebook(lab, page, "find", ["import jupyter_profview as profview\n"
                                           f"w = profview.show(profview.load(r'{GPU}'))\n"
                                           "w"])
@@ -305,6 +318,10 @@ def test_search_and_details_strip(lab: LabServer, page: Any) -> None:
     assert wait_until(lambda: strip.get_attribute("data-id") == str(launch))
     assert strip.locator(".pv-details-name").inner_text() == str(ev.loc[launch, "name"])
     assert root.locator(f".pv-details-link[data-target='{ids[0]}']").count() == 1  # and back to its kernel
+    root.locator(f".pv-details-link[data-target='{ids[0]}']").click()
+    assert wait_until(lambda: strip.get_attribute("data-id") == str(ids[0]))
+    page.wait_for_timeout(800)
+    shoot(root, tmp_path, "search_details.png")
 
     # a regular expression; an invalid one says so (no exception, no page error)
     regex = r"^aten::(mm|addmm)$"
