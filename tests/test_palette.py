@@ -134,6 +134,10 @@ def test_collapsed_lanes_carry_the_legend_codes_of_their_slices() -> None:
     from jupyter_profview.widget.summary import top_work
     work_codes = set(np.unique(data.legend.codes[top_work(data.events)]).tolist())
     assert set(np.unique(codes[kind == 0]).tolist()) == work_codes
+    # the communication lane (collective calls and kernels) is the legend's communication entry
+    keys = [e["key"] for e in legend]
+    assert set(np.unique(codes[kind == 1]).tolist()) == {keys.index("communication")}
+    assert legend[keys.index("communication")]["color"] == palette.COMMUNICATION_COLOR
     assert "busbw" in w._info["color_options"]
     w.color_by = "busbw"
     codes, kind, legend = frame()

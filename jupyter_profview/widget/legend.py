@@ -4,7 +4,10 @@ Colouring by category, GPU device activities (the kernels, memcpy and memset of
 ``trace.launches``) take their type as colour key instead of the raw ``cat`` of
 the file: ``kernel``, ``memcpy``, ``memset``, and ``communication`` for NCCL /
 RCCL kernels (which Kineto files the same ``kernel`` category as compute
-kernels).  Only the colour changes: ``trace.events["category"]`` keeps the raw
+kernels).  The CPU side of a collective (a ``nccl:all_reduce`` op, a ``gloo`` range, a
+``c10d::`` op: `communication_mask`, by `kinds.is_communication`) is ``communication`` too:
+communication has one colour and one legend entry on the CPU lanes, the GPU lanes and the
+collapsed groups' busy lanes.  Only the colour changes: ``trace.events["category"]`` keeps the raw
 category (``kernel``, ``gpu_memcpy``, older ``Kernel`` / ``Memcpy`` ...), and
 ``trace.launches["type"]`` holds the type.  The device types present always
 have a legend entry of their own (they are never folded into "other").
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..kinds import by_code, is_communication
 from ..model import KERNEL_TYPES, PHASES
 from ..palette import CATEGORY_COLORS, OTHER_COLOR, PHASE_COLORS, UNKNOWN_COLORS
 
@@ -56,6 +60,8 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
     pinned: set[int] = set()
     if color_by == "category" and launches is not None and len(launches):
         column, pinned = device_type_keys(events, column, launches)
+    if color_by == "category":
+        column, pinned = communication_keys(events, column, pinned)
     codes = column.codes.astype(np.int64)
     ncat = len(column.categories)
     valid = codes >= 0
@@ -103,6 +109,38 @@ def category_colors(keys: list[str]) -> list[str]:
         taken.add(slot)
         out.append(UNKNOWN_COLORS[slot])
     return out
+
+
+def _per_value(column: pd.Series, test: Any) -> np.ndarray:
+    """``test`` over a column's strings, once per distinct value, as a boolean per row."""
+    cat = pd.Categorical(column)
+    values = pd.Series(np.asarray(cat.categories.astype(str), dtype=object))
+    return by_code(np.asarray(test(values), bool), cat.codes)
+
+
+def communication_mask(events: pd.DataFrame) -> np.ndarray:
+    """Per event: a collective's call, wait or kernel (category ``communication``, or by name
+    (`kinds.is_communication`): a collective call, a ``c10d::`` op or a communication kernel)."""
+    if len(events) == 0:
+        return np.zeros(0, bool)
+    name = _per_value(events["name"], lambda v: v.map(is_communication))
+    return name | _per_value(events["category"], lambda v: v == "communication")
+
+
+def communication_keys(events: pd.DataFrame, column: pd.Categorical[Any],
+                       pinned: set[int]) -> tuple[pd.Categorical[Any], set[int]]:
+    """``column`` with every event of `communication_mask` recoded to ``communication`` (pinned:
+    always in the legend when present)."""
+    comm = communication_mask(events)
+    if not comm.any():
+        return column, pinned
+    categories = [str(c) for c in column.categories]
+    if "communication" not in categories:
+        categories.append("communication")  # appended: old codes stay valid
+    code = categories.index("communication")
+    codes = np.asarray(column.codes, np.int64).copy()
+    codes[comm] = code
+    return pd.Categorical.from_codes(codes, categories=pd.Index(categories)), pinned | {code}
 
 
 def device_type_keys(events: pd.DataFrame, column: pd.Categorical[Any],

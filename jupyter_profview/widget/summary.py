@@ -32,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from ..derived import step_mask, union
-from ..kinds import by_code, is_communication
+from ..kinds import by_code
 from .codec import encode_frame
+from .legend import communication_mask
 from .lod import OVERVIEW_WIDTH, TimelineIndex
 
 
@@ -60,12 +61,9 @@ def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.
 
 
 def is_comm(events: Any) -> np.ndarray:
-    """Per event: a collective's call, wait or kernel (category ``communication``, or by name
-    (``kinds``): a collective call, a ``c10d::`` op or a communication kernel)."""
-    if len(events) == 0:
-        return np.zeros(0, bool)
-    name = _per_value(events["name"], lambda v: v.map(is_communication))
-    return name | _per_value(events["category"], lambda v: v == "communication")
+    """Per event: a collective's call, wait or kernel (`legend.communication_mask`, the one the
+    category colouring recodes as ``communication``)."""
+    return communication_mask(events)
 
 
 def top_work(events: Any) -> np.ndarray:

@@ -207,6 +207,7 @@ def test_all_ranks_collapsed_lanes_use_the_legend(lab: LabServer, page: Any, tmp
     drawn = check_fills_in_legend(page, fills_after_redraw(page))
     assert drawn, f"the collapsed lanes drew no legend colour (boxes drawn: {boxes})"
     assert palette.CATEGORY_COLORS["cpu_op"] in drawn
+    assert palette.COMMUNICATION_COLOR in drawn, "the collectives' lane is not in communication's colour"
 
     root.locator(".pv-colorby").select_option("busbw")
     assert wait_until(lambda: nb.value("w.color_by") == "busbw")
