@@ -354,8 +354,11 @@ export class ProfView implements DetailHost, PanelHost {
     this.requestDraw();
   }
 
-  /** Select slice `box`, zoom to it and scroll its lane into view (a search match, a details link). */
+  /** Select slice `box`, zoom to it and scroll its lane into view, expanding its group if collapsed
+   * (a search match, a details link). */
   goTo(box: SelectedBox): void {
+    const t = this.tracks[box.track]; // a lane in a collapsed rank or group: expand it first
+    for (const key of [t?.section, t?.key]) if (key && this.groups.collapsed.has(key)) this.groups.toggle(key);
     this.sel.select(box);
     this.setView(zoomToRange(box.start, box.start + box.dur, this.bounds));
     scrollToTrack(this.tlScroll, this.layout, box.track);

@@ -219,6 +219,18 @@ def test_all_ranks_collapsed_lanes_use_the_legend(lab: LabServer, page: Any, tmp
     classes = {s["color"] for s in got["swatches"] if s["key"].startswith("bus bandwidth")}
     assert drawn & classes, f"the communication lanes are not in a bandwidth class: {drawn}"
     shoot(root, tmp_path, "ranks_busbw.png")
+
+    # a search match inside a collapsed rank: its rank (and process group) expand, the match is a box
+    files = [HTA / f"trace_filter_sampled_rank-{r}.json.gz" for r in range(2)]
+    want = sum("ncclKernel" in n for f in files for n in json_names(f))  # counted from both files
+    before = int(root.get_attribute("data-collapsed") or 0)
+    root.locator(".pv-search-input").fill("ncclKernel")
+    assert wait_until(lambda: root.locator(".pv-search-count").inner_text() == f"1 / {want}")
+    current = wait_until(lambda: root.get_attribute("data-selected"))
+    expanded = wait_until(lambda: int(root.get_attribute("data-collapsed") or 0) < before)
+    assert expanded, "its rank stayed collapsed"
+    drawn_box = wait_until(lambda: page.evaluate(f"window.__profview.at(-1).locate({current})"))
+    assert drawn_box, "the match is not drawn"
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
