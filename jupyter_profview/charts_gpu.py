@@ -20,9 +20,12 @@ import pandas as pd
 
 from .analysis import gpu
 from .model import Trace
+from .palette import CATEGORY_COLORS, COMMUNICATION_COLOR, KERNEL_COLOR
 
-TYPE_COLORS = {"computation": "#4c78a8", "communication": "#f58518", "memory": "#54a24b"}
-TEMPORAL_COLORS = {"compute": "#4c78a8", "non_compute": "#f58518", "idle": "#bab0ac"}
+# the palette's colours for kernels, communication and memory copies (palette.py: one meaning, one hue)
+TYPE_COLORS = {"computation": KERNEL_COLOR, "communication": COMMUNICATION_COLOR,
+               "memory": CATEGORY_COLORS["memcpy"]}
+TEMPORAL_COLORS = {"compute": KERNEL_COLOR, "non_compute": "#79706e", "idle": "#bab0ac"}
 IDLE_COLORS = {"host_wait": "#e45756", "kernel_wait": "#72b7b2", "other": "#bab0ac"}
 MS = 1e6
 NO_GPU = "no GPU activity in this trace (no kernel, memcpy or memset)"

@@ -134,16 +134,21 @@ def test_utilisation_per_column_matches_a_fine_grid(columns: int) -> None:
 
 def test_nccl_kernels_get_the_communication_colour() -> None:
     """On the real A100 + NCCL trace, NCCL kernels (Kineto files them as ``kernel`` like compute
-    kernels) get the legend entry ``communication``, copies and sets ``memcpy`` / ``memset``; the
-    events keep their raw category.  Counted from the JSON by category and name."""
+    kernels) get the legend entry ``communication``, copies and sets ``memcpy`` / ``memset``; so
+    does the CPU side of the collectives (torch's ``nccl:<op>`` ranges on both sides, its
+    ``c10d::<op>_`` ops and ``record_param_comms``): communication has one colour everywhere.
+    The events keep their raw category.  Counted from the JSON by category and name."""
     path = HTA / "nccl_parser_config_nccl_data.json.gz"
     raw = read_json(path)["traceEvents"]
     device = [e for e in raw if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     nccl = sorted(e["name"] for e in device if e["cat"] == "kernel" and e["name"].lower().startswith("nccl"))
-    want = {"communication": len(nccl), "kernel": sum(e["cat"] == "kernel" for e in device) - len(nccl),
+    calls = sorted(e["name"] for e in raw if e.get("ph") == "X" and e.get("cat") != "kernel" and (
+        e["name"].startswith(("nccl:", "c10d::")) or e["name"] == "record_param_comms"))
+    want = {"communication": len(nccl) + len(calls),
+            "kernel": sum(e["cat"] == "kernel" for e in device) - len(nccl),
             "memcpy": sum(e["cat"] == "gpu_memcpy" for e in device),
             "memset": sum(e["cat"] == "gpu_memset" for e in device)}
-    assert want["communication"] == 21 and all(want.values())
+    assert len(nccl) == 21 and len(calls) == 90 and all(want.values())
     trace = profview.load(path)
     w = TraceWidget(trace)
     legend = w._data.legend
@@ -153,10 +158,11 @@ def test_nccl_kernels_get_the_communication_colour() -> None:
     assert "gpu_memcpy" not in keys and "gpu_memset" not in keys
     colours = [e["color"] for e in legend.entries]
     assert len(set(colours)) == len(colours)  # communication does not look like compute
-    # exactly the NCCL kernels carry the communication colour code, with their raw category kept
+    # exactly the NCCL kernels and the collective calls carry the communication colour code,
+    # with their raw category kept
     comm = trace.events[legend.codes == keys.index("communication")]  # codes: one per event, in order
-    assert sorted(comm["name"].astype(str)) == nccl
-    assert set(comm["category"].astype(str)) == {"kernel"}
+    assert sorted(comm["name"].astype(str)) == sorted(nccl + calls)
+    assert set(comm["category"].astype(str)) == {"kernel", "cpu_op", "user_annotation", "gpu_user_annotation"}
     # colouring by phase does not look at the device types
     w.color_by = "phase"
     assert w._data.legend.color_by == "phase"

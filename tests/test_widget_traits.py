@@ -72,7 +72,9 @@ def test_the_session_applies_exactly_the_traits_the_spec_gives_it() -> None:
     with pytest.raises(RequestError, match="color_by"):
         s.apply({"color_by": "rainbow"})
     changed = s.apply({"color_by": "phase"})
-    assert set(changed) == {"_info", "_overview", "color_by"} and changed["_info"]["color_by"] == "phase"
+    # a new colouring: the legend, the boxes and the collapsed groups' busy lanes (their colour codes)
+    assert set(changed) == {"_info", "_overview", "_summary", "color_by"}
+    assert changed["_info"]["color_by"] == "phase"
 
 
 def test_a_tab_keeps_its_ranks_as_the_widget_does(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@
 // the axis' title, its labelled maximum in the unit, and a legend row per series.
 
 import { formatBytes, formatNumber } from "./axis";
+import { SERIES_COLORS as PALETTE_SERIES_COLORS } from "./palette_gen";
 
 export interface SeriesInfo {
   device: string; kind: string; peak_bytes: number; peak_time: number;
@@ -131,9 +132,9 @@ export function fitMiddle(text: string, max: number): string {
   return `${text.slice(0, head)}…${text.slice(text.length - tail)}`;
 }
 
-/** Twelve colours that stay apart on white and dark backgrounds (Tableau 10 plus two). */
-export const SERIES_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
-  "#b07aa1", "#ff9da7", "#9c755f", "#17becf", "#1f3f8f", "#8c564b"];
+/** Twelve colours that stay apart on white and dark backgrounds (the palette's, palette_gen.ts:
+ * neither communication's purple nor the launches' yellow). */
+export const SERIES_COLORS = PALETTE_SERIES_COLORS;
 
 /** The colour of series `i`: distinct for the first twelve, then dashed variants (see `dashOf`). */
 export const colorOf = (i: number): string => SERIES_COLORS[i % SERIES_COLORS.length];

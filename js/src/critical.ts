@@ -6,6 +6,7 @@ import { formatTime, shareText, type TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 import { el } from "./dom";
 import type { PanelModule } from "./panel";
+import { BOUND_COLORS as PALETTE_BOUND_COLORS } from "./palette_gen";
 import type { Flow } from "./scene";
 
 export interface BreakdownPart { type: string; time: number; share: number }
@@ -40,11 +41,8 @@ export function segmentOrder(segments: Segment[], by: SegmentSort): number[] {
 }
 
 /** The colour of each breakdown category (the bar, its legend and the path's arrows). */
-export const BOUND_COLORS: Record<string, string> = {
-  cpu: "#4e79a7", kernel: "#59a14f", communication: "#b07aa1", launch: "#f28e2b",
-  kernel_gap: "#e15759", sync: "#9c755f",
-};
-export const PATH_COLOR = "#e15759";
+export const BOUND_COLORS: Readonly<Record<string, string>> = PALETTE_BOUND_COLORS;
+export const PATH_COLOR = PALETTE_BOUND_COLORS.kernel_gap;
 /** At most this many segments are listed (the rest are counted in the header). */
 export const MAX_SEGMENTS = 2000;
 const ARROW_TYPES = new Set(["launch", "kernel", "sync"]);

@@ -15,6 +15,7 @@ export const HELP_LINES = [
   "W / S: zoom in / out · A / D: pan left / right",
   "drag: pan · shift+drag: select a time range · shift+wheel (focused): scroll the lanes",
   "click: select · double-click: zoom to it · F: zoom to the selection · Esc: clear it",
+  "/: find events by name (Enter / Shift+Enter: next / previous match; .* for a regular expression)",
   "click outside the view: the wheel scrolls the page again",
 ];
 

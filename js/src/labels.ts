@@ -3,9 +3,9 @@
 
 import type { Slices } from "./lod";
 import { GROUP_H, ROW_H } from "./layout";
-import { AXIS_H, COMM_COLOR, GUTTER_W, type Surface, type TimelineScene } from "./scene";
-import { laneRuns, type SummaryLane } from "./summary";
-import { textOn } from "./theme";
+import { AXIS_H, GUTTER_W, type Surface, type TimelineScene } from "./scene";
+import { laneColors, laneRuns, type SummaryLane } from "./summary";
+import { colorAt, textOn } from "./theme";
 import { isolated } from "./bidi";
 
 /** Indent (CSS px) of a process group's label inside a rank section. */
@@ -86,16 +86,15 @@ function drawLane(surf: Surface, sc: TimelineScene, lane: SummaryLane, y: number
   ctx.beginPath();
   ctx.rect(GUTTER_W, y, surf.w - GUTTER_W, GROUP_H);
   ctx.clip();
-  const bands: Array<[number, string, number, number]> = [
-    [0, sc.theme.accent, y + 3, GROUP_H - 7], [1, COMM_COLOR, y + GROUP_H / 2, GROUP_H / 2 - 4],
-  ];
-  for (const [kind, color, top, height] of bands) {
-    const runs = laneRuns(lane.start[kind], lane.dur[kind], sc.view, GUTTER_W, surf.w);
-    ctx.fillStyle = color;
-    ctx.globalAlpha = kind === 0 ? 0.55 : 0.9;
-    for (let i = 0; i < runs.length; i += 2) ctx.fillRect(runs[i], top, runs[i + 1] - runs[i], height);
+  // work above, communication below, each in its slices' legend colours (summary.ts laneColors)
+  const bands: Array<[0 | 1, number, number]> = [[0, y + 3, GROUP_H / 2 - 4], [1, y + GROUP_H / 2, GROUP_H / 2 - 4]];
+  for (const [kind, top, height] of bands) {
+    for (const part of laneColors(lane, kind)) {
+      const runs = laneRuns(part.start, part.dur, sc.view, GUTTER_W, surf.w);
+      ctx.fillStyle = colorAt(sc.legend, part.color);
+      for (let i = 0; i < runs.length; i += 2) ctx.fillRect(runs[i], top, runs[i + 1] - runs[i], height);
+    }
   }
-  ctx.globalAlpha = 1;
   ctx.restore();
 }
 

@@ -22,6 +22,8 @@ const TIMELINE_PANEL: PanelModule = {
 const MEMORY_PANEL: PanelModule = { name: "memory", traits: ["_memory"] };
 const TABLE_PANEL: PanelModule = { name: "table", traits: ["_kernel_selection"] };
 const RANKS_PANEL: PanelModule = { name: "ranks", traits: ["shown_ranks", "collapsed_groups"] };
+/** The `/` search box (search.ts, drawn by the view; its `_search` command: widget/search.py). */
+const SEARCH_PANEL: PanelModule = { name: "search", traits: [] };
 
 export const PANELS: readonly PanelModule[] = [
   TIMELINE_PANEL,
@@ -36,4 +38,5 @@ export const PANELS: readonly PanelModule[] = [
   PERFETTO_PANEL,
   STAGE_LANES_PANEL,
   MEMVIEW_PANEL,
+  SEARCH_PANEL,
 ];

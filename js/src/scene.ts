@@ -3,6 +3,7 @@
 
 import type { TimeUnit } from "./axis";
 import type { Layout, TrackInfo } from "./layout";
+import { COMMUNICATION_COLOR } from "./palette_gen";
 import type { SummaryLane } from "./summary";
 import type { LegendEntry, Theme } from "./theme";
 import type { View } from "./viewport";
@@ -20,8 +21,8 @@ export function setGutterWidth(w: number, totalW: number): number {
   GUTTER_W = Math.round(Math.max(GUTTER_MIN, Math.min(w, Math.max(GUTTER_MIN, totalW - 120))));
   return GUTTER_W;
 }
-/** Colour of communication in summary lanes (work takes the accent colour). */
-export const COMM_COLOR = "#f28e2b";
+/** Colour of communication (the palette's: jupyter_profview/palette.py). */
+export const COMM_COLOR = COMMUNICATION_COLOR;
 
 export interface Flow {
   source: number; target: number;

@@ -6,9 +6,11 @@ import { formatTime, type TimeUnit } from "./axis";
 import type { Frame } from "./codec";
 
 export interface SummaryLane {
-  /** Intervals sorted by start, per kind (0 work, 1 communication). */
+  /** Intervals per kind (0 work, 1 communication), in frame order (by colour, then start). */
   start: [Float64Array, Float64Array];
   dur: [Float64Array, Float64Array];
+  /** Each interval's legend entry (the colour of the slices it covers; 0 when the frame has none). */
+  color: [Uint16Array, Uint16Array];
   busy: number;
   comm: number;
 }
@@ -19,7 +21,7 @@ export function summaryFromFrame(f: Frame): Map<string, SummaryLane> {
   const keys = Array.isArray(f.meta.keys) ? (f.meta.keys as unknown[]).map(String) : [];
   const busy = Array.isArray(f.meta.busy) ? (f.meta.busy as unknown[]).map(Number) : [];
   const comm = Array.isArray(f.meta.comm) ? (f.meta.comm as unknown[]).map(Number) : [];
-  const { key, kind, start, dur } = f.columns;
+  const { key, kind, start, dur, color } = f.columns;
   if (!key || !start || !dur) return out;
   const counts = keys.map(() => [0, 0]);
   for (let i = 0; i < f.length; i++) {
@@ -29,6 +31,7 @@ export function summaryFromFrame(f: Frame): Map<string, SummaryLane> {
   const lanes = keys.map((_, k) => ({
     start: [new Float64Array(counts[k][0]), new Float64Array(counts[k][1])] as [Float64Array, Float64Array],
     dur: [new Float64Array(counts[k][0]), new Float64Array(counts[k][1])] as [Float64Array, Float64Array],
+    color: [new Uint16Array(counts[k][0]), new Uint16Array(counts[k][1])] as [Uint16Array, Uint16Array],
     busy: busy[k] ?? NaN, comm: comm[k] ?? NaN,
   }));
   const fill = keys.map(() => [0, 0]);
@@ -39,9 +42,32 @@ export function summaryFromFrame(f: Frame): Map<string, SummaryLane> {
     const j = fill[key[i]][k]++;
     lane.start[k][j] = start[i];
     lane.dur[k][j] = dur[i];
+    lane.color[k][j] = color ? color[i] : 0;
   }
   keys.forEach((name, k) => out.set(name, lanes[k]));
   return out;
+}
+
+/**
+ * A lane's intervals of one kind split by colour (legend entry), the entries drawn last first:
+ * the first legend entries (the largest categories, a metric's worst class) end on top.
+ */
+export function laneColors(lane: SummaryLane, kind: 0 | 1): Array<{ color: number; start: Float64Array; dur: Float64Array }> {
+  const codes = lane.color[kind];
+  const by = new Map<number, number[]>();
+  for (let i = 0; i < codes.length; i++) {
+    const list = by.get(codes[i]);
+    if (list) list.push(i);
+    else by.set(codes[i], [i]);
+  }
+  return [...by.entries()].sort((a, b) => b[0] - a[0]).map(([color, idx]) => {
+    const order = idx.sort((a, b) => lane.start[kind][a] - lane.start[kind][b]);
+    return {
+      color,
+      start: Float64Array.from(order, (i) => lane.start[kind][i]),
+      dur: Float64Array.from(order, (i) => lane.dur[kind][i]),
+    };
+  });
 }
 
 /**

@@ -1,4 +1,8 @@
-// Colours read from JupyterLab's CSS variables (with fallbacks), and small colour helpers.
+// Colours read from JupyterLab's CSS variables (with fallbacks), and small colour helpers. The
+// palette itself (categories, metric scales, series) is palette_gen.ts, generated from
+// jupyter_profview/palette.py.
+
+import { UNKNOWN_COLORS } from "./palette_gen";
 
 export interface Theme {
   bg: string;
@@ -43,7 +47,8 @@ export function textOn(color: string): string {
   return lum > 140 ? "#111111" : "#ffffff";
 }
 
-const FALLBACK = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+/** A colour for a legend entry the kernel sent without one (the palette's unknown-category colours). */
+const FALLBACK = UNKNOWN_COLORS;
 
 export interface LegendEntry { key: string; color: string; count?: number }
 

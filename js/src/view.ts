@@ -30,6 +30,9 @@ import { parseLegend, readTheme, type LegendEntry, type Theme } from "./theme";
 import { TimelineRenderer } from "./timeline";
 import { EventCache, Tooltip, type EventInfo } from "./tooltip";
 import { HIGHLIGHT_CLEARED, highlightChip, scrollToTrack } from "./evidence";
+import { SearchBox } from "./search";
+import { DetailsStrip } from "./details";
+import type { SelectedBox } from "./scene";
 import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
 import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
 
@@ -57,6 +60,9 @@ export class ProfView implements DetailHost, PanelHost {
   readonly events: EventCache;
   readonly probe: FrameProbe;
   private detail: DetailLoader;
+  /** The `/` search box (search.ts) and the selected slice's details strip (details.ts). */
+  readonly search: SearchBox;
+  readonly details: DetailsStrip;
   private cleanups: Array<() => void> = [];
 
   info: Info = {};
@@ -114,6 +120,8 @@ export class ProfView implements DetailHost, PanelHost {
     });
     this.probe = new FrameProbe(this.root, (id) => this.locate(id), () => ({ ...this.view }));
     this.detail = new DetailLoader(this);
+    this.search = new SearchBox(dom.colorBy.parentElement ?? this.root, this);
+    this.details = new DetailsStrip(this, dom.timeline.nextElementSibling as HTMLElement ?? dom.timeline);
     parent.appendChild(this.root);
     this.theme = readTheme(this.root);
 
@@ -290,6 +298,7 @@ export class ProfView implements DetailHost, PanelHost {
     const hasColorBy = typeof this.model.get("color_by") === "string" && !noKernel && this.info.event_count !== 0;
     this.header.showKernel(noKernel, hasColorBy);
     this.panelButtons?.show(!noKernel && this.info.event_count !== 0);
+    this.search?.show(!noKernel && this.info.event_count !== 0);
   }
 
   private loadNodes(): void {
@@ -334,6 +343,25 @@ export class ProfView implements DetailHost, PanelHost {
     this.dataDirty = true;
     highlightChip(this.root, this.highlight?.size ?? 0, () => this.clearHighlight());
     if (typeof frame.meta.first_track === "number") scrollToTrack(this.tlScroll, this.layout, frame.meta.first_track);
+  }
+
+  /** The search's matches highlighted (null: none), with the chip (search.ts). */
+  showMatches(ids: Set<number> | null): void {
+    this.highlight = ids;
+    this.root.dataset.highlight = String(ids?.size ?? 0);
+    highlightChip(this.root, ids?.size ?? 0, () => this.clearHighlight());
+    this.dataDirty = true;
+    this.requestDraw();
+  }
+
+  /** Select slice `box`, zoom to it and scroll its lane into view, expanding its group if collapsed
+   * (a search match, a details link). */
+  goTo(box: SelectedBox): void {
+    const t = this.tracks[box.track]; // a lane in a collapsed rank or group: expand it first
+    for (const key of [t?.section, t?.key]) if (key && this.groups.collapsed.has(key)) this.groups.toggle(key);
+    this.sel.select(box);
+    this.setView(zoomToRange(box.start, box.start + box.dur, this.bounds));
+    scrollToTrack(this.tlScroll, this.layout, box.track);
   }
 
   /** Undim: the highlight's chip ✕ and the reset button (evidence.ts). */

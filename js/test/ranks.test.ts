@@ -167,23 +167,29 @@ describe("drawing rank sections", () => {
     expect(g.curves).toHaveLength(0);
   });
 
-  it("draws a collapsed rank's busy and communication lanes in its header row", () => {
+  it("draws a collapsed rank's busy and communication lanes in its header row, in the legend's colours", () => {
     const f = recordingCanvas();
     const r = new TimelineRenderer(f.canvas);
     r.resize(GUTTER_W + 1000, 600, 1);
     r.setData(allocSlices(0), 1, null);
     const layout = computeLayout(tracks, new Set(["rank 0", "rank 1"]));
-    r.draw(scene({ layout, summary: summaryFromFrame(decodeFrame(encodeFrame({
-      key: new Uint16Array([0, 0]), kind: new Uint8Array([0, 1]),
-      start: new Float64Array([100, 200]), dur: new Float64Array([300, 50]),
+    const legend = [{ key: "cpu_op", color: "#4e79a7" }, { key: "kernel", color: "#2e9e44" },
+      { key: "communication", color: COMM_COLOR }];
+    r.draw(scene({ layout, legend, summary: summaryFromFrame(decodeFrame(encodeFrame({
+      key: new Uint16Array([0, 0, 0]), kind: new Uint8Array([0, 0, 1]), color: new Uint16Array([0, 1, 2]),
+      start: new Float64Array([100, 500, 200]), dur: new Float64Array([300, 100, 50]),
     }, { keys: ["rank 1"] }))) }));
     const header1 = AXIS_H + GROUP_H;
-    const work = f.rects.filter((x) => x.style === theme.accent && x.y >= header1 && x.y < header1 + GROUP_H);
-    expect(work).toEqual([expect.objectContaining({ x: GUTTER_W + 100, w: 300 })]);
+    const inRow = (x: { y: number }): boolean => x.y >= header1 && x.y < header1 + GROUP_H;
+    const cpu = f.rects.filter((x) => x.style === "#4e79a7" && inRow(x));
+    expect(cpu).toEqual([expect.objectContaining({ x: GUTTER_W + 100, w: 300, y: header1 + 3 })]);
+    const kernel = f.rects.filter((x) => x.style === "#2e9e44" && inRow(x));
+    expect(kernel).toEqual([expect.objectContaining({ x: GUTTER_W + 500, w: 100, y: header1 + 3 })]);
     const comm = f.rects.filter((x) => x.style === COMM_COLOR);
     expect(comm).toEqual([expect.objectContaining({ x: GUTTER_W + 200, w: 50, y: header1 + GROUP_H / 2 })]);
-    // rank 0 has no lane in the frame: nothing in its row
-    expect(f.rects.filter((x) => x.style === theme.accent && x.y >= AXIS_H && x.y < header1)).toEqual([]);
+    // nothing in a colour the legend does not list (the accent was used before), nothing in rank 0's row
+    expect(f.rects.filter((x) => x.style === theme.accent)).toEqual([]);
+    expect(f.rects.filter((x) => legend.some((e) => e.color === x.style) && x.y >= AXIS_H && x.y < header1)).toEqual([]);
   });
 });
 

@@ -8,11 +8,12 @@ from typing import Any
 from .metric_colors import COLOR_CHOICES
 from .panel import Panel
 from .requests import RequestError
+from .summary import summary_frame
 
 
 class ColourPanel(Panel):
     """Colour by: category, phase, or a kernel / collective number (the `color_by` trait; a new
-    colouring sends a new `_info`, legend included, and `_overview`)."""
+    colouring sends a new `_info`, legend included, `_overview` and `_summary`: the collapsed lanes too)."""
 
     name = "colour"
     traits = ("color_by",)
@@ -27,4 +28,6 @@ class ColourPanel(Panel):
         if value == data.legend.color_by:
             return {"color_by": value}
         data.recolor(value)
-        return {"_info": data.info(), "_overview": data.overview(), "color_by": value}
+        # the collapsed groups' busy lanes are coloured by the same legend codes
+        summary = summary_frame(data.timeline, data.tracks(), data.events)
+        return {"_info": data.info(), "_overview": data.overview(), "_summary": summary, "color_by": value}

@@ -4,7 +4,10 @@ Colouring by category, GPU device activities (the kernels, memcpy and memset of
 ``trace.launches``) take their type as colour key instead of the raw ``cat`` of
 the file: ``kernel``, ``memcpy``, ``memset``, and ``communication`` for NCCL /
 RCCL kernels (which Kineto files the same ``kernel`` category as compute
-kernels).  Only the colour changes: ``trace.events["category"]`` keeps the raw
+kernels).  The CPU side of a collective (a ``nccl:all_reduce`` op, a ``gloo`` range, a
+``c10d::`` op: `communication_mask`, by `kinds.is_communication`) is ``communication`` too:
+communication has one colour and one legend entry on the CPU lanes, the GPU lanes and the
+collapsed groups' busy lanes.  Only the colour changes: ``trace.events["category"]`` keeps the raw
 category (``kernel``, ``gpu_memcpy``, older ``Kernel`` / ``Memcpy`` ...), and
 ``trace.launches["type"]`` holds the type.  The device types present always
 have a legend entry of their own (they are never folded into "other").
@@ -19,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..kinds import by_code, is_communication
 from ..model import KERNEL_TYPES, PHASES
-from ..palette import OTHER_COLOR, PALETTE, PHASE_COLORS
+from ..palette import CATEGORY_COLORS, OTHER_COLOR, PHASE_COLORS, UNKNOWN_COLORS
 
 LEGEND_TOP = 11
 
@@ -38,8 +42,9 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
                  launches: pd.DataFrame | None = None) -> Legend:
     """Colour by ``category`` (top 11 by total duration, the rest "other") or ``phase``.
 
-    Category colours are stable across traces: a category's palette slot comes
-    from a hash of its name (probing on collision), not from its rank.  With
+    Category colours are stable across traces: a known category has its fixed colour
+    (`palette.CATEGORY_COLORS`), another one a colour of `palette.UNKNOWN_COLORS` from a hash of
+    its name (probing on collision), never from its rank.  With
     ``launches`` (``trace.launches``), device activities are coloured by their
     type (see the module doc).
     """
@@ -55,6 +60,8 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
     pinned: set[int] = set()
     if color_by == "category" and launches is not None and len(launches):
         column, pinned = device_type_keys(events, column, launches)
+    if color_by == "category":
+        column, pinned = communication_keys(events, column, pinned)
     codes = column.codes.astype(np.int64)
     ncat = len(column.categories)
     valid = codes >= 0
@@ -71,14 +78,7 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
         room = max(LEGEND_TOP - sum(c in pinned for c in ranked), 0)
         others = set([c for c in ranked if c not in pinned][:room])
         keep = [c for c in ranked if c in pinned or c in others]
-        taken: set[int] = set()
-        colors = []
-        for c in keep:
-            slot = zlib.crc32(str(column.categories[c]).encode("utf-8")) % len(PALETTE)
-            while slot in taken:
-                slot = (slot + 1) % len(PALETTE)
-            taken.add(slot)
-            colors.append(PALETTE[slot])
+        colors = category_colors([str(column.categories[c]) for c in keep])
         keep.sort(key=lambda c: (-total[c], -count[c]))
     entries = [{"key": str(column.categories[c]) or "(none)", "color": col, "count": int(count[c])}
                for c, col in zip(keep, colors, strict=True)]
@@ -90,6 +90,57 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
     if rest:
         entries.append({"key": "other", "color": OTHER_COLOR, "count": rest})
     return Legend(color_by, entries, event_codes.astype(np.uint16))
+
+
+def category_colors(keys: list[str]) -> list[str]:
+    """The colour of each category of `keys`: its fixed one (`CATEGORY_COLORS`), else a slot of
+    `UNKNOWN_COLORS` from a hash of its name, the next free one on a collision (while any is free)."""
+    taken: set[int] = set()
+    out = []
+    for key in keys:
+        if key in CATEGORY_COLORS:
+            out.append(CATEGORY_COLORS[key])
+            continue
+        slot = zlib.crc32(key.encode("utf-8")) % len(UNKNOWN_COLORS)
+        for _ in range(len(UNKNOWN_COLORS)):
+            if slot not in taken:
+                break
+            slot = (slot + 1) % len(UNKNOWN_COLORS)
+        taken.add(slot)
+        out.append(UNKNOWN_COLORS[slot])
+    return out
+
+
+def _per_value(column: pd.Series, test: Any) -> np.ndarray:
+    """``test`` over a column's strings, once per distinct value, as a boolean per row."""
+    cat = pd.Categorical(column)
+    values = pd.Series(np.asarray(cat.categories.astype(str), dtype=object))
+    return by_code(np.asarray(test(values), bool), cat.codes)
+
+
+def communication_mask(events: pd.DataFrame) -> np.ndarray:
+    """Per event: a collective's call, wait or kernel (category ``communication``, or by name
+    (`kinds.is_communication`): a collective call, a ``c10d::`` op or a communication kernel)."""
+    if len(events) == 0:
+        return np.zeros(0, bool)
+    name = _per_value(events["name"], lambda v: v.map(is_communication))
+    return name | _per_value(events["category"], lambda v: v == "communication")
+
+
+def communication_keys(events: pd.DataFrame, column: pd.Categorical[Any],
+                       pinned: set[int]) -> tuple[pd.Categorical[Any], set[int]]:
+    """``column`` with every event of `communication_mask` recoded to ``communication`` (pinned:
+    always in the legend when present)."""
+    comm = communication_mask(events)
+    if not comm.any():
+        return column, pinned
+    categories = [str(c) for c in column.categories]
+    if "communication" not in categories:
+        categories.append("communication")  # appended: old codes stay valid
+    code = categories.index("communication")
+    codes = np.asarray(column.codes, np.int64).copy()
+    codes[comm] = code
+    return pd.Categorical.from_codes(codes, categories=pd.Index(categories)), pinned | {code}
 
 
 def device_type_keys(events: pd.DataFrame, column: pd.Categorical[Any],

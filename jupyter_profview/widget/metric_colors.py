@@ -1,6 +1,10 @@
 """Colour by a number: kernels by SM efficiency, occupancy or tensor-core use, collectives by bus
-bandwidth (a sequential scale in the legend, "no data" in grey), and the numbers a kernel's or a
-collective's tooltip shows.
+bandwidth, and the numbers a kernel's or a collective's tooltip shows.
+
+Each of these is "higher is better", so bad is loud: the scale (`palette.METRIC_SCALE`, the same
+colours in the legend) runs from a saturated dark red for the lowest class (0–20 % SM efficiency)
+to a pale yellow for the highest; kernels without tensor cores are loud, those with them pale;
+"no data" is grey.
 
 The numbers come from the analyses: [`kernel_efficiency`][jupyter_profview.analysis.kernels.kernel_efficiency]
 and [`collective_bandwidth`][jupyter_profview.analysis.collectives.collective_bandwidth], on the
@@ -16,15 +20,14 @@ import numpy as np
 import pandas as pd
 
 from ..kinds import is_collective_call
-from ..palette import IDLE_COLOR, OTHER_COLOR
+from ..palette import IDLE_COLOR, METRIC_SCALE, OTHER_COLOR, TENSOR_CORE_COLORS
 from .legend import Legend, build_legend
 
 #: colour-by choices that read a number per kernel or collective
 METRICS = ("sm_efficiency", "occupancy", "tensor_core", "busbw")
 COLOR_CHOICES = ("category", "phase", *METRICS)
-#: light to dark (ColorBrewer's sequential "YlGnBu", 5 classes): higher is darker
-SEQUENTIAL = ("#ffffcc", "#a1dab4", "#41b6c4", "#2c7fb8", "#253494")
-TENSOR_CORE_COLORS = {"tensor core": "#2c7fb8", "no tensor core": "#ffffcc"}
+#: the five classes' colours, lowest first: the lowest (worst) is the loudest
+SEQUENTIAL = METRIC_SCALE
 LABELS = {"sm_efficiency": "SM efficiency", "occupancy": "occupancy", "busbw": "bus bandwidth"}
 KERNEL_METRICS = ("sm_efficiency", "occupancy", "tensor_core")
 COLLECTIVE_METRICS = ("bytes", "algbw", "busbw")

@@ -11,13 +11,14 @@ from .icicle import IciclePanel
 from .memview import MemviewPanel
 from .panel import Panel
 from .perfetto_panel import PerfettoPanel
+from .search import SearchPanel
 from .stage_lanes import StageLanesPanel
 from .view_panels import MemoryPanel, RanksPanel, TablePanel, TimelinePanel
 
 #: every panel of a view, in toolbar order (the TypeScript list: js/src/panels.ts)
 PANELS: tuple[type[Panel], ...] = (TimelinePanel, MemoryPanel, TablePanel, RanksPanel, ColourPanel,
                                    AdvicePanel, CriticalPathPanel, IciclePanel, ComparePanel,
-                                   PerfettoPanel, StageLanesPanel, MemviewPanel)
+                                   PerfettoPanel, StageLanesPanel, MemviewPanel, SearchPanel)
 """Every panel of a view, in toolbar order: the one Python list (the TypeScript one is `PANELS` of
 `js/src/panels.ts`; tests/test_panels.py checks that both name the same panels)."""
 

@@ -15,6 +15,12 @@ Otherwise every rank would look busy all the time.
 A second series per group (``kind`` 1) is the union of its communication
 slices at any depth (`is_comm`: gloo/NCCL calls and kernels): a rank that
 waits for a straggler shows long communication.
+
+Both series are coloured like the slices they cover: each interval carries the
+legend code (``color``) of its slices (the union is taken per code), so a
+collapsed lane shows the colouring the timeline shows, colour by a metric
+included, and every colour it draws is in the legend.  The totals
+(``meta.busy`` / ``meta.comm``) are those of the union over all codes.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from ..derived import step_mask, union
-from ..kinds import by_code, is_communication
+from ..kinds import by_code
 from .codec import encode_frame
+from .legend import communication_mask
 from .lod import OVERVIEW_WIDTH, TimelineIndex
 
 
@@ -54,12 +61,9 @@ def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.
 
 
 def is_comm(events: Any) -> np.ndarray:
-    """Per event: a collective's call, wait or kernel (category ``communication``, or by name
-    (``kinds``): a collective call, a ``c10d::`` op or a communication kernel)."""
-    if len(events) == 0:
-        return np.zeros(0, bool)
-    name = _per_value(events["name"], lambda v: v.map(is_communication))
-    return name | _per_value(events["category"], lambda v: v == "communication")
+    """Per event: a collective's call, wait or kernel (`legend.communication_mask`, the one the
+    category colouring recodes as ``communication``)."""
+    return communication_mask(events)
 
 
 def top_work(events: Any) -> np.ndarray:
@@ -84,8 +88,9 @@ def top_work(events: Any) -> np.ndarray:
 def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events: Any = None,
                   width: int = OVERVIEW_WIDTH) -> bytes:
     """The ``_summary`` frame: columns ``key`` (u16 index into ``meta.keys``), ``kind`` (u8:
-    0 work, 1 communication), ``start``, ``dur`` (f64); ``meta.keys`` the group keys,
-    ``meta.busy``/``meta.comm`` each key's total of the two."""
+    0 work, 1 communication), ``color`` (u16: the legend entry of the slices the interval
+    covers), ``start``, ``dur`` (f64); ``meta.keys`` the group keys, ``meta.busy``/``meta.comm``
+    each key's total of the two."""
     keys = group_keys(tracks)
     t0, t1 = timeline.extent()
     gap = (t1 - t0) / max(1, width)
@@ -96,7 +101,8 @@ def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events:
     else:
         work = timeline.row % timeline.depth_span == 0 if timeline.n else np.zeros(0, bool)
         comm = np.zeros(timeline.n, bool)
-    cols: dict[str, list[np.ndarray]] = {"key": [], "kind": [], "start": [], "dur": []}
+    cols: dict[str, list[np.ndarray]] = {"key": [], "kind": [], "color": [], "start": [], "dur": []}
+    codes = timeline.color if len(timeline.color) == timeline.n else np.zeros(timeline.n, np.uint16)
     names = list(keys)
     busy: list[float] = []
     comm_busy: list[float] = []
@@ -107,7 +113,7 @@ def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events:
     member_key = np.repeat(np.arange(len(keys)), [len(idx) for idx in keys.values()])
     by_track = np.argsort(member_track, kind="stable")
     member_track, member_key = member_track[by_track], member_key[by_track]
-    runs: list[list[tuple[np.ndarray, np.ndarray]]] = []
+    runs: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]] = []
     for pick in (work, comm):
         ev = np.flatnonzero(pick)
         lo = np.searchsorted(member_track, row_track[ev], "left")
@@ -118,24 +124,43 @@ def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events:
         order = np.argsort(key_of, kind="stable")
         ev_of, key_of = ev_of[order], key_of[order]
         bounds = np.searchsorted(key_of, np.arange(len(keys) + 1))
-        runs.append([union(timeline.start[mine], timeline.end[mine], gap=gap)
-                     for mine in np.split(ev_of, bounds[1:-1])])
+        runs.append([_coloured_union(timeline, codes, mine, gap) for mine in np.split(ev_of, bounds[1:-1])])
     for k in range(len(keys)):
         for kind in (0, 1):
-            s, e = runs[kind][k]
-            (busy if kind == 0 else comm_busy).append(float((e - s).sum()))
+            c, s, e, total = runs[kind][k]
+            (busy if kind == 0 else comm_busy).append(total)
             cols["key"].append(np.full(len(s), k, key_type))
             cols["kind"].append(np.full(len(s), kind, np.uint8))
+            cols["color"].append(c)
             cols["start"].append(s)
             cols["dur"].append(e - s)
     columns = {
         "key": np.concatenate(cols["key"]) if names else np.zeros(0, np.uint16),
         "kind": np.concatenate(cols["kind"]) if names else np.zeros(0, np.uint8),
+        "color": np.concatenate(cols["color"]).astype(np.uint16) if names else np.zeros(0, np.uint16),
         "start": np.concatenate(cols["start"]).astype(np.float64) if names else np.zeros(0),
         "dur": np.concatenate(cols["dur"]).astype(np.float64) if names else np.zeros(0),
     }
     return encode_frame(columns, {"keys": names, "busy": busy, "comm": comm_busy, "t0": t0, "t1": t1,
                                   "width": width})
+
+
+def _coloured_union(timeline: TimelineIndex, codes: np.ndarray, rows: np.ndarray,
+                    gap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The union of the timeline rows `rows` per colour code: (codes, starts, ends) of the
+    intervals, and the length of the union over all codes."""
+    s_all, e_all = union(timeline.start[rows], timeline.end[rows], gap=gap)
+    total = float((e_all - s_all).sum())
+    mine = codes[rows]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for code in np.unique(mine).tolist():
+        pick = rows[mine == code]
+        s, e = union(timeline.start[pick], timeline.end[pick], gap=gap)
+        parts.append((np.full(len(s), code, np.uint16), s, e))
+    if not parts:
+        return np.zeros(0, np.uint16), s_all, e_all, total
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]), total)
 
 
 def _ramps(count: np.ndarray) -> np.ndarray:

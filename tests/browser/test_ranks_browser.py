@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import jupyter_profview as profview
+from jupyter_profview import palette
 from jupyter_profview.widget.numbers import format_duration
 from tests.browser.lab import LabNotebook, LabServer, canvas_ink, pixel, wait_until
 
 TIMELINE = ".pv-timeline canvas"
+COMM_RGB = [int(palette.COMMUNICATION_COLOR[i:i + 2], 16) for i in (1, 3, 5)]
 DDP = Path(profview.__file__).parent / "examples" / "ddp"
 AXIS_H, GROUP_H, GUTTER_W = 22, 20, 150  # js/src/scene.ts, layout.ts
 
@@ -54,8 +56,9 @@ def test_ranks_collapse_expand_and_select_across_ranks(lab: LabServer, page: Any
     page.locator(TIMELINE).first.scroll_into_view_if_needed()
     shoot(page, tmp_path, "ranks_collapsed.png")
 
-    # each collapsed rank is one header row with its busy (accent) and communication (orange)
-    # lanes: the painted share of the row matches the kernel's busy time over the trace duration
+    # each collapsed rank is one header row with its busy lane (upper half) and communication lane
+    # (lower half, in the palette's communication colour, as the legend lists it): the painted
+    # share of each matches the kernel's busy time over the trace duration
     totals = nb.value("{k: [b, c] for k, b, c in zip(*(__import__('jupyter_profview').widget.codec"
                       ".decode_frame(w._summary).meta[m] for m in ('keys', 'busy', 'comm')))}")
     duration = nb.value("float(w.trace.duration)")
@@ -64,14 +67,14 @@ def test_ranks_collapse_expand_and_select_across_ranks(lab: LabServer, page: Any
     for i, r in enumerate(ranks):
         top = AXIS_H + i * GROUP_H
         work_row = canvas_row(page, top + 5)  # upper part: work only
-        comm_row = canvas_row(page, top + GROUP_H - 6)  # lower part: communication on top of work
+        comm_row = canvas_row(page, top + GROUP_H - 6)  # lower half: communication
         blank = work_row[-1] if work_row[-1] != header_bg else work_row[0]
         painted = sum(px != blank for px in work_row) / len(work_row)
-        orange = sum(p[0] > 180 and p[2] < 120 for p in comm_row) / len(comm_row)
+        comm_share = sum(p == COMM_RGB for p in comm_row) / len(comm_row)
         busy, comm = totals[f"rank {r}"]
-        shares[r] = (painted, orange)
+        shares[r] = (painted, comm_share)
         assert abs(painted - busy / duration) < 0.06, (r, painted, busy / duration)
-        assert abs(orange - comm / duration) < 0.06, (r, orange, comm / duration)
+        assert abs(comm_share - comm / duration) < 0.06, (r, comm_share, comm / duration)
     slow = min(ranks, key=lambda r: shares[r][1])
     assert slow == 2, shares  # the fixture's slow rank waits least in collectives
 

@@ -145,7 +145,9 @@ def test_pytorch_example_numbers_table_axis_labels_and_screenshot(lab: LabServer
     origin = wait_until(lambda: root.get_attribute("data-axis-origin"))
     assert origin and re.fullmatch(r"\d+\.\d{4} ms", origin), origin
 
-    # the lane-label column widens by dragging its edge
+    # the lane-label column widens by dragging its edge (the canvas in view: the step cell scrolled
+    # the notebook, and the selected row's details strip made the widget taller)
+    page.locator(TIMELINE).first.scroll_into_view_if_needed()
     box = page.locator(TIMELINE).first.bounding_box()
     y = box["y"] + 60
     page.mouse.move(box["x"] + 150, y)
