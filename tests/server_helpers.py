@@ -4,6 +4,7 @@ server or ``profview serve`` in a subprocess, its HTTP API, and the multi-rank r
 from __future__ import annotations
 
 import contextlib
+import gzip
 import http.cookiejar
 import json
 import os
@@ -164,3 +165,13 @@ def profview_serve(path: Path, log: Path, env: dict[str, str] | None = None,
     finally:
         _stop(proc)
     assert proc.returncode is not None
+
+
+def threads_trace(path: Path, pairs: int, processes: int = 1) -> Path:
+    """A gzipped Chrome trace with ``pairs`` distinct (pid, tid) pairs over ``processes`` pids,
+    one complete event each (tests/test_server_shared.py, benchmarks/bench_threads.py)."""
+    events = [{"ph": "X", "name": "op", "cat": "cpu_op", "pid": i % processes, "tid": i, "ts": i, "dur": 1}
+              for i in range(pairs)]
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    return path

@@ -8,7 +8,6 @@ large inputs are generated here."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import logging
 import shutil
@@ -24,22 +23,12 @@ import jupyter_profview as profview
 from jupyter_profview.analysis import op_efficiency
 from jupyter_profview.server import MAX_SESSIONS, wire
 from jupyter_profview.widget.codec import decode_frame
-from tests.server_helpers import Http, jupyter_server, wait_until
+from tests.server_helpers import Http, jupyter_server, threads_trace, wait_until
 from tests.server_identity import TOKENS
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 FIXTURE = "torch_mlp_train.json"
 EVIL = "EVIL-\x1b[31m-7f3a"  # text of a file / request that must never come back nor reach the log raw
-
-
-def threads_trace(path: Path, pairs: int, processes: int = 1) -> Path:
-    """A Chrome trace with ``pairs`` distinct (pid, tid) pairs over ``processes`` pids, one
-    complete event each."""
-    events = [{"ph": "X", "name": "op", "cat": "cpu_op", "pid": i % processes, "tid": i, "ts": i, "dur": 1}
-              for i in range(pairs)]
-    with gzip.open(path, "wt") as f:
-        json.dump({"traceEvents": events}, f)
-    return path
 
 
 def bad_dims_trace(path: Path) -> Path:
@@ -93,24 +82,19 @@ def server(root: Path) -> Iterator[Http]:
 
 
 # -- 1: linear in threads ------------------------------------------------------------------
-def test_threads_cost_linear_time(tmp_path: Path) -> None:
-    """4x the (pid, tid) pairs take at most ~5x the time to load and show (the labels' clash
-    check scanned every label so far: 10k pairs 1.3 s, 40k 12 s)."""
-    from jupyter_profview.widget.session import ViewSession
+# Timed: benchmarks/bench_threads.py (each 4x the (pid, tid) pairs <= 5.5x the CPU time); here only
+# that the benchmark runs and counts every thread.
+def test_the_threads_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
 
-    small = threads_trace(tmp_path / "10k.json.gz", 10_000)
-    large = threads_trace(tmp_path / "40k.json.gz", 40_000)
-
-    def cost(path: Path) -> float:
-        began = time.perf_counter()
-        trace = profview.load(path)
-        ViewSession(trace, "auto").state()
-        assert trace.events["thread"].nunique() == int(path.name.split("k")[0]) * 1000
-        return time.perf_counter() - began
-
-    cost(small)  # imports, caches
-    ratio = min(cost(large) for _ in range(2)) / min(cost(small) for _ in range(2))
-    assert ratio <= 5.5, f"4x the threads took {ratio:.1f}x the time"
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_threads.py"
+    spec = importlib.util.spec_from_file_location("bench_threads_smoke", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--pairs", "300", "--steps", "1", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert "      300 pairs:" in out and "    1,200 pairs:" in out and "target each 4x step" in out
 
 
 # -- 2: the load timeout counts the load only; a restart keeps what was loaded ----------------
