@@ -50,13 +50,33 @@ export function nextIndex(r: SearchReply | null, query: string, regex: boolean, 
   return r.index + step; // the kernel wraps it around
 }
 
+/** Which match to ask for. Steps count from the index last asked for, not the last answer: two
+ *  clicks on ‹ at "2 / 10" sent before the kernel answers the first reach "10 / 10". */
+export class SearchCursor {
+  private last: SearchReply | null = null;
+  private asked: SearchReply | null = null;
+
+  /** The index to send for `step` (0: the first match of a new search). */
+  ask(query: string, regex: boolean, step: number): number {
+    const index = step === 0 ? 0 : nextIndex(this.asked, query, regex, step);
+    const last = this.last;
+    this.asked = last && last.query === query && last.regex === regex ? { ...last, index } : null;
+    return index;
+  }
+
+  /** The kernel's answer (null: the box was emptied). */
+  answer(r: SearchReply | null): void {
+    this.last = this.asked = r;
+  }
+}
+
 export class SearchBox {
   readonly el: HTMLSpanElement;
   readonly input: HTMLInputElement;
   readonly regex: HTMLInputElement;
   private count: HTMLSpanElement;
   private message: HTMLSpanElement;
-  private last: SearchReply | null = null;
+  private cursor = new SearchCursor();
   private seq = 0;
   private typing: ReturnType<typeof setTimeout> | undefined;
 
@@ -128,12 +148,12 @@ export class SearchBox {
     const query = this.input.value;
     const regex = this.regex.checked;
     if (!query) {
-      this.last = null;
+      this.cursor.answer(null);
       this.render(null);
       this.host.showMatches(null);
       return;
     }
-    const index = step === 0 ? 0 : nextIndex(this.last, query, regex, step);
+    const index = this.cursor.ask(query, regex, step);
     const seq = ++this.seq;
     const r = await this.host.rpc.call<SearchReply>("_search", { query, regex, index }, "search");
     if (seq !== this.seq) return; // a newer search was sent
@@ -142,7 +162,7 @@ export class SearchBox {
       return;
     }
     const reply = r.msg;
-    this.last = reply;
+    this.cursor.answer(reply);
     this.render(reply, reply.message);
     const frame = r.buffers[0] ? decodeFrame(r.buffers[0]) : null;
     const ids = frame?.columns.id;

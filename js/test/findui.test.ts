@@ -1,7 +1,7 @@
 // The search box's count and stepping, and the details strip's rows and links (search.ts, details.ts).
 import { describe, expect, it } from "vitest";
 import { detailRows, laneText, links } from "../src/details";
-import { countText, nextIndex, type SearchReply } from "../src/search";
+import { countText, nextIndex, SearchCursor, type SearchReply } from "../src/search";
 import type { TrackInfo } from "../src/layout";
 
 const reply = (count: number, index: number, query = "nccl", regex = false): SearchReply =>
@@ -22,6 +22,20 @@ describe("search box", () => {
     expect(nextIndex(reply(17, 5), "nccl", true, 1)).toBe(0);
     expect(nextIndex(reply(17, 5), "nccl", true, -1)).toBe(-1);
     expect(nextIndex(null, "nccl", false, 1)).toBe(0);
+  });
+  it("steps from what was asked when clicks come faster than the answers", () => {
+    const c = new SearchCursor();
+    expect(c.ask("nccl", false, 0)).toBe(0);
+    c.answer(reply(10, 0));
+    expect(c.ask("nccl", false, 1)).toBe(1);
+    c.answer(reply(10, 1)); // "2 / 10"
+    expect(c.ask("nccl", false, -1)).toBe(0); // ‹
+    expect(c.ask("nccl", false, -1)).toBe(-1); // ‹ again, unanswered: the kernel wraps to 10 / 10
+    c.answer(reply(10, 9));
+    expect(c.ask("nccl", false, 1)).toBe(10); // › from 10 / 10: the kernel wraps to 1 / 10
+    expect(c.ask("other", false, 1)).toBe(0); // another query starts again
+    c.answer(null);
+    expect(c.ask("nccl", false, 1)).toBe(0);
   });
 });
 
