@@ -80,7 +80,8 @@ def test_the_shaded_intervals_are_the_gpus_idle_time(path: Path) -> None:
         # the view zooms to the window the idle time is counted in
         assert (w._zoom_request["start"], w._zoom_request["end"]) == tuple(float(x) for x in advice.window)
         # the public API says the same
-        assert list(zip(*(advice.idle_intervals(k)[c].tolist() for c in ("start", "end")), strict=True)) == expected
+        table = advice.idle_intervals(k)
+        assert list(zip(table["start"].tolist(), table["end"].tolist(), strict=True)) == expected
 
 
 def test_a_finding_without_events_still_shows_its_idle_time() -> None:

@@ -118,7 +118,8 @@ class AdvicePanel(Panel):
         if not isinstance(advice, Advice):
             raise TypeError(f"show_advice takes an Advice, got {type(advice).__name__}")
         self.advice, self.annotation = advice, annotation
-        return {"_advice": advice_value(advice, next(TOKENS)), "_finding": finding_frame(-1, "", next(TOKENS))}
+        return {"_advice": advice_value(advice, next(TOKENS)),
+                "_finding": finding_frame(-1, "", next(TOKENS))}
 
     def open(self, args: Mapping[str, Any]) -> dict[str, Any]:
         annotation = args.get("annotation", STEP_ANNOTATION)

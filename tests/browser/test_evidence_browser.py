@@ -73,39 +73,45 @@ def client_x(page: Any, nb: LabNotebook, steps: list[tuple[int, int, int]]) -> A
     return lambda t: p0["x"] + (t - t0) * (p1["x"] - p0["x"]) / (t1 - t0), p0["y"]
 
 
+def rows_shown(page: Any) -> list[int]:
+    """The event ids of the table's rows on screen."""
+    return [int(i) for i in page.eval_on_selector_all(
+        ".pv-table .pv-table-row", "rows => rows.map(r => r.dataset.id).filter(Boolean)")]
+
+
+def check_pick(page: Any, nb: LabNotebook, row: Any, k: int) -> None:
+    """`w.pick_finding(k)` in the kernel: row k marked, its text shown, the table lists its evidence."""
+    panel = page.locator(".pv-advice").first
+    nb.step(f"_ = w.pick_finding({k})")
+    assert wait_until(lambda: panel.get_attribute("data-picked") == str(k)), \
+        f"w.pick_finding({k}) did not mark its row"
+    selected = page.locator(".pv-advice .pv-row-selected")
+    assert selected.count() == 1 and selected.first.get_attribute("data-index") == str(k)
+    assert page.locator(".pv-advice-detail").first.inner_text() == f"{row['message']} Try: {row['fix']}"
+    # the table lists the evidence: its count, and every row shown is an evidence event (the Events
+    # tab: a selection of launch calls opens on the Launches tab, which lists their kernels)
+    table = page.locator(".pv-table").first
+    evidence = {int(i) for i in row["events"]}
+    tab = page.locator(".pv-table-tab[data-kind='events']").first
+    assert wait_until(lambda: tab.is_visible() and f"({len(evidence)})" in tab.inner_text())
+    if table.get_attribute("data-kind") != "events":
+        tab.click()
+        assert wait_until(lambda: table.get_attribute("data-kind") == "events")
+    assert wait_until(lambda: table.get_attribute("data-count") == str(len(evidence)))
+    wait_until(lambda: (r := rows_shown(page)) and set(r) <= evidence)
+    shown = rows_shown(page)
+    assert shown and set(shown) <= evidence, (sorted(shown), sorted(evidence))
+    on_screen = page.locator(".pv-table .pv-table-row").count()
+    assert len(set(shown)) == len(shown) == min(len(evidence), on_screen)
+
+
 def test_pick_finding_from_python_marks_its_row_and_lists_its_evidence(lab: LabServer, page: Any) -> None:
     trace = profview.load(profview.example("gpu_trace"))
     advice = profview.advise(trace)
     nb = open_advice(lab, page, "evidence_pick", profview.example("gpu_trace"))
-    panel = page.locator(".pv-advice").first
     for rule in ("exposed_communication", "gpu_idle"):
         k = int(advice.findings.index[advice.findings["rule"] == rule][0])
-        nb.step(f"_ = w.pick_finding({k})")
-        assert wait_until(lambda k=k: panel.get_attribute("data-picked") == str(k)), \
-            f"w.pick_finding({k}) did not mark its row"
-        selected = page.locator(".pv-advice .pv-row-selected")
-        assert selected.count() == 1 and selected.first.get_attribute("data-index") == str(k)
-        row = advice.findings.loc[k]
-        assert page.locator(".pv-advice-detail").first.inner_text() == f"{row['message']} Try: {row['fix']}"
-        # the table lists the evidence: its count, and every row shown is an evidence event (the
-        # Events tab: a selection of launch calls opens on the Launches tab, which lists their kernels)
-        table = page.locator(".pv-table").first
-        evidence = {int(i) for i in row["events"]}
-        tab = page.locator(".pv-table-tab[data-kind='events']").first
-        assert wait_until(lambda n=len(evidence): tab.is_visible() and f"({n})" in tab.inner_text())
-        if table.get_attribute("data-kind") != "events":
-            tab.click()
-            assert wait_until(lambda: table.get_attribute("data-kind") == "events")
-        assert wait_until(lambda n=len(evidence): table.get_attribute("data-count") == str(n)), \
-            (table.get_attribute("data-count"), len(evidence))
-        def rows_shown() -> list[int]:
-            return [int(i) for i in page.eval_on_selector_all(
-                ".pv-table .pv-table-row", "rows => rows.map(r => r.dataset.id).filter(Boolean)")]
-
-        wait_until(lambda ev=evidence: (r := rows_shown()) and set(r) <= ev)
-        shown = rows_shown()
-        assert shown and set(shown) <= evidence, (sorted(shown), sorted(evidence))
-        assert len(set(shown)) == len(shown) == min(len(evidence), page.locator(".pv-table .pv-table-row").count())
+        check_pick(page, nb, advice.findings.loc[k], k)
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
@@ -184,15 +190,16 @@ def test_a_gpu_idle_finding_without_events_shows_its_intervals(lab: LabServer, p
     rows = page.locator(".pv-advice-row:not(.pv-advice-th) .pv-a-count")
     assert wait_until(lambda: rows.count() == len(advice.findings))
     root = page.locator(".pv-root").first
+    panel = page.locator(".pv-advice").first
     for k in range(len(advice.findings)):
         idle = idle_by_hand(trace, str(advice.findings.loc[k, "device"]))
         text = rows.nth(k).inner_text()
         assert text == f"{len(idle)} idle interval{'s' if len(idle) != 1 else ''}", text
         assert "0 events" not in text
         nb.step(f"_ = w.pick_finding({k})")
-        panel = page.locator(".pv-advice").first
-        assert wait_until(lambda k=k: panel.get_attribute("data-picked") == str(k))
+        picked = str(k)
+        assert wait_until(lambda: panel.get_attribute("data-picked") == picked)  # noqa: B023 -- waited here
         assert panel.get_attribute("data-idle-ns") == str(sum(b - a for a, b in idle))
-        tracks = len(panel.get_attribute("data-idle-tracks").split(","))
-        assert wait_until(lambda n=len(idle) * tracks: root.get_attribute("data-shaded") == str(n))
+        drawn = str(len(idle) * len(panel.get_attribute("data-idle-tracks").split(",")))
+        assert wait_until(lambda: root.get_attribute("data-shaded") == drawn)  # noqa: B023 -- waited here
     assert page.page_errors == []  # type: ignore[attr-defined]
