@@ -51,6 +51,18 @@ def idle_by_hand(trace: Any, process: str) -> list[tuple[int, int]]:
     return idle
 
 
+def evidence_cell(trace: Any, row: Any) -> str:
+    """The findings panel's evidence column for `row` of `advise(trace).findings`: "N events", and
+    for gpu_idle its idle intervals (counted here) first, "N idle intervals · M events"."""
+    def plural(n: int, what: str) -> str:
+        return f"{n:,} {what}{'' if n == 1 else 's'}"
+    events = plural(int(row["count"]), "event")
+    if row["rule"] != "gpu_idle":
+        return events
+    idle = plural(len(idle_by_hand(trace, str(row["device"]))), "idle interval")
+    return f"{idle} · {events}" if int(row["count"]) else idle
+
+
 def picked(w: TraceWidget) -> Any:
     return decode_frame(w._finding)
 
