@@ -202,4 +202,5 @@ def test_a_gpu_idle_finding_without_events_shows_its_intervals(lab: LabServer, p
         assert panel.get_attribute("data-idle-ns") == str(sum(b - a for a, b in idle))
         drawn = str(len(idle) * len(panel.get_attribute("data-idle-tracks").split(",")))
         assert wait_until(lambda: root.get_attribute("data-shaded") == drawn)  # noqa: B023 -- waited here
+    root.screenshot(path=str(Path(lab.root) / "evidence_tiny.png"))  # to look at
     assert page.page_errors == []  # type: ignore[attr-defined]
