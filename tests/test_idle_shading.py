@@ -12,6 +12,8 @@ The browser side (the row marked, the shading drawn) is tests/browser/test_evide
 
 from __future__ import annotations
 
+import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +120,28 @@ def test_a_pick_names_its_row_and_a_new_advice_clears_it() -> None:
     assert sorted(evidence.index.tolist()) == sorted(advice.findings.loc[k, "events"])
     w.show_advice()
     assert picked(w).meta["finding"] == -1
+
+
+def test_each_rank_of_a_traceset_shades_its_own_gpu_on_the_sets_clock(tmp_path: Path) -> None:
+    """Ranks 0 and 1 of the sampled HTA run in one all-ranks view: a rank's gpu_idle intervals are
+    its own trace's idle time (counted here) moved by its clock offset, on its own GPU's lanes."""
+    for r in (0, 1):
+        shutil.copy(HTA.with_name(f"trace_filter_sampled_rank-{r}.json.gz"), tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the files name 128 ranks; 2 are here
+        ts = profview.load_many(tmp_path, progress=False)
+    w = profview.show(ts, advice=True)
+    advice = w.advice
+    rows = advice.findings.index[advice.findings["rule"] == "gpu_idle"].tolist()
+    assert sorted(int(advice.findings.loc[k, "rank"]) for k in rows) == [0, 1]
+    for k in rows:
+        rank, gpu = int(advice.findings.loc[k, "rank"]), str(advice.findings.loc[k, "device"])
+        w.pick_finding(k)
+        frame = picked(w)
+        shift = ts.offsets[rank]
+        expected = [(s + shift, e + shift) for s, e in idle_by_hand(ts[rank], gpu)]
+        got = list(zip(frame.columns["start"].astype(np.int64).tolist(),
+                       frame.columns["end"].astype(np.int64).tolist(), strict=True))
+        assert got == expected
+        mine = [t["id"] for t in w._tracks if t["process"] == gpu and t["rank"] == rank]
+        assert frame.meta["tracks"] == mine
