@@ -89,8 +89,9 @@ def test_the_shaded_intervals_are_the_gpus_idle_time(path: Path) -> None:
         total = sum(e - s for s, e in expected)
         assert frame.meta["idle"] == total == int(advice.findings.loc[k, "time"])
         assert frame.meta["intervals"] == len(expected) == w._advice["findings"][k]["intervals"]
-        # the lanes shaded: every track of the GPU's process, no other
+        # the lanes shaded: every track of the GPU's process, no other; the lanes scroll to them
         assert frame.meta["tracks"] == [t["id"] for t in w._tracks if t["process"] == gpu]
+        assert decode_frame(w._highlight).meta["first_track"] == frame.meta["tracks"][0]
         # the view zooms to the window the idle time is counted in
         assert (w._zoom_request["start"], w._zoom_request["end"]) == tuple(float(x) for x in advice.window)
         # the public API says the same

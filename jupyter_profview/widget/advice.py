@@ -153,16 +153,18 @@ class AdvicePanel(Panel):
         trace = ts[rank] if ts is not None and rank is not None else session.trace
         window = (advice.window[0] - shift, advice.window[1] - shift) if rank is not None else advice.window
         rule = str(row["rule"])
-        if rule == "gpu_idle":
+        first: int | None = None  # where the lanes scroll: the first evidence's, or the GPU's
+        if rule == "gpu_idle":  # its idle intervals are the evidence that shows: the GPU's lanes
             gpu = str(row["device"])
-            frame = finding_frame(k, rule, next(TOKENS), advice.idle_intervals(k), shift, gpu,
-                                  gpu_tracks(session.data, trace, gpu, ids))
+            tracks = gpu_tracks(session.data, trace, gpu, ids)
+            frame = finding_frame(k, rule, next(TOKENS), advice.idle_intervals(k), shift, gpu, tracks)
             lo, hi = window
+            first = tracks[0] if tracks else None
         else:
             frame = finding_frame(k, rule, next(TOKENS))
             lo, hi = evidence_focus(trace, own, self.annotation, window)
         mine = ids.reindex(own).dropna().to_numpy(np.int64)
-        out = session.select(np.unique(session.data.positions(mine)), highlight=True)
+        out = session.select(np.unique(session.data.positions(mine)), highlight=True, first_track=first)
         out["_finding"] = frame
         if hi > lo:
             out.update(session.zoom(lo + shift, hi + shift))

@@ -180,6 +180,20 @@ def test_gpu_idle_shades_the_idle_intervals_on_the_gpus_lanes(lab: LabServer, pa
     assert wait_until(lambda: root.get_attribute("data-shaded") == "0")
     assert wait_until(lambda: column(page, x_idle) == before)
     assert panel.get_attribute("data-picked") is None
+    # a timeline shorter than its lanes (the GPU's below the visible part): the pick scrolls the
+    # lanes to the shaded ones
+    scroll = page.locator(".pv-tl-scroll").first
+    page.evaluate("() => { document.querySelector('.pv-root').style.setProperty("
+                  "'--pv-timeline-max-height', '200px'); window.dispatchEvent(new Event('resize')); }")
+    assert wait_until(lambda: scroll.evaluate("e => e.scrollHeight > e.clientHeight + 100"))
+    scroll.evaluate("e => { e.scrollTop = 0; }")
+    bg = max(before, key=before.count)  # the lanes' background: the column's most common colour
+    shade = blend(palette.IDLE_SHADE_COLOR, palette.IDLE_SHADE_ALPHA, bg)
+    assert not any(near(p, shade) for p in column(page, x_idle)), "shaded before the pick"
+    nb.step(f"_ = w.pick_finding({k})")
+    assert wait_until(lambda: scroll.evaluate("e => e.scrollTop") > 0), "the lanes did not scroll"
+    assert wait_until(lambda: sum(near(p, shade) for p in column(page, x_idle)) >= ROW_H * dpr), \
+        "no shaded lane in the visible part of the timeline"
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
