@@ -59,6 +59,11 @@ UNKNOWN_COLORS = ("#76b7b2", "#3e8fb0", "#bcbd22", "#17becf", "#8c564b", "#d3729
 PALETTE = UNKNOWN_COLORS  # the name the charts used
 OTHER_COLOR = "#b3b3b3"
 IDLE_COLOR = "#e6e6e6"
+#: a gpu_idle finding's idle intervals, shaded over its GPU's lanes (widget/advice.py): the grey of
+#: idleness, darker than IDLE_COLOR so that it reads through its translucency (IDLE_SHADE_ALPHA) on
+#: the lanes' background, light or dark; no category is grey like it
+IDLE_SHADE_COLOR = "#8c8c8c"
+IDLE_SHADE_ALPHA = 0.35
 PHASE_COLORS = {
     "forward": "#4e79a7", "backward": "#e8711a", "optimizer": "#59a14f",
     "communication": COMMUNICATION_COLOR, "other": OTHER_COLOR, "idle": IDLE_COLOR,
@@ -97,7 +102,8 @@ PIPELINE_BUBBLE_COLOR = "#f3c1c1"
 TS_PATH = Path("js") / "src" / "palette_gen.ts"
 #: the constants written to `js/src/palette_gen.ts`
 EXPORTED = ("CATEGORY_COLORS", "COMMUNICATION_COLOR", "LAUNCH_COLOR", "KERNEL_COLOR",
-            "UNKNOWN_COLORS", "OTHER_COLOR", "IDLE_COLOR", "PHASE_COLORS", "METRIC_SCALE",
+            "UNKNOWN_COLORS", "OTHER_COLOR", "IDLE_COLOR", "IDLE_SHADE_COLOR", "IDLE_SHADE_ALPHA",
+            "PHASE_COLORS", "METRIC_SCALE",
             "TENSOR_CORE_COLORS", "SERIES_COLORS", "BOUND_COLORS")
 
 
@@ -112,6 +118,8 @@ def typescript() -> str:
             kind = "Readonly<Record<string, string>>"
         elif isinstance(value, tuple):
             kind, value = "readonly string[]", list(value)
+        elif isinstance(value, float):
+            kind = "number"
         else:
             kind = "string"
         text = json.dumps(value, indent=2) if isinstance(value, dict) else json.dumps(value)

@@ -148,3 +148,18 @@ def test_collapsed_lanes_carry_the_legend_codes_of_their_slices() -> None:
     classes = {i for i, e in enumerate(legend) if "lo" in e and e["count"] > 0}
     assert comm_codes & classes, (comm_codes, legend)
     assert comm_codes <= set(np.unique(data.legend.codes).tolist())
+
+
+def test_the_idle_shade_reads_and_means_nothing_else() -> None:
+    """A gpu_idle finding's shading (widget/advice.py): grey like idleness, no category's or
+    series' colour, and visible through its translucency on a white and a black background."""
+    shade = palette.IDLE_SHADE_COLOR
+    assert chroma(shade) == 0
+    used = {*palette.CATEGORY_COLORS.values(), *palette.UNKNOWN_COLORS, *palette.SERIES_COLORS,
+            *palette.PHASE_COLORS.values(), *palette.METRIC_SCALE}
+    assert shade.lower() not in {c.lower() for c in used}
+    grey = int(shade[1:3], 16)
+    a = palette.IDLE_SHADE_ALPHA
+    assert 0 < a < 1
+    for bg in (255, 0):
+        assert abs(a * grey + (1 - a) * bg - bg) >= 30  # at least 30 levels from the background

@@ -4,7 +4,7 @@
 import { PATH_COLOR } from "./critical";
 import type { Slices } from "./lod";
 import { GROUP_H, ROW_H } from "./layout";
-import { AXIS_H, GUTTER_W, type Flow, type Surface, type TimelineScene } from "./scene";
+import { AXIS_H, GUTTER_W, type Flow, type Shading, type Surface, type TimelineScene } from "./scene";
 
 /** At most this many flow arrows are drawn (critical-path arrows: those in view, up to MAX_PATH_FLOWS). */
 const MAX_FLOWS = 200;
@@ -27,6 +27,7 @@ export function rowMid(sc: TimelineScene, track: number, depth: number): number 
 
 export function drawOverlays(surf: Surface, sc: TimelineScene, s: Slices | null, k: number, oy: number): void {
   const xOf = (t: number): number => GUTTER_W + (t - sc.view.start) * k;
+  if (sc.shading) drawShading(surf, sc, sc.shading, xOf, oy);
   if (sc.range) drawRange(surf, sc, sc.range, xOf, oy);
   const { ctx } = surf;
   ctx.lineWidth = 1;
@@ -55,6 +56,40 @@ export function drawOverlays(surf: Surface, sc: TimelineScene, s: Slices | null,
     drawFlows(surf, sc, s, xOf, inView, PATH_COLOR);
   }
   if (sc.flows.length) drawFlows(surf, sc, s, xOf, sc.flows.slice(0, MAX_FLOWS), sc.theme.accent);
+}
+
+/**
+ * Shaded intervals on their tracks (a collapsed group's: on its header row), one path filled once
+ * so that sub-pixel neighbours do not darken each other; `shading.drawn` counts the rectangles.
+ */
+export function drawShading(surf: Surface, sc: TimelineScene, shading: Shading, xOf: (t: number) => number,
+  oy: number): void {
+  const { ctx, w } = surf;
+  const rows: Array<[number, number]> = [];
+  const seen = new Set<number>();
+  for (const t of shading.tracks) {
+    const ty = sc.layout.trackY[t];
+    if (ty === undefined) continue;
+    const y = ty >= 0 ? ty : sc.layout.home?.[t] ?? -1;
+    if (y < 0 || seen.has(y)) continue;
+    seen.add(y);
+    rows.push([oy + y, ty >= 0 ? sc.layout.trackDepths[t] * ROW_H : GROUP_H]);
+  }
+  const { start, end } = sc.view;
+  let n = 0;
+  ctx.beginPath();
+  for (let i = 0; i < shading.start.length; i++) {
+    if (shading.end[i] <= start || shading.start[i] >= end) continue;
+    const a = Math.max(GUTTER_W, xOf(shading.start[i]));
+    const b = Math.min(w, xOf(shading.end[i]));
+    for (const [y, h] of rows) ctx.rect(a, y, Math.max(1, b - a), h);
+    n += rows.length;
+  }
+  ctx.fillStyle = shading.color;
+  ctx.globalAlpha = shading.alpha;
+  ctx.fill();
+  ctx.globalAlpha = 1;
+  shading.drawn = n;
 }
 
 /** The selected time range: shaded on its tracks (all tracks when none), edges as lines. */

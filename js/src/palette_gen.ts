@@ -30,6 +30,8 @@ export const KERNEL_COLOR: string = "#2e9e44";
 export const UNKNOWN_COLORS: readonly string[] = ["#76b7b2", "#3e8fb0", "#bcbd22", "#17becf", "#8c564b", "#d37295", "#499894", "#86bcb6", "#c7a76c", "#1f3f8f", "#a3a500"];
 export const OTHER_COLOR: string = "#b3b3b3";
 export const IDLE_COLOR: string = "#e6e6e6";
+export const IDLE_SHADE_COLOR: string = "#8c8c8c";
+export const IDLE_SHADE_ALPHA: number = 0.35;
 export const PHASE_COLORS: Readonly<Record<string, string>> = {
   "forward": "#4e79a7",
   "backward": "#e8711a",

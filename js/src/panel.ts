@@ -6,7 +6,7 @@
 import type { AnyModel } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
 import type { Frame } from "./codec";
-import type { Flow } from "./scene";
+import type { Flow, Shading } from "./scene";
 import type { TraitName } from "./trait_spec";
 
 /** What the view gives a panel. */
@@ -25,6 +25,8 @@ export interface PanelHost {
   zoomTo(start: number, end: number, margin: number): void;
   /** the arrows drawn over the timeline for this panel (the critical path's edges) */
   setArrows(flows: Flow[]): void;
+  /** intervals shaded on some lanes (a gpu_idle finding's idle time), null for none */
+  setShading(shading: Shading | null): void;
 }
 
 /** A panel as the view holds it. */

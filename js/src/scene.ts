@@ -51,6 +51,21 @@ export interface TimelineScene {
   summary?: Map<string, SummaryLane>;
   /** Text after a rank section's name in its header, by rank (its clock offset). */
   notes?: Map<number, string>;
+  /** Intervals shaded on some lanes (a gpu_idle finding's idle time). */
+  shading?: Shading | null;
+}
+
+/**
+ * Time intervals shaded on some tracks: a gpu_idle finding's idle intervals on its GPU's lanes
+ * (advice.ts). `drawn` is set by the drawing: the rectangles drawn last (tests read it).
+ */
+export interface Shading {
+  tracks: number[];
+  start: Float64Array;
+  end: Float64Array;
+  color: string;
+  alpha: number;
+  drawn: number;
 }
 
 /** Geometry shared by the timeline and memory panels. */

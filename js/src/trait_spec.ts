@@ -33,6 +33,8 @@ export interface Traits {
   _kernel_selection: Record<string, unknown>;
   /** {findings, window, token}: the findings of advise shown above the table */
   _advice: Record<string, unknown>;
+  /** the picked finding (meta: finding, rule, token); for gpu_idle its idle intervals (start, end) and its GPU's tracks, shaded (widget/advice.py) */
+  _finding: DataView;
   /** {a, b, align, offset, unit, summary, rows, total, token} or {ask}: the compare panel (widget/compare_panel.py) */
   _compare: Record<string, unknown>;
   /** {path, bytes, token}: where Open in Perfetto saved the trace */
@@ -90,6 +92,7 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   _segments: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _kernel_selection: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _advice: {"setBy": "kernel", "session": true, "view": true, "saved": true},
+  _finding: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _compare: {"setBy": "kernel", "session": true, "view": true, "saved": true},
   _perfetto: {"setBy": "kernel", "session": true, "view": true, "saved": false},
   _panel_status: {"setBy": "kernel", "session": true, "view": true, "saved": false},

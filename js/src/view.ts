@@ -32,7 +32,7 @@ import { EventCache, Tooltip, type EventInfo } from "./tooltip";
 import { HIGHLIGHT_CLEARED, highlightChip, scrollToTrack } from "./evidence";
 import { SearchBox } from "./search";
 import { DetailsStrip } from "./details";
-import type { SelectedBox } from "./scene";
+import type { SelectedBox, Shading } from "./scene";
 import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
 import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
 
@@ -51,6 +51,8 @@ export class ProfView implements DetailHost, PanelHost {
   private panelButtons: PanelButtons;
   /** The shown critical path's launch / gap / sync edges, drawn as arrows. */
   pathArrows: Flow[] = [];
+  /** Intervals shaded on some lanes: the picked gpu_idle finding's idle time (advice.ts). */
+  shading: Shading | null = null;
   /** The dragged heights of the timeline and the table (the `split_layout` trait). */
   split: SplitLayout = {};
   readonly tooltip: Tooltip;
@@ -394,6 +396,11 @@ export class ProfView implements DetailHost, PanelHost {
     this.pathArrows = flows;
   }
 
+  setShading(shading: Shading | null): void {
+    this.shading = shading;
+    this.requestDraw();
+  }
+
   // ---- view, selection ---------------------------------------------------------------
 
   get plotWidth(): number {
@@ -514,8 +521,9 @@ export class ProfView implements DetailHost, PanelHost {
       view: this.view, unit: this.unit, tracks: this.tracks, layout: this.layout, legend: this.legend,
       theme: this.theme, scrollY: this.scrollY, selected: this.sel.selected, hoverBox: this.hoverBox,
       range: this.sel.range, rangeTracks: this.sel.rangeTracks, flows: this.sel.flows, pathFlows: this.pathArrows,
-      summary: this.summary, notes: this.notes,
+      summary: this.summary, notes: this.notes, shading: this.shading,
     });
+    this.root.dataset.shaded = String(this.shading?.drawn ?? 0);
     this.memory.draw(this.view, this.theme, this.sel.range);
     this.root.dataset.boxes = String(this.timeline.boxesDrawn);
     this.root.dataset.axisOrigin = this.timeline.axisOrigin;

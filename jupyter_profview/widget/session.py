@@ -116,14 +116,18 @@ class ViewSession:
             raise ValueError(f"zoom_to needs finite start < end, got {start}, {end}")
         return {"_zoom_request": {"start": start, "end": end, "token": next(TOKENS)}}
 
-    def highlight(self, pos: np.ndarray, *, zoom: bool = True) -> dict[str, Any]:
-        """Traits that highlight the events at positions `pos` (and zoom to them)."""
+    def highlight(self, pos: np.ndarray, *, zoom: bool = True, first_track: int | None = None
+                  ) -> dict[str, Any]:
+        """Traits that highlight the events at positions `pos` (and zoom to them); the front end
+        scrolls its lanes to `first_track` (default: the topmost lane of the events)."""
         from .codec import encode_frame
 
         data = self.data
         # the topmost lane of the evidence: the front end scrolls its lanes to it
         lanes = data.timeline.event_track[pos] if len(pos) else ()
         first = {"first_track": int(np.min(lanes))} if len(lanes) else {}
+        if first_track is not None:
+            first = {"first_track": int(first_track)}
         out: dict[str, Any] = {
             "_highlight": encode_frame({"id": data.ids[pos].astype(np.int32)},
                                        {"token": next(TOKENS), **first})}
@@ -135,9 +139,11 @@ class ViewSession:
             out.update(self.zoom(lo, hi if hi > lo else lo + pad))
         return out
 
-    def select(self, pos: np.ndarray, *, highlight: bool = False) -> dict[str, Any]:
-        """Select the events at positions `pos` (the table lists them); the traits that say so."""
-        out = self.highlight(pos, zoom=False) if highlight else {}
+    def select(self, pos: np.ndarray, *, highlight: bool = False, first_track: int | None = None
+               ) -> dict[str, Any]:
+        """Select the events at positions `pos` (the table lists them); the traits that say so
+        (with `highlight`: also highlighted, the lanes scrolled to `first_track` or the first)."""
+        out = self.highlight(pos, zoom=False, first_track=first_track) if highlight else {}
         self.selected = np.asarray(pos, np.int64)
         self.selection_error = None
         out["_kernel_selection"] = {"token": next(TOKENS), "count": int(len(pos))}

@@ -89,6 +89,8 @@ TRAITS: tuple[Trait, ...] = (
           session=True, saved=False),
     Trait("_advice", "object", "kernel", "{findings, window, token}: the findings of advise shown above the "
           "table", session=True),
+    Trait("_finding", "bytes", "kernel", "the picked finding (meta: finding, rule, token); for gpu_idle its "
+          "idle intervals (start, end) and its GPU's tracks, shaded (widget/advice.py)", session=True),
     Trait("_compare", "object", "kernel", "{a, b, align, offset, unit, summary, rows, total, token} or "
           "{ask}: the compare panel (widget/compare_panel.py)", session=True),
     Trait("_perfetto", "object", "kernel", "{path, bytes, token}: where Open in Perfetto saved the trace",

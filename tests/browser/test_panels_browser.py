@@ -20,6 +20,7 @@ from jupyter_profview.numbers import format_duration, share_text
 from tests.browser.lab import LabServer, canvas_ink, wait_until
 from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
 from tests.server_helpers import profview_serve
+from tests.test_idle_shading import evidence_cell, idle_by_hand
 
 NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
 NAME = "nccl.pt.trace.json.gz"  # a profiler's file name: the file browser opens it in the viewer
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.skipif(
 def expected() -> dict[str, Any]:
     """What the screen must show, computed from the trace by the analyses themselves."""
     t = profview.load(NCCL)
-    return {"advice": profview.advise(t), "cp0": critical_path(t, instance=0),
+    return {"trace": t, "advice": profview.advise(t), "cp0": critical_path(t, instance=0),
             "cp1": critical_path(t, instance=1), "tree": attribute(t, "annotation", merge_steps=True)}
 
 
@@ -72,10 +73,9 @@ def check_panels(page: Any, scope: str, want: dict[str, Any], shot: Path) -> Non
         f"What's wrong: {len(f)} findings in the {format_duration(w1 - w0)} window"
     for i in range(len(f)):
         r = rows.nth(i)
-        count = int(f["count"].iat[i])
         assert r.locator("span").all_inner_texts()[:5] == [
             f["severity"].iat[i], f["rule"].iat[i], format_duration(int(f["time"].iat[i])),
-            share_text(float(f["share"].iat[i])), f"{count:,} event{'' if count == 1 else 's'}"]
+            share_text(float(f["share"].iat[i])), evidence_cell(want["trace"], f.iloc[i])]
     # a click highlights the evidence and the table lists it
     k = int(f.index[f["rule"] == "exposed_communication"][0])
     evidence = {int(e) for e in f["events"].iat[k]}
@@ -85,6 +85,20 @@ def check_panels(page: Any, scope: str, want: dict[str, Any], shot: Path) -> Non
     assert wait_until(lambda: totals.inner_text().startswith(f"{len(evidence)} kernel launches selected")), \
         totals.inner_text()
     assert page.locator(f"{scope} .pv-panel-btn[data-panel='advice']").get_attribute("aria-pressed") == "true"
+    assert page.locator(f"{scope} .pv-advice").get_attribute("data-picked") == str(k)
+    # gpu_idle: the session's reply marks its row and shades its idle intervals (counted from the
+    # trace) on its GPU's lanes, the whole window in view
+    k = int(f.index[f["rule"] == "gpu_idle"][0])
+    idle = idle_by_hand(want["trace"], str(f["device"].iat[k]))
+    rows.nth(k).click()
+    panel = page.locator(f"{scope} .pv-advice")
+    assert wait_until(lambda: panel.get_attribute("data-idle-intervals") == str(len(idle)))
+    assert panel.get_attribute("data-picked") == str(k)
+    total = sum(b - a for a, b in idle)
+    assert panel.get_attribute("data-idle-ns") == str(total) == str(int(f["time"].iat[k]))
+    lanes = len(panel.get_attribute("data-idle-tracks").split(","))
+    assert wait_until(lambda: root.get_attribute("data-shaded") == str(len(idle) * lanes))
+    assert (root.get_attribute("data-view-start"), root.get_attribute("data-view-end")) == (str(w0), str(w1))
 
     # Critical path: the first step's, then the second one's from the picker
     cp0, cp1 = want["cp0"], want["cp1"]

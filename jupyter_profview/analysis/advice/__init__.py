@@ -26,7 +26,7 @@ The rules (each one's docstring in `rules.py` gives its exact definition)
     - `host_sync`: blocking runtime calls (`cudaDeviceSynchronize`, `cudaStreamSynchronize`,
       `cudaEventSynchronize`, the synchronous `cudaMemcpy`, their `hip` twins);
     - `gpu_idle`: per GPU, the window minus the union of its activities, split by what the CPU
-      did meanwhile (sync call, DataLoader, other);
+      did meanwhile (sync call, DataLoader, other); `Advice.idle_intervals(k)` lists the intervals;
     - `tiny_kernels`: launch calls longer than the total duration of the kernels they launched;
     - `dataloader`: the union of `DataLoader` slices per thread;
     - `fp32_matmul`: FP32 GEMMs on CUDA GPUs of compute capability >= 8.0;
@@ -90,6 +90,17 @@ class Advice:
     skipped: pd.DataFrame
     window: tuple[int, int]
     details: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def idle_intervals(self, k: int) -> pd.DataFrame:
+        """The idle intervals of finding `k` (a `gpu_idle` row of `findings`): when its GPU runs
+        nothing in the window, ``start``, ``end``, ``dur`` in ns on the trace's clock (a rank's
+        own clock for a TraceSet); they sum to the finding's `time`.  Empty for other rules."""
+        row = self.findings.iloc[k]
+        rank = int(row["rank"]) if "rank" in self.findings.columns else None
+        idle = self.details.get((rank, str(row["rule"]), str(row["device"])), {}).get("idle_intervals")
+        s, e = idle if idle is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return pd.DataFrame({"start": np.asarray(s, np.int64), "end": np.asarray(e, np.int64),
+                             "dur": np.asarray(e, np.int64) - np.asarray(s, np.int64)})
 
     def explain(self, limit: int = 5) -> str:
         """The findings in a few sentences, biggest first."""

@@ -79,6 +79,15 @@ class Facts:
         out["dur"] = out["end"] - out["start"]
         return out
 
+    def gpu_idle(self, gpu: str) -> Intervals:
+        """When `gpu` runs none of its activities (on any stream) in the window: the window minus
+        the union of its activity intervals, sorted and disjoint.  The one definition of a GPU's
+        idle time: the `gpu_idle` rule sums it, the widget shades it (`Advice.idle_intervals`)."""
+        acts = self.activities
+        mine = acts[acts["gpu"].to_numpy() == gpu]
+        window = (np.array([self.window[0]], np.int64), np.array([self.window[1]], np.int64))
+        return derived.difference(window, union(mine["start"].to_numpy(), mine["end"].to_numpy()))
+
     @cached_property
     def gpus(self) -> list[str]:
         """Every device of the trace that ran an activity (in or out of the window)."""

@@ -78,20 +78,18 @@ def host_sync(f: Facts) -> list[Finding]:
 
 def gpu_idle(f: Facts) -> list[Finding]:
     """Per GPU: the time in the window when none of its activities runs on any stream (window
-    length minus the union of its activity intervals).  The message splits it by what the CPU
-    was doing meanwhile: in a synchronizing call (`host_sync`'s calls), in a DataLoader
+    length minus the union of its activity intervals, `Facts.gpu_idle`).  The message splits it
+    by what the CPU was doing meanwhile: in a synchronizing call (`host_sync`'s calls), in a DataLoader
     (`dataloader`'s slices, outside sync calls), or other.  Evidence: those sync calls and
-    DataLoader slices that overlap the idle time."""
-    acts = f.activities
+    DataLoader slices that overlap the idle time; the idle intervals themselves are the finding's
+    ``idle_intervals`` (`Advice.idle_intervals`)."""
     if not f.gpus:
         return []
-    window = (np.array([f.window[0]], np.int64), np.array([f.window[1]], np.int64))
     sync = union(f.host_syncs["start"].to_numpy(), f.host_syncs["end"].to_numpy())
     loader = union(f.dataloader["start"].to_numpy(), f.dataloader["end"].to_numpy())
     out = []
     for gpu in f.gpus:
-        mine = acts[acts["gpu"] == gpu]
-        idle = difference(window, union(mine["start"].to_numpy(), mine["end"].to_numpy()))
+        idle = f.gpu_idle(gpu)
         time = length(idle)
         if time == 0:
             continue
@@ -109,6 +107,9 @@ def gpu_idle(f: Facts) -> list[Finding]:
             "fix": "Keep the GPU fed: launch work ahead (no host syncs in the step), load data in "
                    "background workers, batch small launches (CUDA graphs, torch.compile).",
             "idle_sync": in_sync, "idle_dataloader": in_loader, "idle_other": other,
+            # the idle time itself (`Facts.gpu_idle`): what `Advice.idle_intervals` returns and
+            # the widget shades on the GPU's lanes
+            "idle_intervals": idle,
         })
     return out
 
