@@ -39,7 +39,9 @@ from ...errors import ProfviewError
 from ...model import Quality, Trace
 from ...sources import Source
 from .. import TraceFormat
+from . import native
 from .reader import Reader
+from .state import Columns
 from .tables import Labels, counter_frame, event_columns, flow_frame
 from .wire import Damage, batches
 from .wire import _varint as varint
@@ -121,7 +123,21 @@ def _bytes(source: Source) -> bytes | bytearray:
 
 
 def load(source: Source) -> Trace:
-    data = _bytes(source)
+    data = None if source.path is not None and not source.is_gzip else _bytes(source)
+    walked = native.walk(source, data)  # None: no native walker, or the file is left to Python
+    if walked is None:
+        columns, damage = _python_walk(source, data if data is not None else _bytes(source))
+    else:
+        columns, damage = walked
+    del data  # the columns hold what is needed; the bytes go before the tables are built
+    if damage and columns.records == 0:
+        d = damage[0]
+        raise ProfviewError(d.reason, source=source.name, position=f"byte {d.offset}", expected=EXPECTED)
+    return _trace(columns, damage, source)
+
+
+def _python_walk(source: Source, data: bytes | bytearray) -> tuple[Columns, list[Damage]]:
+    """The pure-Python walk (the reference; `.native` gives the same columns)."""
     view = memoryview(data)
     reader = Reader()
     damage: list[Damage] = []
@@ -136,11 +152,7 @@ def load(source: Source) -> Trace:
         raise ProfviewError(f"a timestamp or value out of range ({exc})", source=source.name,
                             expected=EXPECTED) from None
     view.release()
-    del view, data  # the columns hold what is needed; the bytes go before the tables are built
-    if damage and reader.columns.records == 0:
-        d = damage[0]
-        raise ProfviewError(d.reason, source=source.name, position=f"byte {d.offset}", expected=EXPECTED)
-    return _trace(reader, damage, source)
+    return reader.finish(), damage
 
 
 def _feed_one_by_one(reader: Reader, view: memoryview, start: int, stop: int, damage: list[Damage]) -> None:
@@ -164,8 +176,7 @@ def _packets(view: memoryview, start: int, stop: int):  # type: ignore[no-untype
         pos = got[1] + got[0]
 
 
-def _trace(reader: Reader, damage: list[Damage], source: Source) -> Trace:
-    c = reader.finish()
+def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     quality = Quality(records_read=c.records)
     quality.placed.update(c.placed)
     quality.skipped.update(c.skipped)

@@ -305,7 +305,7 @@ class Reader:
         if ev.debug_annotations:
             got = c.args.setdefault(row, {})
             for ann in ev.debug_annotations:
-                got[self._arg_name(ann, seq)] = self._arg_value(ann, seq)
+                got[arg_name(ann, seq)] = arg_value(ann, seq)
         if ev.flow_ids or ev.terminating_flow_ids:
             at_end = kind == TYPE_SLICE_END or phase == LEGACY_END
             for ids, terminating in ((ev.flow_ids, 0), (ev.terminating_flow_ids, 1)):
@@ -328,28 +328,6 @@ class Reader:
         if ev.category_iids:
             return ",".join(seq.categories.get(i, f"<unknown category iid {i}>") for i in ev.category_iids)
         return ",".join(ev.categories)
-
-    def _arg_name(self, ann: Any, seq: Sequence) -> str:
-        if ann.name_iid:
-            return seq.arg_names.get(ann.name_iid, f"<unknown arg name iid {ann.name_iid}>")
-        return str(ann.name)
-
-    def _arg_value(self, ann: Any, seq: Sequence) -> Any:
-        if ann.dict_entries:
-            return {self._arg_name(e, seq): self._arg_value(e, seq) for e in ann.dict_entries}
-        if ann.array_values:
-            return [self._arg_value(e, seq) for e in ann.array_values]
-        for name in ("string_value", "int_value", "uint_value", "double_value", "bool_value",
-                     "legacy_json_value"):
-            if ann.HasField(name):
-                return getattr(ann, name)
-        if ann.HasField("string_value_iid"):
-            return seq.arg_strings.get(ann.string_value_iid, f"<unknown string iid {ann.string_value_iid}>")
-        if ann.HasField("pointer_value"):
-            return f"0x{ann.pointer_value:x}"
-        if ann.HasField("proto_type_name"):
-            return f"<{ann.proto_type_name}>"
-        return None
 
     def _sample(self, track: int, value: float, ts: int, dom: int, seq: Sequence) -> None:
         c = self.columns
@@ -421,3 +399,29 @@ class Reader:
             info.incremental = counter.is_incremental
             info.multiplier = counter.unit_multiplier or 1
             info.counter_type = counter.type
+
+
+def arg_name(ann: Any, seq: Sequence) -> str:
+    """A debug annotation's name (interned names from ``seq``)."""
+    if ann.name_iid:
+        return seq.arg_names.get(ann.name_iid, f"<unknown arg name iid {ann.name_iid}>")
+    return str(ann.name)
+
+
+def arg_value(ann: Any, seq: Sequence) -> Any:
+    """A debug annotation's value: dicts and lists nested, interned strings from ``seq``."""
+    if ann.dict_entries:
+        return {arg_name(e, seq): arg_value(e, seq) for e in ann.dict_entries}
+    if ann.array_values:
+        return [arg_value(e, seq) for e in ann.array_values]
+    for name in ("string_value", "int_value", "uint_value", "double_value", "bool_value",
+                 "legacy_json_value"):
+        if ann.HasField(name):
+            return getattr(ann, name)
+    if ann.HasField("string_value_iid"):
+        return seq.arg_strings.get(ann.string_value_iid, f"<unknown string iid {ann.string_value_iid}>")
+    if ann.HasField("pointer_value"):
+        return f"0x{ann.pointer_value:x}"
+    if ann.HasField("proto_type_name"):
+        return f"<{ann.proto_type_name}>"
+    return None

@@ -165,7 +165,7 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
     }
     if c.args:
         has = np.zeros(len(c.ev_kind), bool)
-        has[list(c.args)] = True
+        has[np.fromiter(c.args, np.int64)] = True
         columns["has_args"] = has[keep]
     return columns, keep
 
