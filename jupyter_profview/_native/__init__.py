@@ -196,6 +196,8 @@ def _declare_perfetto(lib: ctypes.CDLL) -> None:
     lib.pv_pf_dict.restype = c_int64
     lib.pv_pf_dict.argtypes = [c_void_p, c_int, POINTER(c_void_p), POINTER(c_size_t), POINTER(c_void_p),
                                POINTER(c_void_p)]
+    lib.pv_pf_rematch.restype = c_int64
+    lib.pv_pf_rematch.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_int64, c_void_p]
     lib.pv_pf_detach.restype = c_void_p
     lib.pv_pf_detach.argtypes = [c_void_p, c_int, POINTER(c_size_t)]
 
@@ -334,6 +336,27 @@ def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python
     if m < 0:
         raise MemoryError("out of memory in native owned_segments")
     return owner[:m].copy(), lo[:m].copy(), hi[:m].copy()
+
+
+def perfetto_rematch(track: np.ndarray, is_begin: np.ndarray, ident: np.ndarray, closed_by: np.ndarray) -> int:
+    """`jupyter_profview.formats.perfetto.tables.match_in_order` in C (``perfetto_match.c``):
+    ``closed_by`` filled in place, the unmatched ends returned."""
+    lib = _lib()
+    track = np.ascontiguousarray(track, dtype=np.int32)
+    flags = np.ascontiguousarray(is_begin, dtype=np.uint8)
+    ident = np.ascontiguousarray(ident, dtype=np.int64)
+    n = len(track)
+    if not len(flags) == len(ident) == n or closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous:
+        raise ValueError("track, is_begin and ident must have the same length; closed_by contiguous int64")
+    rows = ident[flags == 1]
+    if n and (track.min() < 0 or (len(rows) and (rows.min() < 0 or rows.max() >= len(closed_by)))):
+        raise ValueError("track codes and idents must be non-negative, idents within closed_by")
+    ntracks = int(track.max()) + 1 if n else 0
+    got = lib.pv_pf_rematch(n, track.ctypes.data, flags.ctypes.data, ident.ctypes.data, ntracks,
+                            closed_by.ctypes.data)
+    if got < 0:
+        raise MemoryError("out of memory in native perfetto_rematch")
+    return int(got)
 
 
 # -- XPlane lines ---------------------------------------------------------------

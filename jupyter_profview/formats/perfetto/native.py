@@ -69,16 +69,23 @@ class NativeArgs:
         self.blob = cols["blob"]
         self.raw = raw
         self._order: np.ndarray | None = None
+        self._rows: np.ndarray | None = None
         self._message = message_class("TrackEvent")
 
     def __bool__(self) -> bool:
         return len(self.rows) > 0
 
+    def row_array(self) -> np.ndarray:
+        """The rows with args, ascending, once each."""
+        if self._rows is None:
+            self._rows = np.unique(self.rows)
+        return self._rows
+
     def __len__(self) -> int:
-        return len(np.unique(self.rows))
+        return len(self.row_array())
 
     def __iter__(self) -> Any:
-        return iter(np.unique(self.rows).tolist())
+        return iter(self.row_array().tolist())
 
     def get(self, row: int, default: Any = None) -> Any:
         if self._order is None:

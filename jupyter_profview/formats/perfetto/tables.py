@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import _native
 from ...model import Quality
 from .reader import INSTANT, UNMATCHED_END
 from .schema import BUILTIN_COUNTER_NAMES
@@ -93,24 +94,34 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     ident = np.concatenate([rows, np.arange(len(ends))])
     pick = np.flatnonzero(np.isin(track, bad_tracks))
     pick = pick[np.lexsort((order[pick], when[pick]))]
-    stacks: dict[int, list[int]] = {}
     before = int((ends[np.isin(np.frombuffer(c.end_track, np.int32), bad_tracks)] < 0).sum())
-    unmatched = 0
-    for k in pick.tolist():
-        if is_begin[k]:
-            closed_by[ident[k]] = -1
-            stacks.setdefault(int(track[k]), []).append(int(ident[k]))
-        else:
-            stack = stacks.get(int(track[k]))
-            if stack:
-                closed_by[stack.pop()] = ident[k]
-            else:
-                unmatched += 1
+    unmatched = match_in_order(track[pick], is_begin[pick], ident[pick], closed_by)
     quality.skipped[UNMATCHED_END] += unmatched - before
     quality.placed["events"] -= unmatched - before
     if not quality.skipped[UNMATCHED_END]:
         del quality.skipped[UNMATCHED_END]
     return closed_by
+
+
+def match_in_order(track: np.ndarray, is_begin: np.ndarray, ident: np.ndarray, closed_by: np.ndarray) -> int:
+    """Begins and ends (in the order given) matched by one stack per track: ``closed_by[row]``
+    of each begin (``ident``: its walk row) the ``ident`` of its end, -1 where none; returns the
+    ends with no open begin.  In C where the native library is there (``perfetto_match.c``)."""
+    if _native.available():
+        return _native.perfetto_rematch(track, is_begin, ident, closed_by)
+    stacks: dict[int, list[int]] = {}
+    unmatched = 0
+    for t, begin, k in zip(track.tolist(), is_begin.tolist(), ident.tolist(), strict=True):
+        if begin:
+            closed_by[k] = -1
+            stacks.setdefault(t, []).append(k)
+        else:
+            stack = stacks.get(t)
+            if stack:
+                closed_by[stack.pop()] = k
+            else:
+                unmatched += 1
+    return unmatched
 
 
 def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[str, Any], np.ndarray]:
@@ -165,7 +176,8 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
     }
     if c.args:
         has = np.zeros(len(c.ev_kind), bool)
-        has[np.fromiter(c.args, np.int64)] = True
+        rows = getattr(c.args, "row_array", None)  # the native walk's args: rows as an array
+        has[rows() if rows is not None else np.fromiter(c.args, np.int64, len(c.args))] = True
         columns["has_args"] = has[keep]
     return columns, keep
 
