@@ -196,8 +196,9 @@ def _declare_perfetto(lib: ctypes.CDLL) -> None:
     lib.pv_pf_dict.restype = c_int64
     lib.pv_pf_dict.argtypes = [c_void_p, c_int, POINTER(c_void_p), POINTER(c_size_t), POINTER(c_void_p),
                                POINTER(c_void_p)]
-    lib.pv_pf_rematch.restype = c_int64
-    lib.pv_pf_rematch.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_int64, c_void_p]
+    lib.pv_pf_rematch_tracks.restype = c_int64
+    lib.pv_pf_rematch_tracks.argtypes = [c_int64, *[c_void_p] * 4, c_int64, *[c_void_p] * 3, c_int64, c_void_p,
+                                         c_void_p]
     lib.pv_pf_detach.restype = c_void_p
     lib.pv_pf_detach.argtypes = [c_void_p, c_int, POINTER(c_size_t)]
 
@@ -338,25 +339,33 @@ def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python
     return owner[:m].copy(), lo[:m].copy(), hi[:m].copy()
 
 
-def perfetto_rematch(track: np.ndarray, is_begin: np.ndarray, ident: np.ndarray, closed_by: np.ndarray) -> int:
-    """`jupyter_profview.formats.perfetto.tables.match_in_order` in C (``perfetto_match.c``):
-    ``closed_by`` filled in place, the unmatched ends returned."""
+def perfetto_rematch(begins: tuple[np.ndarray, ...], ends: tuple[np.ndarray, ...], ntracks: int,
+                     closed_by: np.ndarray) -> tuple[np.ndarray, int]:
+    """`jupyter_profview.formats.perfetto.tables.rematch_out_of_order`'s matching in C
+    (``perfetto_match.c``): ``begins`` (track, place in the file, time, walk row) and ``ends``
+    (track, place, time), each in file order.  Returns the flags of the tracks out of time
+    order and the ends left unmatched on them; ``closed_by`` is updated in place."""
     lib = _lib()
-    track = np.ascontiguousarray(track, dtype=np.int32)
-    flags = np.ascontiguousarray(is_begin, dtype=np.uint8)
-    ident = np.ascontiguousarray(ident, dtype=np.int64)
-    n = len(track)
-    if not len(flags) == len(ident) == n or closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous:
-        raise ValueError("track, is_begin and ident must have the same length; closed_by contiguous int64")
-    rows = ident[flags == 1]
-    if n and (track.min() < 0 or (len(rows) and (rows.min() < 0 or rows.max() >= len(closed_by)))):
-        raise ValueError("track codes and idents must be non-negative, idents within closed_by")
-    ntracks = int(track.max()) + 1 if n else 0
-    got = lib.pv_pf_rematch(n, track.ctypes.data, flags.ctypes.data, ident.ctypes.data, ntracks,
-                            closed_by.ctypes.data)
+    bt, bo, bw, br = (np.ascontiguousarray(a, dtype=d) for a, d in zip(begins, (np.int32, np.int64, np.int64,
+                                                                                 np.int64), strict=True))
+    et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int64, np.int64),
+                                                                    strict=True))
+    if not len(bt) == len(bo) == len(bw) == len(br) or not len(et) == len(eo) == len(ew):
+        raise ValueError("begin and end columns must have the same lengths")
+    if closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
+        raise ValueError("closed_by must be a writable contiguous int64 array")
+    for track in (bt, et):
+        if len(track) and (track.min() < 0 or track.max() >= ntracks):
+            raise ValueError("track codes must be in [0, ntracks)")
+    if len(br) and (br.min() < 0 or br.max() >= len(closed_by)):
+        raise ValueError("begin rows must be within closed_by")
+    bad = np.zeros(max(ntracks, 1), np.uint8)
+    got = lib.pv_pf_rematch_tracks(len(bt), bt.ctypes.data, bo.ctypes.data, bw.ctypes.data, br.ctypes.data,
+                                   len(et), et.ctypes.data, eo.ctypes.data, ew.ctypes.data, ntracks,
+                                   bad.ctypes.data, closed_by.ctypes.data)
     if got < 0:
         raise MemoryError("out of memory in native perfetto_rematch")
-    return int(got)
+    return bad[:ntracks].astype(bool), int(got)
 
 
 # -- XPlane lines ---------------------------------------------------------------

@@ -76,26 +76,28 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     matched them in file order, the same wherever a track's begins and ends come in time order.
     The tracks where they do not (several sequences on one track, explicit clocks) are matched
     again here in time order (stable).  Returns each walk row's end (-1 still open); ``end`` and
-    ``end_dom`` of the columns are left as they were."""
+    ``end_dom`` of the columns are left as they were.  In C where the native library is there
+    (``perfetto_match.c``, the same rule without the temporary copies of every item)."""
     rows = np.flatnonzero(np.frombuffer(c.ev_stacked, np.int8) == 1)
     ends = np.frombuffer(c.end_row, np.int64)
     closed_by = np.full(len(c.ev_kind), -1, np.int64)  # walk row -> index of its end record
     matched = ends >= 0
     closed_by[ends[matched]] = np.flatnonzero(matched)
-    track = np.concatenate([np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.end_track, np.int32)])
-    order = np.concatenate([np.frombuffer(c.ev_order, np.int64)[rows], np.frombuffer(c.end_order, np.int64)])
-    when = np.concatenate([start[rows], end_time])
-    by_file = np.lexsort((order, track))
-    t, w = track[by_file], when[by_file]
-    bad_tracks = np.unique(t[1:][(t[1:] == t[:-1]) & (w[1:] < w[:-1])])
-    if not len(bad_tracks):
-        return closed_by
-    is_begin = np.concatenate([np.ones(len(rows), bool), np.zeros(len(ends), bool)])
-    ident = np.concatenate([rows, np.arange(len(ends))])
-    pick = np.flatnonzero(np.isin(track, bad_tracks))
-    pick = pick[np.lexsort((order[pick], when[pick]))]
-    before = int((ends[np.isin(np.frombuffer(c.end_track, np.int32), bad_tracks)] < 0).sum())
-    unmatched = match_in_order(track[pick], is_begin[pick], ident[pick], closed_by)
+    end_track = np.frombuffer(c.end_track, np.int32)
+    if _native.available():
+        begins = (np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.ev_order, np.int64)[rows],
+                  start[rows], rows)
+        bad, unmatched = _native.perfetto_rematch(begins, (end_track, np.frombuffer(c.end_order, np.int64),
+                                                           end_time), len(c.tracks), closed_by)
+        bad_tracks = np.flatnonzero(bad)
+        if not len(bad_tracks):
+            return closed_by
+    else:
+        got = _rematch_python(c, rows, start, end_time, closed_by)
+        if got is None:
+            return closed_by
+        bad_tracks, unmatched = got
+    before = int((ends[np.isin(end_track, bad_tracks)] < 0).sum())
     quality.skipped[UNMATCHED_END] += unmatched - before
     quality.placed["events"] -= unmatched - before
     if not quality.skipped[UNMATCHED_END]:
@@ -103,25 +105,36 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     return closed_by
 
 
-def match_in_order(track: np.ndarray, is_begin: np.ndarray, ident: np.ndarray, closed_by: np.ndarray) -> int:
-    """Begins and ends (in the order given) matched by one stack per track: ``closed_by[row]``
-    of each begin (``ident``: its walk row) the ``ident`` of its end, -1 where none; returns the
-    ends with no open begin.  In C where the native library is there (``perfetto_match.c``)."""
-    if _native.available():
-        return _native.perfetto_rematch(track, is_begin, ident, closed_by)
+def _rematch_python(c: Columns, rows: np.ndarray, start: np.ndarray, end_time: np.ndarray,
+                    closed_by: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """`rematch_out_of_order`'s matching in numpy and Python: the tracks out of time order
+    (None where none is) and the ends left unmatched on them."""
+    ends = np.frombuffer(c.end_row, np.int64)
+    track = np.concatenate([np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.end_track, np.int32)])
+    order = np.concatenate([np.frombuffer(c.ev_order, np.int64)[rows], np.frombuffer(c.end_order, np.int64)])
+    when = np.concatenate([start[rows], end_time])
+    by_file = np.lexsort((order, track))
+    t, w = track[by_file], when[by_file]
+    bad_tracks = np.unique(t[1:][(t[1:] == t[:-1]) & (w[1:] < w[:-1])])
+    if not len(bad_tracks):
+        return None
+    is_begin = np.concatenate([np.ones(len(rows), bool), np.zeros(len(ends), bool)])
+    ident = np.concatenate([rows, np.arange(len(ends))])
+    pick = np.flatnonzero(np.isin(track, bad_tracks))
+    pick = pick[np.lexsort((order[pick], when[pick]))]
     stacks: dict[int, list[int]] = {}
     unmatched = 0
-    for t, begin, k in zip(track.tolist(), is_begin.tolist(), ident.tolist(), strict=True):
-        if begin:
-            closed_by[k] = -1
-            stacks.setdefault(t, []).append(k)
+    for k in pick.tolist():
+        if is_begin[k]:
+            closed_by[ident[k]] = -1
+            stacks.setdefault(int(track[k]), []).append(int(ident[k]))
         else:
-            stack = stacks.get(t)
+            stack = stacks.get(int(track[k]))
             if stack:
-                closed_by[stack.pop()] = k
+                closed_by[stack.pop()] = ident[k]
             else:
                 unmatched += 1
-    return unmatched
+    return bad_tracks, unmatched
 
 
 def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[str, Any], np.ndarray]:
