@@ -42,7 +42,7 @@ from .. import TraceFormat
 from . import native
 from .reader import Reader
 from .state import Columns
-from .tables import Labels, counter_frame, event_columns, flow_frame
+from .tables import Labels, counter_frame, counter_times, event_columns, flow_frame
 from .wire import Damage, batches
 from .wire import _varint as varint
 
@@ -188,14 +188,23 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
         quality.skipped[reason] += 1
         metadata["damage"] = {"offset": d.offset, "reason": d.reason, "lost_bytes": d.lost_bytes}
     labels = Labels(c.tracks)
-    columns, keep = event_columns(c, labels, quality)
+    # counters first, each step's walk columns released after it: less memory at the peak
+    times = counter_times(c)
+    counter_end = int(times[0].max()) if len(times[0]) else None
+    counters = counter_frame(c, labels, quality, times)
+    del times
+    c.release("ct_track", "ct_time", "ct_dom", "ct_value")
+    columns, keep = event_columns(c, labels, quality, counter_end)
+    n_rows = len(c.ev_kind)
+    c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
+              "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
     starts, ends = columns["start"].copy(), columns["start"] + columns["dur"]
     events, raw_index, base = build_events(columns, quality)
     walk_row = keep[raw_index]  # walk row of each event id
-    event_of_row = np.full(len(c.ev_kind), -1, np.int64)
+    event_of_row = np.full(n_rows, -1, np.int64)
     event_of_row[walk_row] = np.arange(len(walk_row))
-    row_start = np.zeros(len(c.ev_kind), np.int64)
-    row_end = np.zeros(len(c.ev_kind), np.int64)
+    row_start = np.zeros(n_rows, np.int64)
+    row_end = np.zeros(n_rows, np.int64)
     row_start[keep], row_end[keep] = starts, ends
     flows = flow_frame(c, event_of_row, row_start, row_end, events["name"].array,
                        events["category"].array, base, quality)
@@ -204,7 +213,6 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     def lookup(event_id: int) -> dict[str, object]:
         return dict(args.get(int(walk_row[event_id]), {}))
 
-    counters = counter_frame(c, labels, quality)
     if c.notes:
         metadata["notes"] = dict(c.notes)
         log.warning("%s: %s", source.name, "; ".join(f"{k}: {v}" for k, v in c.notes.items()))

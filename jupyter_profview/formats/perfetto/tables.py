@@ -137,9 +137,11 @@ def _rematch_python(c: Columns, rows: np.ndarray, start: np.ndarray, end_time: n
     return bad_tracks, unmatched
 
 
-def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[str, Any], np.ndarray]:
+def event_columns(c: Columns, labels: Labels, quality: Quality,
+                  counter_end: int | None = None) -> tuple[dict[str, Any], np.ndarray]:
     """The columns for `build_events` and the walk rows they hold (events whose clock has no
-    path to the trace clock are dropped and counted)."""
+    path to the trace clock are dropped and counted).  ``counter_end``: the last counter
+    sample's time where the counter columns were read (and released) already."""
     clocks = c.clocks
     start, lost = clocks.to_trace(np.frombuffer(c.ev_start, np.int64),
                                   np.frombuffer(c.ev_start_dom, np.int32))
@@ -155,8 +157,10 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
     end[has_end] = end_time[closed_by[has_end]]
     lost[has_end] |= end_time_lost[closed_by[has_end]]
     open_ = stacked & ~has_end
-    ct_time, _ = counter_times(c)
-    trace_end = max([int(x.max()) for x in (start, end[~open_], ct_time) if len(x)], default=0)
+    if counter_end is None and len(c.ct_time):
+        counter_end = int(counter_times(c)[0].max())
+    trace_end = max([int(x.max()) for x in (start, end[~open_]) if len(x)] +
+                    ([] if counter_end is None else [counter_end]), default=0)
     incomplete = open_ & ~lost
     end[incomplete] = trace_end
     quality.unmatched_begin += int(incomplete.sum())
@@ -195,12 +199,14 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
     return columns, keep
 
 
-def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame | None:
+def counter_frame(c: Columns, labels: Labels, quality: Quality,
+                  times: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame | None:
     """One row per sample: ``name`` the counter track's name, ``series`` the thread it belongs
-    to (thread-scoped counters such as Chrome's thread time) or the name again."""
+    to (thread-scoped counters such as Chrome's thread time) or the name again.  ``times``:
+    `counter_times` where computed already."""
     if not len(c.ct_track):
         return None
-    ct_time, ct_lost = counter_times(c)
+    ct_time, ct_lost = times if times is not None else counter_times(c)
     track = np.frombuffer(c.ct_track, np.int32)
     value = np.frombuffer(c.ct_value, np.float64)
     if ct_lost.any():
