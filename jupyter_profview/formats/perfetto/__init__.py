@@ -199,7 +199,7 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
               "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
     starts, ends = columns["start"].copy(), columns["start"] + columns["dur"]
-    events, raw_index, base = build_events(columns, quality)
+    events, raw_index, base = build_events(columns, quality, consume=True)
     walk_row = keep[raw_index]  # walk row of each event id
     event_of_row = np.full(n_rows, -1, np.int64)
     event_of_row[walk_row] = np.arange(len(walk_row))

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ... import _native
 from ...model import Quality
+from ...schema import KINDS
 from .reader import INSTANT, UNMATCHED_END
 from .schema import BUILTIN_COUNTER_NAMES
 from .state import Columns, Track
@@ -188,7 +189,8 @@ def event_columns(c: Columns, labels: Labels, quality: Quality,
         "thread": pd.Categorical.from_codes(thread[tracks[keep]], categories=pd.Index(list(thread_labels))),
         "start": start[keep],
         "dur": end[keep] - start[keep],
-        "kind": np.where(kind == INSTANT, "instant", "slice"),
+        "kind": pd.Categorical.from_codes(np.where(kind == INSTANT, KINDS.index("instant"), KINDS.index("slice")),
+                                          dtype=pd.CategoricalDtype(list(KINDS))),  # codes: no string per event
         "incomplete": incomplete[keep],
     }
     if c.args:
@@ -215,7 +217,7 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
         keep = ~ct_lost
         track, value, ct_time = track[keep], value[keep], ct_time[keep]
     used = np.unique(track).tolist()
-    slot = np.zeros(max(len(c.tracks), 1), np.int64)  # track code -> row of `used`
+    slot = np.zeros(max(len(c.tracks), 1), np.int32)  # track code -> row of `used`
     slot[used] = np.arange(len(used))
     columns: dict[str, Any] = {}
     labels_of = {
@@ -227,15 +229,17 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
     row = slot[track]
     for key, values in labels_of.items():  # codes per sample, never one string per sample
         uniq = list(dict.fromkeys(values))
-        code = np.array([uniq.index(v) for v in values], np.int64) if values else np.zeros(0, np.int64)
+        width = np.int8 if len(uniq) < 1 << 7 else np.int16 if len(uniq) < 1 << 15 else np.int32
+        code = np.array([uniq.index(v) for v in values], width) if values else np.zeros(0, width)
         columns[key] = pd.Categorical.from_codes(code[row], categories=pd.Index(uniq))
-    return pd.DataFrame({
-        "time": ct_time.astype(np.int64),
+    del row
+    return pd.DataFrame({  # the arrays as they are (fresh or the walk's own): no copies
+        "time": ct_time,
         "process": columns["process"],
         "name": columns["name"],
         "series": columns["series"],
-        "value": value.astype(np.float64),
-    })
+        "value": value,
+    }, copy=False)
 
 
 def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
