@@ -105,8 +105,8 @@ def test_disabled_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert REAL_WALK(Source(RAW), RAW) is None
 
 
-EDGES = [fn for name, fn in inspect.getmembers(pytest.importorskip("tests.test_perfetto_edges"), inspect.isfunction)
-         if name.startswith("test_")]
+EDGES = [fn for name, fn in inspect.getmembers(pytest.importorskip("tests.test_perfetto_edges"),
+                                               inspect.isfunction) if name.startswith("test_")]
 
 
 #: a packet that does not parse: which bytes protobuf refuses is protobuf's to say, so the
@@ -130,7 +130,7 @@ def test_edge_cases_agree(case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     if case.__name__ in LEFT_TO_PYTHON:
         assert not any(read)
     else:
-        assert all(read), f"{case.__name__}: the walker left {read.count(False)} of {len(read)} loads to Python"
+        assert all(read), f"{case.__name__}: {read.count(False)} of {len(read)} loads left to Python"
 
 
 def test_damaged_copies_agree() -> None:

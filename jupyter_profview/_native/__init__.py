@@ -34,8 +34,8 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_array", "owned_segments", "owned_time",
-           "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_array", "owned_segments",
+           "owned_time", "perfetto_rematch", "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
 ABI_VERSION = 11  # PV_ABI_VERSION in scan_internal.h
@@ -197,8 +197,8 @@ def _declare_perfetto(lib: ctypes.CDLL) -> None:
     lib.pv_pf_dict.argtypes = [c_void_p, c_int, POINTER(c_void_p), POINTER(c_size_t), POINTER(c_void_p),
                                POINTER(c_void_p)]
     lib.pv_pf_rematch_tracks.restype = c_int64
-    lib.pv_pf_rematch_tracks.argtypes = [c_int64, *[c_void_p] * 4, c_int64, *[c_void_p] * 3, c_int64, c_void_p,
-                                         c_void_p]
+    lib.pv_pf_rematch_tracks.argtypes = [c_int64, *[c_void_p] * 4, c_int64, *[c_void_p] * 3, c_int64,
+                                         c_void_p, c_void_p]
     lib.pv_pf_detach.restype = c_void_p
     lib.pv_pf_detach.argtypes = [c_void_p, c_int, POINTER(c_size_t)]
 

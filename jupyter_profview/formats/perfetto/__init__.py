@@ -198,14 +198,15 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     n_rows = len(c.ev_kind)
     c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
               "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
-    starts, ends = columns["start"].copy(), columns["start"] + columns["dur"]
+    row_start = np.zeros(n_rows, np.int64)  # absolute times per walk row, for the flows
+    row_end = np.zeros(n_rows, np.int64)
+    row_start[keep] = columns["start"]
+    row_end[keep] = columns["start"] + columns["dur"]
     events, raw_index, base = build_events(columns, quality, consume=True)
     walk_row = keep[raw_index]  # walk row of each event id
+    del keep, raw_index
     event_of_row = np.full(n_rows, -1, np.int64)
     event_of_row[walk_row] = np.arange(len(walk_row))
-    row_start = np.zeros(n_rows, np.int64)
-    row_end = np.zeros(n_rows, np.int64)
-    row_start[keep], row_end[keep] = starts, ends
     flows = flow_frame(c, event_of_row, row_start, row_end, events["name"].array,
                        events["category"].array, base, quality)
     args = c.args

@@ -198,10 +198,10 @@ def _dict(lib: ctypes.CDLL, handle: int, which: int) -> list[bytes]:
                        ctypes.byref(lengths))
     if not n:
         return []
-    text = ctypes.string_at(arena.value, arena_len.value) if arena_len.value else b""
-    offs = np.ctypeslib.as_array(ctypes.cast(offsets.value, ctypes.POINTER(ctypes.c_int64)), (n,)).tolist()
-    lens = np.ctypeslib.as_array(ctypes.cast(lengths.value, ctypes.POINTER(ctypes.c_int32)), (n,)).tolist()
-    return [text[o:o + k] for o, k in zip(offs, lens, strict=True)]
+    text = ctypes.string_at(arena.value or 0, arena_len.value) if arena_len.value else b""
+    offs = np.ctypeslib.as_array(ctypes.cast(offsets.value or 0, ctypes.POINTER(c_int64)), (n,)).tolist()
+    lens = np.ctypeslib.as_array(ctypes.cast(lengths.value or 0, ctypes.POINTER(ctypes.c_int32)), (n,))
+    return [text[o:o + k] for o, k in zip(offs, lens.tolist(), strict=True)]
 
 
 def _tracks(lib: ctypes.CDLL, handle: int, raw: list[bytes]) -> list[Track]:

@@ -189,8 +189,9 @@ def event_columns(c: Columns, labels: Labels, quality: Quality,
         "thread": pd.Categorical.from_codes(thread[tracks[keep]], categories=pd.Index(list(thread_labels))),
         "start": start[keep],
         "dur": end[keep] - start[keep],
-        "kind": pd.Categorical.from_codes(np.where(kind == INSTANT, KINDS.index("instant"), KINDS.index("slice")),
-                                          dtype=pd.CategoricalDtype(list(KINDS))),  # codes: no string per event
+        "kind": pd.Categorical.from_codes(  # codes: no string per event
+            np.where(kind == INSTANT, KINDS.index("instant"), KINDS.index("slice")),
+            dtype=pd.CategoricalDtype(list(KINDS))),
         "incomplete": incomplete[keep],
     }
     if c.args:
@@ -229,8 +230,8 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
     row = slot[track]
     for key, values in labels_of.items():  # codes per sample, never one string per sample
         uniq = list(dict.fromkeys(values))
-        width = np.int8 if len(uniq) < 1 << 7 else np.int16 if len(uniq) < 1 << 15 else np.int32
-        code = np.array([uniq.index(v) for v in values], width) if values else np.zeros(0, width)
+        width: Any = np.int8 if len(uniq) < 1 << 7 else np.int16 if len(uniq) < 1 << 15 else np.int32
+        code: np.ndarray = np.array([uniq.index(v) for v in values], width) if values else np.zeros(0, width)
         columns[key] = pd.Categorical.from_codes(code[row], categories=pd.Index(uniq))
     del row
     return pd.DataFrame({  # the arrays as they are (fresh or the walk's own): no copies

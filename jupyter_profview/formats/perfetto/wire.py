@@ -47,7 +47,8 @@ def bad_length(pos: int, end: int) -> Damage:
 
 def past_end(pos: int, size: int, left: int, end: int) -> Damage:
     """A packet of ``size`` bytes at ``pos`` with ``left`` bytes after its length."""
-    return Damage(pos, f"packet of {size} bytes runs past the end of the data ({left} left; truncated?)", end - pos)
+    return Damage(pos, f"packet of {size} bytes runs past the end of the data ({left} left; truncated?)",
+                  end - pos)
 
 
 def batches(data: bytes | memoryview, damage: list[Damage]) -> Iterator[tuple[int, int, int]]:
