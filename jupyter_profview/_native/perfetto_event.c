@@ -286,6 +286,7 @@ static int sample(pf_walker *w, int32_t track, num_v value, int64_t ts, int64_t 
 }
 
 static int64_t domain(pf_walker *w, int64_t sid_plus1, uint32_t cid) {
+    if (w->has_last_dom && w->last_dom_a == (uint64_t)sid_plus1 && w->last_dom_b == cid) return w->last_dom;
     int fresh;
     int64_t *v = map_put(&w->domain_of, (uint64_t)sid_plus1, cid, w->ndomain + 1, &fresh);
     if (!v) return -1;
@@ -294,6 +295,10 @@ static int64_t domain(pf_walker *w, int64_t sid_plus1, uint32_t cid) {
         int64_t pair[2] = {sid_plus1 - 1, cid};
         if (!buf_append(&w->col[K_DOMAINS], (const uint8_t *)pair, sizeof pair)) return -1;
     }
+    w->has_last_dom = 1;
+    w->last_dom_a = (uint64_t)sid_plus1;
+    w->last_dom_b = cid;
+    w->last_dom = *v;
     return *v;
 }
 

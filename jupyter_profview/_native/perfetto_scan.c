@@ -101,6 +101,7 @@ int32_t pf_raw(pf_walker *w, const uint8_t *p, size_t n) {
 }
 
 int32_t pf_track(pf_walker *w, int kind, uint64_t uuid, int64_t pid, int64_t tid) {
+    if (kind == 0 && w->has_last_uuid && w->last_uuid == uuid) return w->last_track;
     uint64_t a = kind == 0 ? 0 : ((uint64_t)kind << 32) | (uint32_t)pid;
     uint64_t b = kind == 0 ? uuid : kind == 1 ? (uint64_t)tid : 0;
     int fresh;
@@ -123,10 +124,19 @@ int32_t pf_track(pf_walker *w, int kind, uint64_t uuid, int64_t pid, int64_t tid
         t->name = t->pname = t->tname = -1;
         t->mult = 1;
     }
+    if (kind == 0) {
+        w->has_last_uuid = 1;
+        w->last_uuid = uuid;
+        w->last_track = (int32_t)*v;
+    }
     return (int32_t)*v;
 }
 
 static seq_t *sequence(pf_walker *w, uint32_t sid, size_t *index) {
+    if (w->has_last_seq && w->last_sid == sid) {
+        *index = w->last_seq;
+        return &w->seqs[w->last_seq];
+    }
     int fresh;
     int64_t *v = map_put(&w->seq_of, sid, 0, (int64_t)w->nseq, &fresh);
     if (!v) return NULL;
@@ -145,6 +155,9 @@ static seq_t *sequence(pf_walker *w, uint32_t sid, size_t *index) {
         s->default_track = -1;
     }
     *index = (size_t)*v;
+    w->has_last_seq = 1;
+    w->last_sid = sid;
+    w->last_seq = (size_t)*v;
     return &w->seqs[*v];
 }
 

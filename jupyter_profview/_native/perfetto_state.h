@@ -116,6 +116,13 @@ typedef struct pf_walker {
     /* per event vectors */
     buf_t v_cat, v_cats, v_xu, v_xv, v_xdu, v_xdv, v_flow, v_tflow, v_ann, v_res, v_clk;
     const char *unsup;
+    /* the last lookups (most packets repeat them): sequence id, track uuid, clock domain */
+    int has_last_seq, has_last_uuid, has_last_dom;
+    uint32_t last_sid;
+    size_t last_seq;
+    uint64_t last_uuid, last_dom_a, last_dom_b;
+    int32_t last_track;
+    int64_t last_dom;
 } pf_walker;
 
 int pf_unsup(pf_walker *w, const char *why);
