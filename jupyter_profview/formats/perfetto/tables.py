@@ -171,7 +171,7 @@ def event_columns(c: Columns, labels: Labels, quality: Quality,
         quality.skipped["event in a clock with no snapshot linking it to the trace clock"] += packets
     keep = np.flatnonzero(~lost)
     tracks = np.frombuffer(c.ev_track, np.int32)
-    used = np.unique(tracks[keep])
+    used = np.flatnonzero(np.bincount(tracks[keep], minlength=1))  # track codes are small: counted
     proc = np.zeros(len(c.tracks), np.int32)
     thread = np.zeros(len(c.tracks), np.int32)
     proc_labels: dict[str, int] = {}
@@ -217,7 +217,7 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
             int(ct_lost.sum())
         keep = ~ct_lost
         track, value, ct_time = track[keep], value[keep], ct_time[keep]
-    used = np.unique(track).tolist()
+    used = np.flatnonzero(np.bincount(track, minlength=1)).tolist()  # counted, not sorted
     slot = np.zeros(max(len(c.tracks), 1), np.int32)  # track code -> row of `used`
     slot[used] = np.arange(len(used))
     columns: dict[str, Any] = {}
