@@ -278,15 +278,14 @@ def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: n
         dst.append(refs[here])
         fids.append(fid)
         used[last] = used[here] = True
-    keep = [i for i, (s, d) in enumerate(zip(src, dst, strict=True))
-            if event_of_row[s] >= 0 and event_of_row[d] >= 0]
+    src_rows, dst_rows = np.array(src, np.int64), np.array(dst, np.int64)
+    keep = (event_of_row[src_rows] >= 0) & (event_of_row[dst_rows] >= 0)
     quality.unpaired_flows += int((~used).sum())
-    s = np.array([src[i] for i in keep], np.int64)
-    d = np.array([dst[i] for i in keep], np.int64)
+    s, d = src_rows[keep], dst_rows[keep]
     source = event_of_row[s] if len(s) else np.zeros(0, np.int64)
     target = event_of_row[d] if len(d) else np.zeros(0, np.int64)
     return pd.DataFrame({
-        "flow_id": pd.array([str(fids[i]) for i in keep], dtype="string"),
+        "flow_id": pd.array(np.array(fids, np.uint64)[keep].astype(str), dtype="string"),
         "name": names.take(source) if len(source) else pd.Categorical([]),
         "category": cats.take(source) if len(source) else pd.Categorical([]),
         "source": source.astype(np.int64),
