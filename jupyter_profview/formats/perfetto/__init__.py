@@ -198,16 +198,18 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     n_rows = len(c.ev_kind)
     c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
               "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
-    row_start = np.zeros(n_rows, np.int64)  # absolute times per walk row, for the flows
-    row_end = np.zeros(n_rows, np.int64)
-    row_start[keep] = columns["start"]
-    row_end[keep] = columns["start"] + columns["dur"]
+    # absolute start and end of each flow entry's event (0 where dropped), before build_events
+    flow_rows = np.frombuffer(c.flow_row, np.int64)
+    at = np.minimum(np.searchsorted(keep, flow_rows), max(len(keep) - 1, 0))
+    kept = (keep[at] == flow_rows) if len(keep) else np.zeros(len(flow_rows), bool)
+    flow_start = np.where(kept, columns["start"][at] if len(keep) else 0, 0)
+    flow_end = np.where(kept, flow_start + (columns["dur"][at] if len(keep) else 0), 0)
     events, raw_index, base = build_events(columns, quality, consume=True)
     walk_row = keep[raw_index]  # walk row of each event id
     del keep, raw_index
     event_of_row = np.full(n_rows, -1, np.int64)
     event_of_row[walk_row] = np.arange(len(walk_row))
-    flows = flow_frame(c, event_of_row, row_start, row_end, events["name"].array,
+    flows = flow_frame(c, event_of_row, flow_start, flow_end, events["name"].array,
                        events["category"].array, base, quality)
     args = c.args
 

@@ -246,19 +246,17 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
 def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                names: pd.Categorical, cats: pd.Categorical, base: int, quality: Quality) -> pd.DataFrame:
     """Arrows of the v2 flows (``event_of_row``: event id of each walk row, -1 if dropped;
-    ``starts``/``ends``: absolute times per walk row, for the time order)."""
+    ``starts``/``ends``: absolute times of each flow entry's event, for the time order)."""
     rows = np.frombuffer(c.flow_row, np.int64)
     ids = np.frombuffer(c.flow_id, np.uint64)
     terminating = np.frombuffer(c.flow_end, np.int8)
-    at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends[rows] if len(rows) else 0,
-                  starts[rows] if len(rows) else 0)
+    at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends, starts)
     order = np.argsort(at, kind="stable")
     active: dict[int, int] = {}
     used = np.zeros(len(rows), bool)
     src: list[int] = []
     dst: list[int] = []
     fids: list[int] = []
-    refs = rows.tolist()
     id_list = ids.tolist()
     ends_flag = terminating.tolist()
     for k in order.tolist():
@@ -274,16 +272,16 @@ def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: n
             continue
         else:
             active[fid] = here
-        src.append(refs[last])
-        dst.append(refs[here])
+        src.append(last)
+        dst.append(here)
         fids.append(fid)
         used[last] = used[here] = True
-    src_rows, dst_rows = np.array(src, np.int64), np.array(dst, np.int64)
-    keep = (event_of_row[src_rows] >= 0) & (event_of_row[dst_rows] >= 0)
+    src_k, dst_k = np.array(src, np.int64), np.array(dst, np.int64)  # flow entries
+    keep = (event_of_row[rows[src_k]] >= 0) & (event_of_row[rows[dst_k]] >= 0)
     quality.unpaired_flows += int((~used).sum())
-    s, d = src_rows[keep], dst_rows[keep]
-    source = event_of_row[s] if len(s) else np.zeros(0, np.int64)
-    target = event_of_row[d] if len(d) else np.zeros(0, np.int64)
+    s, d = src_k[keep], dst_k[keep]
+    source = event_of_row[rows[s]] if len(s) else np.zeros(0, np.int64)
+    target = event_of_row[rows[d]] if len(d) else np.zeros(0, np.int64)
     return pd.DataFrame({
         "flow_id": pd.array(np.array(fids, np.uint64)[keep].astype(str), dtype="string"),
         "name": names.take(source) if len(source) else pd.Categorical([]),
