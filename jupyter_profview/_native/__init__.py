@@ -339,28 +339,27 @@ def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python
     return owner[:m].copy(), lo[:m].copy(), hi[:m].copy()
 
 
-def perfetto_rematch(begins: tuple[np.ndarray, ...], ends: tuple[np.ndarray, ...], ntracks: int,
+def perfetto_rematch(rows: tuple[np.ndarray, ...], ends: tuple[np.ndarray, ...], ntracks: int,
                      closed_by: np.ndarray) -> tuple[np.ndarray, int]:
     """`jupyter_profview.formats.perfetto.tables.rematch_out_of_order`'s matching in C
-    (``perfetto_match.c``): ``begins`` (track, place in the file, time, walk row) and ``ends``
-    (track, place, time), each in file order.  Returns the flags of the tracks out of time
-    order and the ends left unmatched on them; ``closed_by`` is updated in place."""
+    (``perfetto_match.c``): ``rows`` (track, place in the file, start time, stacked: 1 for a
+    begin) per walk row and ``ends`` (track, place, time), each in file order.  Returns the
+    flags of the tracks out of time order and the ends left unmatched on them; ``closed_by``
+    (one per walk row) is updated in place."""
     lib = _lib()
-    bt, bo, bw, br = (np.ascontiguousarray(a, dtype=d) for a, d in zip(begins, (np.int32, np.int64, np.int64,
-                                                                                 np.int64), strict=True))
+    bt, bo, bw, st = (np.ascontiguousarray(a, dtype=d) for a, d in zip(rows, (np.int32, np.int64, np.int64,
+                                                                               np.int8), strict=True))
     et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int64, np.int64),
                                                                     strict=True))
-    if not len(bt) == len(bo) == len(bw) == len(br) or not len(et) == len(eo) == len(ew):
-        raise ValueError("begin and end columns must have the same lengths")
+    if not len(bt) == len(bo) == len(bw) == len(st) == len(closed_by) or not len(et) == len(eo) == len(ew):
+        raise ValueError("the row columns, closed_by and the end columns must have their lengths")
     if closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
         raise ValueError("closed_by must be a writable contiguous int64 array")
     for track in (bt, et):
         if len(track) and (track.min() < 0 or track.max() >= ntracks):
             raise ValueError("track codes must be in [0, ntracks)")
-    if len(br) and (br.min() < 0 or br.max() >= len(closed_by)):
-        raise ValueError("begin rows must be within closed_by")
     bad = np.zeros(max(ntracks, 1), np.uint8)
-    got = lib.pv_pf_rematch_tracks(len(bt), bt.ctypes.data, bo.ctypes.data, bw.ctypes.data, br.ctypes.data,
+    got = lib.pv_pf_rematch_tracks(len(bt), bt.ctypes.data, bo.ctypes.data, bw.ctypes.data, st.ctypes.data,
                                    len(et), et.ctypes.data, eo.ctypes.data, ew.ctypes.data, ntracks,
                                    bad.ctypes.data, closed_by.ctypes.data)
     if got < 0:

@@ -7,8 +7,9 @@
 
 #include "scan_internal.h"
 
-/* The whole of rematch_out_of_order (tables.py) with little memory: nb begins (track, place
- * in the file, time, walk row) and ne ends (track, place, time), each in file order.  bad[t]
+/* The whole of rematch_out_of_order (tables.py) with little memory: the nb walk rows (track,
+ * place in the file, start; the begins are those with stacked[row] = 1) and ne ends (track,
+ * place, time), each in file order.  bad[t]
  * = 1 for each track whose items are not in time order in the file; on those tracks the
  * begins and ends are matched again in (time, place) order, one stack per track, closed_by
  * updated (a begin's end index, -1 none).  Returns the unmatched ends on those tracks, -1
@@ -16,7 +17,7 @@
 typedef struct {
     const int64_t *bw, *bo, *ew, *eo;
     int64_t nb;
-} keys_t;
+} keys_t; /* items: walk rows 0..nb-1, then ends nb.. */
 
 static inline int item_before(const keys_t *k, int64_t a, int64_t b) {
     int64_t wa = a < k->nb ? k->bw[a] : k->ew[a - k->nb], wb = b < k->nb ? k->bw[b] : k->ew[b - k->nb];
@@ -39,7 +40,7 @@ static void sort_items(const keys_t *k, int64_t *x, int64_t *tmp, int64_t n) {
 }
 
 int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *border, const int64_t *bwhen,
-                             const int64_t *brow, int64_t ne, const int32_t *etrack, const int64_t *eorder,
+                             const int8_t *stacked, int64_t ne, const int32_t *etrack, const int64_t *eorder,
                              const int64_t *ewhen, int64_t ntracks, uint8_t *bad, int64_t *closed_by) {
     size_t nt = (size_t)(ntracks > 0 ? ntracks : 1);
     int64_t *last = (int64_t *)malloc(nt * sizeof *last);
@@ -53,6 +54,10 @@ int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *b
     uint8_t *seen = bad; /* bit 1: seen, bit 0: bad */
     int64_t i = 0, j = 0, m = 0;
     while (i < nb || j < ne) {
+        if (i < nb && stacked[i] != 1) {
+            i++;
+            continue;
+        }
         int begin = j >= ne || (i < nb && border[i] < eorder[j]);
         int32_t t = begin ? btrack[i] : etrack[j];
         int64_t w = begin ? bwhen[i++] : ewhen[j++];
@@ -61,7 +66,7 @@ int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *b
         last[t] = w;
     }
     for (int64_t t = 0; t < ntracks; t++) bad[t] &= 1;
-    for (i = 0; i < nb; i++) if (bad[btrack[i]]) start[btrack[i] + 1]++, m++;
+    for (i = 0; i < nb; i++) if (stacked[i] == 1 && bad[btrack[i]]) start[btrack[i] + 1]++, m++;
     for (j = 0; j < ne; j++) if (bad[etrack[j]]) start[etrack[j] + 1]++, m++;
     free(last);
     if (!m) {
@@ -76,7 +81,7 @@ int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *b
         return -1;
     }
     memcpy(fill, start, nt * sizeof *fill);
-    for (i = 0; i < nb; i++) if (bad[btrack[i]]) x[fill[btrack[i]]++] = i;
+    for (i = 0; i < nb; i++) if (stacked[i] == 1 && bad[btrack[i]]) x[fill[btrack[i]]++] = i;
     for (j = 0; j < ne; j++) if (bad[etrack[j]]) x[fill[etrack[j]]++] = nb + j;
     keys_t k = {bwhen, border, ewhen, eorder, nb};
     int64_t unmatched = 0;
@@ -88,8 +93,8 @@ int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *b
         for (int64_t q = lo; q < lo + n; q++) {
             int64_t it = x[q];
             if (it < nb) {
-                closed_by[brow[it]] = -1;
-                stack[depth++] = brow[it];
+                closed_by[it] = -1;
+                stack[depth++] = it;
             } else if (depth) {
                 closed_by[stack[--depth]] = it - nb;
             } else {

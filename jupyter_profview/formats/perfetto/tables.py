@@ -86,10 +86,10 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     closed_by[ends[matched]] = np.flatnonzero(matched)
     end_track = np.frombuffer(c.end_track, np.int32)
     if _native.available():
-        begins = (np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.ev_order, np.int64)[rows],
-                  start[rows], rows)
-        bad, unmatched = _native.perfetto_rematch(begins, (end_track, np.frombuffer(c.end_order, np.int64),
-                                                           end_time), len(c.tracks), closed_by)
+        walk_rows = (np.frombuffer(c.ev_track, np.int32), np.frombuffer(c.ev_order, np.int64), start,
+                     np.frombuffer(c.ev_stacked, np.int8))
+        bad, unmatched = _native.perfetto_rematch(walk_rows, (end_track, np.frombuffer(c.end_order, np.int64),
+                                                              end_time), len(c.tracks), closed_by)
         bad_tracks = np.flatnonzero(bad)
         if not len(bad_tracks):
             return closed_by
