@@ -156,3 +156,55 @@ def test_cut_file_reports_the_offset() -> None:
     ref = perfetto._python_walk(Source(cut), cut)[1]
     got = REAL_WALK(Source(cut), cut)
     assert got is not None and got[1] == ref and ref and "runs past the end" in ref[0].reason
+
+
+def _random_walk(rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Columns of begins (some instants) and ends on a few tracks in a random file order, with
+    random times, matched in file order as the walk does."""
+    from jupyter_profview.formats.perfetto.state import Columns, Track
+
+    c = Columns()
+    c.tracks = [Track(t) for t in range(4)]
+    stacks: dict[int, list[int]] = {}
+    start: list[int] = []
+    end_time: list[int] = []
+    for place in range(int(rng.integers(1, 120))):
+        track, when = int(rng.integers(0, 4)), int(rng.integers(0, 50))
+        if rng.random() < 0.55:
+            c.ev_track.append(track)
+            c.ev_kind.append(0)
+            c.ev_order.append(place)
+            stacked = int(rng.random() < 0.9)
+            c.ev_stacked.append(stacked)
+            if stacked:
+                stacks.setdefault(track, []).append(len(start))
+            start.append(when)
+        else:
+            c.end_track.append(track)
+            c.end_order.append(place)
+            stack = stacks.get(track)
+            c.end_row.append(stack.pop() if stack else -1)
+            end_time.append(when)
+    return c, np.array(start, np.int64), np.array(end_time, np.int64)
+
+
+def test_rematch_in_c_is_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_profview.formats.perfetto import tables
+    from jupyter_profview.model import Quality
+
+    rng = np.random.default_rng(32)
+    differs = 0
+    for _ in range(400):
+        c, start, end_time = _random_walk(rng)
+        got_q, ref_q = Quality(), Quality()
+        got = tables.rematch_out_of_order(c, start, end_time, got_q)
+        with monkeypatch.context() as m:
+            m.setattr(_native, "available", lambda: False)
+            ref = tables.rematch_out_of_order(c, start, end_time, ref_q)
+        np.testing.assert_array_equal(got, ref)
+        assert (got_q.skipped, got_q.placed) == (ref_q.skipped, ref_q.placed)
+        walk = np.full(len(start), -1, np.int64)
+        ends = np.frombuffer(c.end_row, np.int64)
+        walk[ends[ends >= 0]] = np.flatnonzero(ends >= 0)
+        differs += not np.array_equal(ref, walk)
+    assert differs > 50  # the rematch changed the walk's matching in many of them
