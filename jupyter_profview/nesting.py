@@ -410,12 +410,17 @@ def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: i
     todo = np.flatnonzero((codes == other) & (parent >= 0))
     pending = np.zeros(len(codes), bool)
     pending[todo] = True
-    while len(todo):  # each round settles the events whose parent is settled
-        ready = ~pending[parent[todo]]
-        done = todo[ready]
-        codes[done] = codes[parent[done]]
-        pending[done] = False
-        todo = todo[~ready]
+    # pointer jumping: `up` of each pending event moves to its pointee's `up` until it is a
+    # settled event (its nearest ancestor not pending): log2(chain) rounds, not one per level
+    up = np.arange(len(codes))
+    up[todo] = parent[todo]
+    for _ in range(64):  # 2**64 levels: every tree; parents never form a cycle
+        ptr = up[todo]
+        still = pending[ptr]
+        if not still.any():
+            break
+        up[todo[still]] = up[ptr[still]]
+    codes[todo] = codes[up[todo]]
 
 
 def nearest_ancestor(events: Any, ids: np.ndarray, category: str) -> np.ndarray:

@@ -266,3 +266,14 @@ def test_trace_end_is_the_latest_ts_or_end_of_an_x_slice(records: list[tuple[int
     expected = max([t for t, _, timed, _ in records if timed] +
                    [t + max(d, 0) for t, d, timed, is_x in records if timed and is_x], default=0)
     assert _trace_end(SimpleNamespace(ts_ns=ts), ok, x_rec, dur[x_rec]) == expected  # type: ignore[arg-type]
+
+
+def test_fill_down_deep_chain() -> None:
+    """A chain 5,000 levels deep (a Perfetto trace's unended begins stack up so): every event
+    below a known one takes the nearest known ancestor's code."""
+    n = 5000
+    parent = np.arange(-1, n - 1)
+    codes = np.zeros(n, np.int8)
+    codes[0], codes[2500] = 2, 1
+    fill_down(codes, np.arange(n), parent, 0)
+    assert (codes[:2500] == 2).all() and (codes[2500:] == 1).all()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint8, c_void_p
 from functools import lru_cache
 from pathlib import Path
@@ -33,11 +34,11 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_segments", "owned_time",
-           "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_array", "owned_segments",
+           "owned_time", "perfetto_rematch", "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 10  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 11  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -171,6 +172,48 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_python_yields.argtypes = [c_int64, *[c_void_p] * 6]
     lib.pv_owned_segments.restype = c_int64
     lib.pv_owned_segments.argtypes = [c_int64, *[c_void_p] * 8]
+    _declare_perfetto(lib)
+
+
+def _declare_perfetto(lib: ctypes.CDLL) -> None:
+    """The Perfetto walker (``perfetto_scan.c``; used by ``formats.perfetto.native``)."""
+    lib.pv_pf_new.restype = c_void_p
+    lib.pv_pf_new.argtypes = []
+    lib.pv_pf_free.restype = None
+    lib.pv_pf_free.argtypes = [c_void_p]
+    lib.pv_pf_walk.restype = c_int
+    lib.pv_pf_walk.argtypes = [c_void_p, c_void_p, c_size_t, POINTER(c_int64), c_void_p, c_size_t]
+    lib.pv_pf_inner.restype = c_int
+    lib.pv_pf_inner.argtypes = [c_void_p, c_void_p, c_size_t]
+    lib.pv_pf_unsupported.restype = c_char_p
+    lib.pv_pf_unsupported.argtypes = [c_void_p]
+    lib.pv_pf_quality.restype = None
+    lib.pv_pf_quality.argtypes = [c_void_p, c_void_p]
+    lib.pv_pf_ntracks.restype = c_int
+    lib.pv_pf_ntracks.argtypes = [c_void_p]
+    lib.pv_pf_tracks.restype = None
+    lib.pv_pf_tracks.argtypes = [c_void_p, c_void_p]
+    lib.pv_pf_dict.restype = c_int64
+    lib.pv_pf_dict.argtypes = [c_void_p, c_int, POINTER(c_void_p), POINTER(c_size_t), POINTER(c_void_p),
+                               POINTER(c_void_p)]
+    lib.pv_pf_rematch_tracks.restype = c_int64
+    lib.pv_pf_rematch_tracks.argtypes = [c_int64, *[c_void_p] * 4, c_int64, *[c_void_p] * 3, c_int64,
+                                         c_void_p, c_void_p]
+    lib.pv_pf_detach.restype = c_void_p
+    lib.pv_pf_detach.argtypes = [c_void_p, c_int, POINTER(c_size_t)]
+
+
+def owned_array(lib: ctypes.CDLL, ptr: int | None, nbytes: int, dtype: Any) -> np.ndarray:
+    """A C buffer handed over by the library (``pv_scan_detach*``, ``pv_pf_detach``) as a numpy
+    array without copying it: the array owns the buffer (freed by ``pv_free`` when the array is
+    garbage collected).  Copying would touch as much fresh memory again (page faults are most
+    of the cost of filling columns) and briefly hold every column twice."""
+    if not ptr:
+        return np.empty(0, dtype)
+    raw = (ctypes.c_char * nbytes).from_address(ptr)
+    owner = weakref.finalize(raw, lib.pv_free, ptr)
+    owner.atexit = False  # at exit arrays may outlive finalizers: let the OS reclaim
+    return np.frombuffer(raw, dtype, count=nbytes // np.dtype(dtype).itemsize)  # type: ignore[call-overload]
 
 
 def available() -> bool:
@@ -294,6 +337,34 @@ def owned_segments(track: np.ndarray, start: np.ndarray, end: np.ndarray, python
     if m < 0:
         raise MemoryError("out of memory in native owned_segments")
     return owner[:m].copy(), lo[:m].copy(), hi[:m].copy()
+
+
+def perfetto_rematch(rows: tuple[np.ndarray, ...], ends: tuple[np.ndarray, ...], ntracks: int,
+                     closed_by: np.ndarray) -> tuple[np.ndarray, int]:
+    """`jupyter_profview.formats.perfetto.tables.rematch_out_of_order`'s matching in C
+    (``perfetto_match.c``): ``rows`` (track, place in the file, start time, stacked: 1 for a
+    begin) per walk row and ``ends`` (track, place, time), each in file order.  Returns the
+    flags of the tracks out of time order and the ends left unmatched on them; ``closed_by``
+    (one per walk row) is updated in place."""
+    lib = _lib()
+    bt, bo, bw, st = (np.ascontiguousarray(a, dtype=d) for a, d in zip(rows, (np.int32, np.int64, np.int64,
+                                                                               np.int8), strict=True))
+    et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int64, np.int64),
+                                                                    strict=True))
+    if not len(bt) == len(bo) == len(bw) == len(st) == len(closed_by) or not len(et) == len(eo) == len(ew):
+        raise ValueError("the row columns, closed_by and the end columns must have their lengths")
+    if closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
+        raise ValueError("closed_by must be a writable contiguous int64 array")
+    for track in (bt, et):
+        if len(track) and (track.min() < 0 or track.max() >= ntracks):
+            raise ValueError("track codes must be in [0, ntracks)")
+    bad = np.zeros(max(ntracks, 1), np.uint8)
+    got = lib.pv_pf_rematch_tracks(len(bt), bt.ctypes.data, bo.ctypes.data, bw.ctypes.data, st.ctypes.data,
+                                   len(et), et.ctypes.data, eo.ctypes.data, ew.ctypes.data, ntracks,
+                                   bad.ctypes.data, closed_by.ctypes.data)
+    if got < 0:
+        raise MemoryError("out of memory in native perfetto_rematch")
+    return bad[:ntracks].astype(bool), int(got)
 
 
 # -- XPlane lines ---------------------------------------------------------------

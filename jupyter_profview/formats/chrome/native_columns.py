@@ -7,13 +7,12 @@ dictionaries decoded, its error status turned into a
 from __future__ import annotations
 
 import ctypes
-import weakref
 from ctypes import POINTER, c_char_p, c_int64, c_size_t, c_uint8
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._native import _COLUMNS, _ERR, _NOMEM, _OK
+from ..._native import _COLUMNS, _ERR, _NOMEM, _OK, owned_array
 from ...errors import ProfviewError
 from .file_blob import FileBlob
 
@@ -22,18 +21,7 @@ if TYPE_CHECKING:
     from .columns import ChromeColumns, SparseCodes, SparseColumn
 
 
-def _owned_array(lib: ctypes.CDLL, ptr: int | None, nbytes: int, dtype: Any) -> np.ndarray:
-    """A C buffer handed over by the scanner (``pv_scan_detach*``) as a numpy
-    array without copying it: the array owns the buffer (freed by ``pv_free``
-    when the array is garbage collected).  Copying would touch as much fresh
-    memory again (page faults are most of the cost of filling columns) and
-    briefly hold every column twice."""
-    if not ptr:
-        return np.empty(0, dtype)
-    raw = (ctypes.c_char * nbytes).from_address(ptr)
-    owner = weakref.finalize(raw, lib.pv_free, ptr)
-    owner.atexit = False  # at exit arrays may outlive finalizers: let the OS reclaim
-    return np.frombuffer(raw, dtype, count=nbytes // np.dtype(dtype).itemsize)  # type: ignore[call-overload]
+_owned_array = owned_array
 
 
 def _adopt(lib: ctypes.CDLL, scanner: int, column: int, dtype: Any, n: int) -> np.ndarray:

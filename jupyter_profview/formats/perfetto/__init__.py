@@ -39,8 +39,10 @@ from ...errors import ProfviewError
 from ...model import Quality, Trace
 from ...sources import Source
 from .. import TraceFormat
+from . import native
 from .reader import Reader
-from .tables import Labels, counter_frame, event_columns, flow_frame
+from .state import Columns
+from .tables import Labels, counter_frame, counter_times, event_columns, flow_frame
 from .wire import Damage, batches
 from .wire import _varint as varint
 
@@ -121,7 +123,21 @@ def _bytes(source: Source) -> bytes | bytearray:
 
 
 def load(source: Source) -> Trace:
-    data = _bytes(source)
+    data = None if source.path is not None and not source.is_gzip else _bytes(source)
+    walked = native.walk(source, data)  # None: no native walker, or the file is left to Python
+    if walked is None:
+        columns, damage = _python_walk(source, data if data is not None else _bytes(source))
+    else:
+        columns, damage = walked
+    del data  # the columns hold what is needed; the bytes go before the tables are built
+    if damage and columns.records == 0:
+        d = damage[0]
+        raise ProfviewError(d.reason, source=source.name, position=f"byte {d.offset}", expected=EXPECTED)
+    return _trace(columns, damage, source)
+
+
+def _python_walk(source: Source, data: bytes | bytearray) -> tuple[Columns, list[Damage]]:
+    """The pure-Python walk (the reference; `.native` gives the same columns)."""
     view = memoryview(data)
     reader = Reader()
     damage: list[Damage] = []
@@ -136,11 +152,7 @@ def load(source: Source) -> Trace:
         raise ProfviewError(f"a timestamp or value out of range ({exc})", source=source.name,
                             expected=EXPECTED) from None
     view.release()
-    del view, data  # the columns hold what is needed; the bytes go before the tables are built
-    if damage and reader.columns.records == 0:
-        d = damage[0]
-        raise ProfviewError(d.reason, source=source.name, position=f"byte {d.offset}", expected=EXPECTED)
-    return _trace(reader, damage, source)
+    return reader.finish(), damage
 
 
 def _feed_one_by_one(reader: Reader, view: memoryview, start: int, stop: int, damage: list[Damage]) -> None:
@@ -164,8 +176,7 @@ def _packets(view: memoryview, start: int, stop: int):  # type: ignore[no-untype
         pos = got[1] + got[0]
 
 
-def _trace(reader: Reader, damage: list[Damage], source: Source) -> Trace:
-    c = reader.finish()
+def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     quality = Quality(records_read=c.records)
     quality.placed.update(c.placed)
     quality.skipped.update(c.skipped)
@@ -177,23 +188,34 @@ def _trace(reader: Reader, damage: list[Damage], source: Source) -> Trace:
         quality.skipped[reason] += 1
         metadata["damage"] = {"offset": d.offset, "reason": d.reason, "lost_bytes": d.lost_bytes}
     labels = Labels(c.tracks)
-    columns, keep = event_columns(c, labels, quality)
-    starts, ends = columns["start"].copy(), columns["start"] + columns["dur"]
-    events, raw_index, base = build_events(columns, quality)
+    # counters first, each step's walk columns released after it: less memory at the peak
+    times = counter_times(c)
+    counter_end = int(times[0].max()) if len(times[0]) else None
+    counters = counter_frame(c, labels, quality, times)
+    del times
+    c.release("ct_track", "ct_time", "ct_dom", "ct_value")
+    columns, keep = event_columns(c, labels, quality, counter_end)
+    n_rows = len(c.ev_kind)
+    c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
+              "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
+    # absolute start and end of each flow entry's event (0 where dropped), before build_events
+    flow_rows = np.frombuffer(c.flow_row, np.int64)
+    at = np.minimum(np.searchsorted(keep, flow_rows), max(len(keep) - 1, 0))
+    kept = (keep[at] == flow_rows) if len(keep) else np.zeros(len(flow_rows), bool)
+    flow_start = np.where(kept, columns["start"][at] if len(keep) else 0, 0)
+    flow_end = np.where(kept, flow_start + (columns["dur"][at] if len(keep) else 0), 0)
+    events, raw_index, base = build_events(columns, quality, consume=True)
     walk_row = keep[raw_index]  # walk row of each event id
-    event_of_row = np.full(len(c.ev_kind), -1, np.int64)
+    del keep, raw_index
+    event_of_row = np.full(n_rows, -1, np.int64)
     event_of_row[walk_row] = np.arange(len(walk_row))
-    row_start = np.zeros(len(c.ev_kind), np.int64)
-    row_end = np.zeros(len(c.ev_kind), np.int64)
-    row_start[keep], row_end[keep] = starts, ends
-    flows = flow_frame(c, event_of_row, row_start, row_end, events["name"].array,
+    flows = flow_frame(c, event_of_row, flow_start, flow_end, events["name"].array,
                        events["category"].array, base, quality)
     args = c.args
 
     def lookup(event_id: int) -> dict[str, object]:
         return dict(args.get(int(walk_row[event_id]), {}))
 
-    counters = counter_frame(c, labels, quality)
     if c.notes:
         metadata["notes"] = dict(c.notes)
         log.warning("%s: %s", source.name, "; ".join(f"{k}: {v}" for k, v in c.notes.items()))

@@ -166,14 +166,14 @@ class Reader:
 
     def _intern(self, seq: Sequence, data: Any) -> None:
         for entry in data.event_names:
-            seq.names[entry.iid] = entry.name
+            seq.names[entry.iid] = text(entry.name)
             seq.name_codes.pop(entry.iid, None)
         if data.event_categories:
             seq.cat_codes.clear()
         for entry in data.event_categories:
-            seq.categories[entry.iid] = entry.name
+            seq.categories[entry.iid] = text(entry.name)
         for entry in data.debug_annotation_names:
-            seq.arg_names[entry.iid] = entry.name
+            seq.arg_names[entry.iid] = text(entry.name)
         for entry in data.debug_annotation_string_values:
             seq.arg_strings[entry.iid] = entry.str.decode("utf-8", "replace")
 
@@ -305,7 +305,7 @@ class Reader:
         if ev.debug_annotations:
             got = c.args.setdefault(row, {})
             for ann in ev.debug_annotations:
-                got[self._arg_name(ann, seq)] = self._arg_value(ann, seq)
+                got[arg_name(ann, seq)] = arg_value(ann, seq)
         if ev.flow_ids or ev.terminating_flow_ids:
             at_end = kind == TYPE_SLICE_END or phase == LEGACY_END
             for ids, terminating in ((ev.flow_ids, 0), (ev.terminating_flow_ids, 1)):
@@ -319,7 +319,7 @@ class Reader:
         if ev.name_iid:
             return seq.names.get(ev.name_iid, f"<unknown name iid {ev.name_iid}>")
         if ev.HasField("name"):
-            return str(ev.name)
+            return text(ev.name)
         if ev.HasField("legacy_event") and ev.legacy_event.name_iid:
             return seq.names.get(ev.legacy_event.name_iid, f"<unknown name iid {ev.legacy_event.name_iid}>")
         return ""
@@ -327,29 +327,7 @@ class Reader:
     def _category(self, ev: Any, seq: Sequence) -> str:
         if ev.category_iids:
             return ",".join(seq.categories.get(i, f"<unknown category iid {i}>") for i in ev.category_iids)
-        return ",".join(ev.categories)
-
-    def _arg_name(self, ann: Any, seq: Sequence) -> str:
-        if ann.name_iid:
-            return seq.arg_names.get(ann.name_iid, f"<unknown arg name iid {ann.name_iid}>")
-        return str(ann.name)
-
-    def _arg_value(self, ann: Any, seq: Sequence) -> Any:
-        if ann.dict_entries:
-            return {self._arg_name(e, seq): self._arg_value(e, seq) for e in ann.dict_entries}
-        if ann.array_values:
-            return [self._arg_value(e, seq) for e in ann.array_values]
-        for name in ("string_value", "int_value", "uint_value", "double_value", "bool_value",
-                     "legacy_json_value"):
-            if ann.HasField(name):
-                return getattr(ann, name)
-        if ann.HasField("string_value_iid"):
-            return seq.arg_strings.get(ann.string_value_iid, f"<unknown string iid {ann.string_value_iid}>")
-        if ann.HasField("pointer_value"):
-            return f"0x{ann.pointer_value:x}"
-        if ann.HasField("proto_type_name"):
-            return f"<{ann.proto_type_name}>"
-        return None
+        return ",".join(map(text, ev.categories))
 
     def _sample(self, track: int, value: float, ts: int, dom: int, seq: Sequence) -> None:
         c = self.columns
@@ -396,28 +374,59 @@ class Reader:
             seq.thread = (t.pid, t.tid)
             track = self._thread_key(t.pid, t.tid)
             if t.thread_name:
-                self.columns.tracks[track].thread_name = t.thread_name
+                self.columns.tracks[track].thread_name = text(t.thread_name)
         if pk.HasField("process_descriptor"):
             p = pk.process_descriptor
             track = self.track(("process", p.pid))
             info = self.columns.tracks[track]
             info.pid = p.pid
-            info.process_name = p.process_name or info.process_name
+            info.process_name = text(p.process_name) or info.process_name
 
     def _descriptor(self, d: Any) -> None:
         info = self.columns.tracks[self.track(d.uuid)]
-        info.name = d.name or d.static_name or info.name
+        info.name = text(d.name) or text(d.static_name) or info.name
         if d.parent_uuid:
             info.parent = d.parent_uuid
         if d.HasField("process"):
             info.pid = d.process.pid
-            info.process_name = info.process_name or d.process.process_name  # the first name given
+            info.process_name = info.process_name or text(d.process.process_name)  # the first name given
         if d.HasField("thread"):
             info.pid, info.tid = d.thread.pid, d.thread.tid
-            info.thread_name = d.thread.thread_name or info.thread_name
+            info.thread_name = text(d.thread.thread_name) or info.thread_name
         if d.HasField("counter"):
             counter = d.counter
             info.counter = True
             info.incremental = counter.is_incremental
             info.multiplier = counter.unit_multiplier or 1
             info.counter_type = counter.type
+
+
+def text(value: str | bytes) -> str:
+    """A string field's text: protobuf hands a proto2 string that is not UTF-8 over as bytes."""
+    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+
+
+def arg_name(ann: Any, seq: Sequence) -> str:
+    """A debug annotation's name (interned names from ``seq``)."""
+    if ann.name_iid:
+        return seq.arg_names.get(ann.name_iid, f"<unknown arg name iid {ann.name_iid}>")
+    return text(ann.name)
+
+
+def arg_value(ann: Any, seq: Sequence) -> Any:
+    """A debug annotation's value: dicts and lists nested, interned strings from ``seq``."""
+    if ann.dict_entries:
+        return {arg_name(e, seq): arg_value(e, seq) for e in ann.dict_entries}
+    if ann.array_values:
+        return [arg_value(e, seq) for e in ann.array_values]
+    for name in ("string_value", "int_value", "uint_value", "double_value", "bool_value",
+                 "legacy_json_value"):
+        if ann.HasField(name):
+            return getattr(ann, name)
+    if ann.HasField("string_value_iid"):
+        return seq.arg_strings.get(ann.string_value_iid, f"<unknown string iid {ann.string_value_iid}>")
+    if ann.HasField("pointer_value"):
+        return f"0x{ann.pointer_value:x}"
+    if ann.HasField("proto_type_name"):
+        return f"<{ann.proto_type_name}>"
+    return None

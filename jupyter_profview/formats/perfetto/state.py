@@ -101,3 +101,9 @@ class Columns:
     notes: Counter[str] = field(default_factory=Counter)  # what is not a packet: values, entries
     records: int = 0
     dropped: int = 0  # packets with previous_packet_dropped
+
+    def release(self, *names: str) -> None:
+        """Empty the columns ``names`` (read already): their memory goes before the next step."""
+        for name in names:
+            column = getattr(self, name)
+            setattr(self, name, array(column.typecode) if isinstance(column, array) else column[:0].copy())

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import _native
 from ...model import Quality
+from ...schema import KINDS
 from .reader import INSTANT, UNMATCHED_END
 from .schema import BUILTIN_COUNTER_NAMES
 from .state import Columns, Track
@@ -75,12 +77,40 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     matched them in file order, the same wherever a track's begins and ends come in time order.
     The tracks where they do not (several sequences on one track, explicit clocks) are matched
     again here in time order (stable).  Returns each walk row's end (-1 still open); ``end`` and
-    ``end_dom`` of the columns are left as they were."""
+    ``end_dom`` of the columns are left as they were.  In C where the native library is there
+    (``perfetto_match.c``, the same rule without the temporary copies of every item)."""
     rows = np.flatnonzero(np.frombuffer(c.ev_stacked, np.int8) == 1)
     ends = np.frombuffer(c.end_row, np.int64)
     closed_by = np.full(len(c.ev_kind), -1, np.int64)  # walk row -> index of its end record
     matched = ends >= 0
     closed_by[ends[matched]] = np.flatnonzero(matched)
+    end_track = np.frombuffer(c.end_track, np.int32)
+    if _native.available():
+        walk_rows = (np.frombuffer(c.ev_track, np.int32), np.frombuffer(c.ev_order, np.int64), start,
+                     np.frombuffer(c.ev_stacked, np.int8))
+        bad, unmatched = _native.perfetto_rematch(walk_rows, (end_track, np.frombuffer(c.end_order, np.int64),
+                                                              end_time), len(c.tracks), closed_by)
+        bad_tracks = np.flatnonzero(bad)
+        if not len(bad_tracks):
+            return closed_by
+    else:
+        got = _rematch_python(c, rows, start, end_time, closed_by)
+        if got is None:
+            return closed_by
+        bad_tracks, unmatched = got
+    before = int((ends[np.isin(end_track, bad_tracks)] < 0).sum())
+    quality.skipped[UNMATCHED_END] += unmatched - before
+    quality.placed["events"] -= unmatched - before
+    if not quality.skipped[UNMATCHED_END]:
+        del quality.skipped[UNMATCHED_END]
+    return closed_by
+
+
+def _rematch_python(c: Columns, rows: np.ndarray, start: np.ndarray, end_time: np.ndarray,
+                    closed_by: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """`rematch_out_of_order`'s matching in numpy and Python: the tracks out of time order
+    (None where none is) and the ends left unmatched on them."""
+    ends = np.frombuffer(c.end_row, np.int64)
     track = np.concatenate([np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.end_track, np.int32)])
     order = np.concatenate([np.frombuffer(c.ev_order, np.int64)[rows], np.frombuffer(c.end_order, np.int64)])
     when = np.concatenate([start[rows], end_time])
@@ -88,13 +118,12 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     t, w = track[by_file], when[by_file]
     bad_tracks = np.unique(t[1:][(t[1:] == t[:-1]) & (w[1:] < w[:-1])])
     if not len(bad_tracks):
-        return closed_by
+        return None
     is_begin = np.concatenate([np.ones(len(rows), bool), np.zeros(len(ends), bool)])
     ident = np.concatenate([rows, np.arange(len(ends))])
     pick = np.flatnonzero(np.isin(track, bad_tracks))
     pick = pick[np.lexsort((order[pick], when[pick]))]
     stacks: dict[int, list[int]] = {}
-    before = int((ends[np.isin(np.frombuffer(c.end_track, np.int32), bad_tracks)] < 0).sum())
     unmatched = 0
     for k in pick.tolist():
         if is_begin[k]:
@@ -106,16 +135,14 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
                 closed_by[stack.pop()] = ident[k]
             else:
                 unmatched += 1
-    quality.skipped[UNMATCHED_END] += unmatched - before
-    quality.placed["events"] -= unmatched - before
-    if not quality.skipped[UNMATCHED_END]:
-        del quality.skipped[UNMATCHED_END]
-    return closed_by
+    return bad_tracks, unmatched
 
 
-def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[str, Any], np.ndarray]:
+def event_columns(c: Columns, labels: Labels, quality: Quality,
+                  counter_end: int | None = None) -> tuple[dict[str, Any], np.ndarray]:
     """The columns for `build_events` and the walk rows they hold (events whose clock has no
-    path to the trace clock are dropped and counted)."""
+    path to the trace clock are dropped and counted).  ``counter_end``: the last counter
+    sample's time where the counter columns were read (and released) already."""
     clocks = c.clocks
     start, lost = clocks.to_trace(np.frombuffer(c.ev_start, np.int64),
                                   np.frombuffer(c.ev_start_dom, np.int32))
@@ -131,8 +158,10 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
     end[has_end] = end_time[closed_by[has_end]]
     lost[has_end] |= end_time_lost[closed_by[has_end]]
     open_ = stacked & ~has_end
-    ct_time, _ = counter_times(c)
-    trace_end = max([int(x.max()) for x in (start, end[~open_], ct_time) if len(x)], default=0)
+    if counter_end is None and len(c.ct_time):
+        counter_end = int(counter_times(c)[0].max())
+    trace_end = max([int(x.max()) for x in (start, end[~open_]) if len(x)] +
+                    ([] if counter_end is None else [counter_end]), default=0)
     incomplete = open_ & ~lost
     end[incomplete] = trace_end
     quality.unmatched_begin += int(incomplete.sum())
@@ -142,7 +171,7 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
         quality.skipped["event in a clock with no snapshot linking it to the trace clock"] += packets
     keep = np.flatnonzero(~lost)
     tracks = np.frombuffer(c.ev_track, np.int32)
-    used = np.unique(tracks[keep])
+    used = np.flatnonzero(np.bincount(tracks[keep], minlength=1))  # track codes are small: counted
     proc = np.zeros(len(c.tracks), np.int32)
     thread = np.zeros(len(c.tracks), np.int32)
     proc_labels: dict[str, int] = {}
@@ -160,22 +189,27 @@ def event_columns(c: Columns, labels: Labels, quality: Quality) -> tuple[dict[st
         "thread": pd.Categorical.from_codes(thread[tracks[keep]], categories=pd.Index(list(thread_labels))),
         "start": start[keep],
         "dur": end[keep] - start[keep],
-        "kind": np.where(kind == INSTANT, "instant", "slice"),
+        "kind": pd.Categorical.from_codes(  # codes: no string per event
+            np.where(kind == INSTANT, KINDS.index("instant"), KINDS.index("slice")),
+            dtype=pd.CategoricalDtype(list(KINDS))),
         "incomplete": incomplete[keep],
     }
     if c.args:
         has = np.zeros(len(c.ev_kind), bool)
-        has[list(c.args)] = True
+        rows = getattr(c.args, "row_array", None)  # the native walk's args: rows as an array
+        has[rows() if rows is not None else np.fromiter(c.args, np.int64, len(c.args))] = True
         columns["has_args"] = has[keep]
     return columns, keep
 
 
-def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame | None:
+def counter_frame(c: Columns, labels: Labels, quality: Quality,
+                  times: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame | None:
     """One row per sample: ``name`` the counter track's name, ``series`` the thread it belongs
-    to (thread-scoped counters such as Chrome's thread time) or the name again."""
+    to (thread-scoped counters such as Chrome's thread time) or the name again.  ``times``:
+    `counter_times` where computed already."""
     if not len(c.ct_track):
         return None
-    ct_time, ct_lost = counter_times(c)
+    ct_time, ct_lost = times if times is not None else counter_times(c)
     track = np.frombuffer(c.ct_track, np.int32)
     value = np.frombuffer(c.ct_value, np.float64)
     if ct_lost.any():
@@ -183,8 +217,8 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame 
             int(ct_lost.sum())
         keep = ~ct_lost
         track, value, ct_time = track[keep], value[keep], ct_time[keep]
-    used = np.unique(track).tolist()
-    slot = np.zeros(max(len(c.tracks), 1), np.int64)  # track code -> row of `used`
+    used = np.flatnonzero(np.bincount(track, minlength=1)).tolist()  # counted, not sorted
+    slot = np.zeros(max(len(c.tracks), 1), np.int32)  # track code -> row of `used`
     slot[used] = np.arange(len(used))
     columns: dict[str, Any] = {}
     labels_of = {
@@ -196,33 +230,33 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality) -> pd.DataFrame 
     row = slot[track]
     for key, values in labels_of.items():  # codes per sample, never one string per sample
         uniq = list(dict.fromkeys(values))
-        code = np.array([uniq.index(v) for v in values], np.int64) if values else np.zeros(0, np.int64)
+        width: Any = np.int8 if len(uniq) < 1 << 7 else np.int16 if len(uniq) < 1 << 15 else np.int32
+        code: np.ndarray = np.array([uniq.index(v) for v in values], width) if values else np.zeros(0, width)
         columns[key] = pd.Categorical.from_codes(code[row], categories=pd.Index(uniq))
-    return pd.DataFrame({
-        "time": ct_time.astype(np.int64),
+    del row
+    return pd.DataFrame({  # the arrays as they are (fresh or the walk's own): no copies
+        "time": ct_time,
         "process": columns["process"],
         "name": columns["name"],
         "series": columns["series"],
-        "value": value.astype(np.float64),
-    })
+        "value": value,
+    }, copy=False)
 
 
 def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                names: pd.Categorical, cats: pd.Categorical, base: int, quality: Quality) -> pd.DataFrame:
     """Arrows of the v2 flows (``event_of_row``: event id of each walk row, -1 if dropped;
-    ``starts``/``ends``: absolute times per walk row, for the time order)."""
+    ``starts``/``ends``: absolute times of each flow entry's event, for the time order)."""
     rows = np.frombuffer(c.flow_row, np.int64)
     ids = np.frombuffer(c.flow_id, np.uint64)
     terminating = np.frombuffer(c.flow_end, np.int8)
-    at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends[rows] if len(rows) else 0,
-                  starts[rows] if len(rows) else 0)
+    at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends, starts)
     order = np.argsort(at, kind="stable")
     active: dict[int, int] = {}
     used = np.zeros(len(rows), bool)
     src: list[int] = []
     dst: list[int] = []
     fids: list[int] = []
-    refs = rows.tolist()
     id_list = ids.tolist()
     ends_flag = terminating.tolist()
     for k in order.tolist():
@@ -238,19 +272,18 @@ def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: n
             continue
         else:
             active[fid] = here
-        src.append(refs[last])
-        dst.append(refs[here])
+        src.append(last)
+        dst.append(here)
         fids.append(fid)
         used[last] = used[here] = True
-    keep = [i for i, (s, d) in enumerate(zip(src, dst, strict=True))
-            if event_of_row[s] >= 0 and event_of_row[d] >= 0]
+    src_k, dst_k = np.array(src, np.int64), np.array(dst, np.int64)  # flow entries
+    keep = (event_of_row[rows[src_k]] >= 0) & (event_of_row[rows[dst_k]] >= 0)
     quality.unpaired_flows += int((~used).sum())
-    s = np.array([src[i] for i in keep], np.int64)
-    d = np.array([dst[i] for i in keep], np.int64)
-    source = event_of_row[s] if len(s) else np.zeros(0, np.int64)
-    target = event_of_row[d] if len(d) else np.zeros(0, np.int64)
+    s, d = src_k[keep], dst_k[keep]
+    source = event_of_row[rows[s]] if len(s) else np.zeros(0, np.int64)
+    target = event_of_row[rows[d]] if len(d) else np.zeros(0, np.int64)
     return pd.DataFrame({
-        "flow_id": pd.array([str(fids[i]) for i in keep], dtype="string"),
+        "flow_id": pd.array(np.array(fids, np.uint64)[keep].astype(str), dtype="string"),
         "name": names.take(source) if len(source) else pd.Categorical([]),
         "category": cats.take(source) if len(source) else pd.Categorical([]),
         "source": source.astype(np.int64),

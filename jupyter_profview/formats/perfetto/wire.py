@@ -36,6 +36,21 @@ def _varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int] | N
     return None
 
 
+def bad_key(byte: int, pos: int, end: int) -> Damage:
+    return Damage(pos, f"byte 0x{byte:02x} where a packet (field 1, length-delimited: 0x0a) was expected",
+                  end - pos)
+
+
+def bad_length(pos: int, end: int) -> Damage:
+    return Damage(pos, "packet length varint cut or longer than 10 bytes", end - pos)
+
+
+def past_end(pos: int, size: int, left: int, end: int) -> Damage:
+    """A packet of ``size`` bytes at ``pos`` with ``left`` bytes after its length."""
+    return Damage(pos, f"packet of {size} bytes runs past the end of the data ({left} left; truncated?)",
+                  end - pos)
+
+
 def batches(data: bytes | memoryview, damage: list[Damage]) -> Iterator[tuple[int, int, int]]:
     """``(start, stop, packets)``: runs of whole packets of ``data``, in order.  On damage the
     walk stops and appends a `Damage` to ``damage``."""
@@ -43,20 +58,18 @@ def batches(data: bytes | memoryview, damage: list[Damage]) -> Iterator[tuple[in
     pos = start = count = 0
     while pos < end:
         if data[pos] != 0x0A:
-            damage.append(Damage(pos, f"byte 0x{data[pos]:02x} where a packet (field 1, "
-                                      "length-delimited: 0x0a) was expected", end - pos))
+            damage.append(bad_key(data[pos], pos, end))
             break
         if pos + 1 < end and data[pos + 1] < 0x80:  # the common case: a length of one byte
             size, body = data[pos + 1], pos + 2
         else:
             got = _varint(data, pos + 1, end)
             if got is None:
-                damage.append(Damage(pos, "packet length varint cut or longer than 10 bytes", end - pos))
+                damage.append(bad_length(pos, end))
                 break
             size, body = got
         if body + size > end:
-            damage.append(Damage(pos, f"packet of {size} bytes runs past the end of the data "
-                                      f"({end - body} left; truncated?)", end - pos))
+            damage.append(past_end(pos, size, end - body, end))
             break
         pos = body + size
         count += 1

@@ -1,0 +1,210 @@
+"""The native Perfetto walker (``_native/perfetto_scan.c``) against the pure-Python reader
+(the reference): every column of the walk, the strings, tracks, clocks, quality counts, the
+damage found and every event's args, on the recorded Chromium trace (file mapped and bytes),
+on every case of ``tests/test_perfetto_edges.py`` (each run with the comparison wrapped around
+its loads), and on a corpus of cut and bit-flipped copies.  Where the walker leaves a file to
+Python (``walk`` returns None) the load is the reference's by construction; the tests count
+how many files the walker read itself and require it for the fixture and the edge cases."""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import random
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import jupyter_profview as profview
+from jupyter_profview import _native
+from jupyter_profview.errors import ProfviewError
+from jupyter_profview.formats import perfetto
+from jupyter_profview.formats.perfetto import native
+from jupyter_profview.formats.perfetto.native import COLUMNS
+from jupyter_profview.sources import Source
+
+pytestmark = pytest.mark.skipif(_native._load() is None, reason="native library not built")
+FIXTURE = Path(__file__).parent / "data" / "chromium_perfetto.pftrace.gz"
+RAW = gzip.decompress(FIXTURE.read_bytes())
+REAL_WALK = native.walk
+ARRAYS = [name for name, _ in COLUMNS[:23]]
+
+
+def _array(values: Any, dtype: Any) -> np.ndarray:
+    return np.frombuffer(values, dtype) if isinstance(values, array) else np.asarray(values, dtype)
+
+
+def _clock_state(c: Any) -> tuple[Any, ...]:
+    return c.clocks.domains, c.clocks.snapshots, c.clocks.trace_clock
+
+
+def _args(c: Any) -> dict[int, Any]:
+    return {row: c.args.get(row) for row in c.args}
+
+
+def compare(data: bytes, path: Path | None = None) -> bool:
+    """Native and Python walks of ``data`` (read from ``path`` when given) agree; True where the
+    native walker read it, False where it left it to Python."""
+    try:
+        ref: Any = perfetto._python_walk(Source(data), data)
+    except ProfviewError as exc:
+        ref = exc
+    source = Source(path) if path is not None else Source(data)
+    try:
+        got = REAL_WALK(source, None if path is not None else data)
+    except ProfviewError as exc:
+        assert isinstance(ref, ProfviewError) and str(exc) == str(ref)
+        return True
+    if got is None:
+        return False
+    assert not isinstance(ref, ProfviewError), f"native read what Python refuses: {ref}"
+    (c, damage), (r, ref_damage) = got, ref
+    assert damage == ref_damage
+    for (name, dtype) in COLUMNS[:23]:
+        assert np.array_equal(_array(getattr(c, name), dtype), _array(getattr(r, name), dtype)), name
+    assert c.strings == r.strings
+    assert c.tracks == r.tracks
+    assert _clock_state(c) == _clock_state(r)
+    assert (c.placed, c.skipped, c.notes) == (r.placed, r.skipped, r.notes)
+    assert (+c.placed, +c.skipped, +c.notes) == (+r.placed, +r.skipped, +r.notes)
+    assert (c.records, c.dropped) == (r.records, r.dropped)
+    assert _args(c) == _args(r)
+    assert bool(c.args) == bool(r.args)
+    return True
+
+
+def test_fixture_columns_are_the_readers(tmp_path: Path) -> None:
+    assert compare(RAW)
+    path = tmp_path / "chromium.pftrace"
+    path.write_bytes(RAW)
+    assert compare(RAW, path)  # the mapped file, dropped behind the walk
+    c, _ = REAL_WALK(Source(path), None)  # type: ignore[misc]
+    assert len(c.ev_kind) > 20_000 and len(c.ct_value) > 40_000 and len(c.flow_row) > 1_000
+    assert len(list(c.args)) > 1_000  # the walker read annotations: the comparison above saw them
+
+
+def test_fixture_loads_the_same_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    got = profview.load(FIXTURE)
+    monkeypatch.setenv("PROFVIEW_NATIVE", "0")
+    ref = profview.load(FIXTURE)
+    for frame in ("events", "flows", "counters"):
+        a, b = getattr(got, frame), getattr(ref, frame)
+        assert a.equals(b), frame
+    assert got.quality == ref.quality
+    rows = np.flatnonzero(ref.events["has_args"].to_numpy())
+    assert len(rows) > 1_000
+    for i in rows[:: max(1, len(rows) // 300)].tolist():
+        assert got.args(i) == ref.args(i)
+
+
+def test_disabled_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFVIEW_NATIVE", "0")
+    assert REAL_WALK(Source(RAW), RAW) is None
+
+
+EDGES = [fn for name, fn in inspect.getmembers(pytest.importorskip("tests.test_perfetto_edges"),
+                                               inspect.isfunction) if name.startswith("test_")]
+
+
+#: a packet that does not parse: which bytes protobuf refuses is protobuf's to say, so the
+#: walker leaves such a file to the reader (its error text and offset are the reference's)
+LEFT_TO_PYTHON = {"test_corrupt_packet_stops_with_the_offset"}
+NO_LOAD = {"test_sniffing_tells_perfetto_from_other_protobuf_formats"}
+
+
+@pytest.mark.parametrize("case", EDGES, ids=lambda fn: fn.__name__)
+def test_edge_cases_agree(case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[bool] = []
+
+    def checked(source: Source, data: bytes | bytearray | None) -> Any:
+        raw = bytes(data) if data is not None else Path(source.path).read_bytes()  # type: ignore[arg-type]
+        read.append(compare(raw))
+        return REAL_WALK(source, data)
+
+    monkeypatch.setattr(native, "walk", checked)
+    case()
+    assert bool(read) != (case.__name__ in NO_LOAD)
+    if case.__name__ in LEFT_TO_PYTHON:
+        assert not any(read)
+    else:
+        assert all(read), f"{case.__name__}: {read.count(False)} of {len(read)} loads left to Python"
+
+
+def test_damaged_copies_agree() -> None:
+    """Cut anywhere and bytes overwritten (the head of the fixture): the same damage text and
+    offset, error or quality counts; the walker must read most of them itself."""
+    head = RAW[:60_000]
+    rng = random.Random(32)
+    own = total = 0
+    for _ in range(60):
+        total += 1
+        own += compare(head[:rng.randrange(1, len(head))])
+    for _ in range(60):
+        data = bytearray(head)
+        for _ in range(rng.choice((1, 5, 50))):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        total += 1
+        own += compare(bytes(data))
+    assert own >= total // 2, f"the walker read only {own} of {total} damaged copies"
+
+
+def test_cut_file_reports_the_offset() -> None:
+    cut = RAW[:50_001]
+    ref = perfetto._python_walk(Source(cut), cut)[1]
+    got = REAL_WALK(Source(cut), cut)
+    assert got is not None and got[1] == ref and ref and "runs past the end" in ref[0].reason
+
+
+def _random_walk(rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Columns of begins (some instants) and ends on a few tracks in a random file order, with
+    random times, matched in file order as the walk does."""
+    from jupyter_profview.formats.perfetto.state import Columns, Track
+
+    c = Columns()
+    c.tracks = [Track(t) for t in range(4)]
+    stacks: dict[int, list[int]] = {}
+    start: list[int] = []
+    end_time: list[int] = []
+    for place in range(int(rng.integers(1, 120))):
+        track, when = int(rng.integers(0, 4)), int(rng.integers(0, 50))
+        if rng.random() < 0.55:
+            c.ev_track.append(track)
+            c.ev_kind.append(0)
+            c.ev_order.append(place)
+            stacked = int(rng.random() < 0.9)
+            c.ev_stacked.append(stacked)
+            if stacked:
+                stacks.setdefault(track, []).append(len(start))
+            start.append(when)
+        else:
+            c.end_track.append(track)
+            c.end_order.append(place)
+            stack = stacks.get(track)
+            c.end_row.append(stack.pop() if stack else -1)
+            end_time.append(when)
+    return c, np.array(start, np.int64), np.array(end_time, np.int64)
+
+
+def test_rematch_in_c_is_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_profview.formats.perfetto import tables
+    from jupyter_profview.model import Quality
+
+    rng = np.random.default_rng(32)
+    differs = 0
+    for _ in range(400):
+        c, start, end_time = _random_walk(rng)
+        got_q, ref_q = Quality(), Quality()
+        got = tables.rematch_out_of_order(c, start, end_time, got_q)
+        with monkeypatch.context() as m:
+            m.setattr(_native, "available", lambda: False)
+            ref = tables.rematch_out_of_order(c, start, end_time, ref_q)
+        np.testing.assert_array_equal(got, ref)
+        assert (got_q.skipped, got_q.placed) == (ref_q.skipped, ref_q.placed)
+        walk = np.full(len(start), -1, np.int64)
+        ends = np.frombuffer(c.end_row, np.int64)
+        walk[ends[ends >= 0]] = np.flatnonzero(ends >= 0)
+        differs += not np.array_equal(ref, walk)
+    assert differs > 50  # the rematch changed the walk's matching in many of them
