@@ -5,6 +5,7 @@ import { rowAt, tracksBetween, type Group } from "./layout";
 import { AXIS_H, GUTTER_W, setGutterWidth } from "./scene";
 import { flashNote, scrollPage, wheelIsOurs } from "./help";
 import { eventLines } from "./tooltip";
+import { overlapNote } from "./lane_labels";
 import type { ProfView } from "./view";
 import { applyKey, keyAction, panPixels, wheelFactor, zoomAt, zoomToRange } from "./viewport";
 
@@ -240,7 +241,9 @@ function gutterHover(v: ProfView, y: number, e: MouseEvent): void {
     return;
   }
   const t = v.tracks[row.track];
-  if (t) v.tooltip.show(rx, ry, [t.name, t.label, `depth ${row.depth} · drag the column's edge to widen it`]);
+  const overlap = t ? overlapNote(t.name) : null;
+  if (t) v.tooltip.show(rx, ry, [t.name, t.label, ...(overlap ? [overlap] : []),
+    `depth ${row.depth} · drag the column's edge to widen it`]);
 }
 
 /** Tooltip of a group header: its full name, a rank's clock offset, its busy lane's totals. */
