@@ -141,6 +141,7 @@ function dragTo(v: ProfView, drag: Drag, x: number, y: number, e: PointerEvent):
   if (drag.mode === "gutter") {
     // Widen or narrow the label column; the plot (and the memory panel) follow.
     setGutterWidth(x, v.timeline.width);
+    v.root.dataset.gutter = String(GUTTER_W); // the user's width from now on: no longer fitted to the names
     v.resize();
   } else if (drag.mode === "pan") {
     v.setView(panPixels(drag.view, x - drag.x0, v.plotWidth, v.bounds));

@@ -76,7 +76,8 @@ def check_labels(page: Any) -> dict[str, Any]:
     boxes = [t for t in texts if t["kind"] == "box"]
     assert lanes, "no lane name drawn"
     for t in lanes:
-        assert t["x0"] >= 0 and t["x1"] <= gutter + EPS, f"lane name {t['text']!r} leaves the column ({gutter})"
+        assert t["x0"] >= 0 and t["x1"] <= gutter + EPS, \
+            f"lane name {t['text']!r} leaves the column ({gutter})"
     for t in boxes:
         assert t["x0"] >= gutter - EPS, f"box label {t['text']!r} in the label column"
     bad = overprints([(t["text"], t["x0"], t["y0"], t["x1"], t["y1"]) for t in texts])
@@ -139,7 +140,8 @@ def test_gpu_trace_labels_apart_and_wrappers_behind_a_switch(lab: LabServer, pag
     assert page.page_errors == []  # type: ignore[attr-defined]
 
 
-def test_long_thread_names_whole_in_a_fitted_column_and_overlap_lane_explained(lab: LabServer, page: Any) -> None:
+def test_long_thread_names_whole_in_a_fitted_column_and_overlap_lane_explained(lab: LabServer,
+                                                                               page: Any) -> None:
     nb = open_widget(lab, page, "lanefit_jax", JAX)
     hook = check_labels(page)
     tracks = nb.value("[(t['name'], t['hidden']) for t in w._tracks]")
