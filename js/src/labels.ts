@@ -14,21 +14,15 @@ import { isolated } from "./bidi";
 const INDENT = 10;
 
 /**
- * `text` cut with an ellipsis to fit `widthPx` at `charW` px per character; `middle` keeps both
- * ends (track names differ at both ends: "/job:localhost/.../device:GPU:0 stream 7"), except that
- * a trailing "(note)" is cut first where the rest fits: "thread 23695 (python3.8)" keeps its id
- * as "thread 23695 (pyt…)", not "thread …(python3.8)".
+ * `text` cut at its end with an ellipsis to fit `widthPx` at `charW` px per character (a box's
+ * label; lane names are cut by measured width: `lane_labels.fitLane`).
  */
-export function fitText(text: string, widthPx: number, charW: number, middle = false): string {
+export function fitText(text: string, widthPx: number, charW: number): string {
   const max = Math.floor(widthPx / charW);
   if (max <= 0) return "";
   if (text.length <= max) return text;
   if (max <= 1) return "…";
-  if (!middle) return `${text.slice(0, max - 1)}…`;
-  const note = / \([^()]*\)$/.exec(text);
-  if (note && note.index + 4 <= max) return `${text.slice(0, max - 2)}…)`;
-  const tail = Math.ceil((max - 1) * 0.6);
-  return `${text.slice(0, max - 1 - tail)}…${text.slice(text.length - tail)}`;
+  return `${text.slice(0, max - 1)}…`;
 }
 
 /**

@@ -175,7 +175,7 @@ export class TimelineRenderer {
     ctx.moveTo(0, AXIS_H - 0.5);
     ctx.lineTo(w, AXIS_H - 0.5);
     ctx.moveTo(GUTTER_W - 0.5, 0);
-    ctx.lineTo(GUTTER_W - 0.5, h);
+    ctx.lineTo(GUTTER_W - 0.5, AXIS_H); // below the axis: drawGrid's, under the group headers' text
     ctx.stroke();
     ctx.fillStyle = th.bg;
     ctx.fillRect(0, 0, GUTTER_W - 1, AXIS_H - 1);
@@ -201,6 +201,10 @@ export class TimelineRenderer {
       ctx.moveTo(x, AXIS_H);
       ctx.lineTo(x, h);
     }
+    // The label column's edge, drawn before the group headers: an expanded group's name and track
+    // count run across it without a line through them.
+    ctx.moveTo(GUTTER_W - 0.5, AXIS_H);
+    ctx.lineTo(GUTTER_W - 0.5, h);
     // Lane separators.
     const { trackY, trackDepths } = sc.layout;
     for (let t = 0; t < trackY.length; t++) {
