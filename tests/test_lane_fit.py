@@ -102,7 +102,8 @@ def test_a_lane_with_work_and_a_wrapper_stays() -> None:
     from tests.widget_helpers import trace_from_rows
 
     rows = [
-        {"name": "PyTorch Profiler (0)", "category": "Trace", "process": "p", "thread": "t", "start": 0, "dur": 100},
+        {"name": "PyTorch Profiler (0)", "category": "Trace", "process": "p", "thread": "t", "start": 0,
+         "dur": 100},
         {"name": "aten::mm", "category": "cpu_op", "process": "p", "thread": "t", "start": 10, "dur": 5},
         {"name": "Record Window End", "category": "", "process": "", "thread": "", "start": 100, "dur": 0},
     ]
