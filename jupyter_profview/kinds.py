@@ -30,6 +30,12 @@ bug waiting for this one to change.
   the advisor read them through `derived.host_syncs`.
 - **Tensor-core kernels**: a kernel whose name matches `TENSOR_CORE_KERNEL` (a name heuristic,
   see there).
+- **Wrappers** (`WRAPPER_CATEGORIES`, `WRAPPER_MARKER`; per event: `derived.wrapper_mask`): the
+  profiler's own records around a recording, not the program's work. Kineto writes a span of
+  category `Trace` covering the whole recording (`PyTorch Profiler (0)` on process `Spans`;
+  `__cupti_profiler__ (-1)` in a CUPTI-profiler trace) and two global markers,
+  `Iteration Start: <span>` (process `Traces`) and `Record Window End` (no process, no thread).
+  The collapsed groups' busy lanes leave them out; the timeline hides their lanes by default.
 """
 
 from __future__ import annotations
@@ -191,6 +197,12 @@ def pipeline_action(name: str) -> tuple[int | None, str, int | None] | None:
         return None, "F" if single.group(1) == "Forward" else "B", int(single.group(2))
     return None
 
+
+
+#: categories of the profiler's own spans covering the whole recording (Kineto's ``Trace``)
+WRAPPER_CATEGORIES = frozenset({"Trace"})
+#: names of the profiler's own markers: Kineto's ``Iteration Start: <span>`` and ``Record Window End``
+WRAPPER_MARKER = re.compile(r"^(?:Iteration Start: .+|Record Window End)$")
 
 
 def by_code(hits: Sequence[bool] | np.ndarray, codes: np.ndarray) -> np.ndarray:

@@ -25,7 +25,8 @@ pytest.importorskip("anywidget")
 ROOT = Path(__file__).parent.parent
 DDP = ROOT / "tests" / "data" / "ddp"
 
-_PYTHON = {traitlets.Dict: "object", traitlets.Bytes: "bytes", traitlets.Unicode: "str", traitlets.Int: "int"}
+_PYTHON = {traitlets.Dict: "object", traitlets.Bytes: "bytes", traitlets.Unicode: "str", traitlets.Int: "int",
+           traitlets.Bool: "bool"}
 
 
 def test_the_typescript_spec_is_generated_from_the_python_one() -> None:

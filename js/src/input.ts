@@ -5,6 +5,7 @@ import { rowAt, tracksBetween, type Group } from "./layout";
 import { AXIS_H, GUTTER_W, setGutterWidth } from "./scene";
 import { flashNote, scrollPage, wheelIsOurs } from "./help";
 import { eventLines } from "./tooltip";
+import { overlapNote } from "./lane_labels";
 import type { ProfView } from "./view";
 import { applyKey, keyAction, panPixels, wheelFactor, zoomAt, zoomToRange } from "./viewport";
 
@@ -140,6 +141,7 @@ function dragTo(v: ProfView, drag: Drag, x: number, y: number, e: PointerEvent):
   if (drag.mode === "gutter") {
     // Widen or narrow the label column; the plot (and the memory panel) follow.
     setGutterWidth(x, v.timeline.width);
+    v.root.dataset.gutter = String(GUTTER_W); // the user's width from now on: no longer fitted to the names
     v.resize();
   } else if (drag.mode === "pan") {
     v.setView(panPixels(drag.view, x - drag.x0, v.plotWidth, v.bounds));
@@ -240,7 +242,9 @@ function gutterHover(v: ProfView, y: number, e: MouseEvent): void {
     return;
   }
   const t = v.tracks[row.track];
-  if (t) v.tooltip.show(rx, ry, [t.name, t.label, `depth ${row.depth} · drag the column's edge to widen it`]);
+  const overlap = t ? overlapNote(t.name) : null;
+  if (t) v.tooltip.show(rx, ry, [t.name, t.label, ...(overlap ? [overlap] : []),
+    `depth ${row.depth} · drag the column's edge to widen it`]);
 }
 
 /** Tooltip of a group header: its full name, a rank's clock offset, its busy lane's totals. */

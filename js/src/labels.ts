@@ -3,7 +3,9 @@
 
 import type { Slices } from "./lod";
 import { GROUP_H, ROW_H } from "./layout";
-import { AXIS_H, GUTTER_W, type Surface, type TimelineScene } from "./scene";
+import { AXIS_H, GUTTER_W, type LabelRect, type Surface, type TimelineScene } from "./scene";
+import { cutEnd, fitLane, LANE_PAD, type Measure } from "./lane_labels";
+import type { Layout, TrackInfo } from "./layout";
 import { laneColors, laneRuns, type SummaryLane } from "./summary";
 import { colorAt, textOn } from "./theme";
 import { isolated } from "./bidi";
@@ -12,21 +14,15 @@ import { isolated } from "./bidi";
 const INDENT = 10;
 
 /**
- * `text` cut with an ellipsis to fit `widthPx` at `charW` px per character; `middle` keeps both
- * ends (track names differ at both ends: "/job:localhost/.../device:GPU:0 stream 7"), except that
- * a trailing "(note)" is cut first where the rest fits: "thread 23695 (python3.8)" keeps its id
- * as "thread 23695 (pyt…)", not "thread …(python3.8)".
+ * `text` cut at its end with an ellipsis to fit `widthPx` at `charW` px per character (a box's
+ * label; lane names are cut by measured width: `lane_labels.fitLane`).
  */
-export function fitText(text: string, widthPx: number, charW: number, middle = false): string {
+export function fitText(text: string, widthPx: number, charW: number): string {
   const max = Math.floor(widthPx / charW);
   if (max <= 0) return "";
   if (text.length <= max) return text;
   if (max <= 1) return "…";
-  if (!middle) return `${text.slice(0, max - 1)}…`;
-  const note = / \([^()]*\)$/.exec(text);
-  if (note && note.index + 4 <= max) return `${text.slice(0, max - 2)}…)`;
-  const tail = Math.ceil((max - 1) * 0.6);
-  return `${text.slice(0, max - 1 - tail)}…${text.slice(text.length - tail)}`;
+  return `${text.slice(0, max - 1)}…`;
 }
 
 /**
@@ -43,13 +39,36 @@ export function boxLabel(text: string, widthPx: number, charW: number): string {
   return fitText(text, widthPx, charW);
 }
 
+/** Indent (CSS px) of the texts of a group at `level` (0, or 1 inside a rank section). */
+const indentOf = (level: number): number => 6 + level * INDENT;
+
+/** The lane names the label column shows, each with its group's indent (`labelColumnWidth`). */
+export function laneNames(layout: Layout, tracks: TrackInfo[]): Array<{ name: string; indent: number }> {
+  const out: Array<{ name: string; indent: number }> = [];
+  for (const g of layout.groups) {
+    if (g.collapsed || g.kind === "section") continue;
+    for (const t of g.tracks) if (layout.trackY[t] >= 0) out.push({ name: tracks[t]?.name ?? "", indent: indentOf(g.level) });
+  }
+  return out;
+}
+
+/** Draw `text` at (x, y) (middle baseline) and keep its box in `surf.labels`. */
+function put(surf: Surface, kind: LabelRect["kind"], text: string, x: number, y: number): void {
+  surf.ctx.fillText(isolated(text), x, y);
+  if (surf.labels && text) {
+    const tw = surf.ctx.measureText(text).width;
+    surf.labels.push({ kind, text, x0: x, y0: y - 6, x1: x + tw, y1: y + 6 });
+  }
+}
+
 /** Group header rows (name, rank note, track count) and the names of the lanes under them. */
 export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
   const { ctx, h, w } = surf;
   const th = sc.theme;
+  const measure: Measure = (text) => ctx.measureText(text).width;
   for (const g of sc.layout.groups) {
     const y = oy + g.y;
-    const indent = 6 + g.level * INDENT;
+    const indent = indentOf(g.level);
     if (y + GROUP_H >= AXIS_H && y <= h) {
       ctx.fillStyle = th.header;
       ctx.fillRect(0, y, w, GROUP_H - 1);
@@ -64,7 +83,7 @@ export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
       const label = lane
         ? `▸ ${name}${note ? ` ${note.slice(note.indexOf(" ") + 1)}` : ""}`
         : `${g.collapsed ? "▸" : "▾"} ${name}${note ? `  ${note}` : ""}  ${count}`;
-      ctx.fillText(fitText(label, (lane ? GUTTER_W : w) - indent - 4, surf.charW), indent, y + GROUP_H / 2);
+      put(surf, "group", cutEnd(label, (lane ? GUTTER_W : w) - indent - 4, measure), indent, y + GROUP_H / 2);
       ctx.font = `11px ${th.font}`;
       if (lane) drawLane(surf, sc, lane, y);
     }
@@ -73,7 +92,8 @@ export function drawGroups(surf: Surface, sc: TimelineScene, oy: number): void {
     for (const t of g.tracks) {
       const ty = oy + sc.layout.trackY[t];
       if (ty + ROW_H < AXIS_H || ty > h) continue;
-      ctx.fillText(isolated(fitText(sc.tracks[t]?.name ?? "", GUTTER_W - 14 - indent, surf.charW, true)), 8 + indent,
+      // the lane's informative end, by measured width (lane_labels.ts); the tooltip has it whole
+      put(surf, "lane", fitLane(sc.tracks[t]?.name ?? "", GUTTER_W - LANE_PAD - indent - 6, measure), LANE_PAD + indent,
         ty + ROW_H / 2);
     }
   }
@@ -115,12 +135,15 @@ export function drawLabels(surf: Surface, sc: TimelineScene, s: Slices | null,
     const x0 = Math.max(GUTTER_W, GUTTER_W + (s.start[i] - sc.view.start) * k);
     const x1 = Math.min(surf.w, GUTTER_W + (s.start[i] + s.dur[i] - sc.view.start) * k);
     if (x1 - x0 < minW) continue;
-    const text = isolated(boxLabel(s.labels[s.label[i]] ?? "", x1 - x0 - 6, surf.charW));
+    const room = x1 - x0 - 6;
+    let text = boxLabel(s.labels[s.label[i]] ?? "", room, surf.charW);
+    // the mean character width is a guess: a name of wide letters is cut again to its measured width
+    if (text && ctx.measureText(text).width > room) text = cutEnd(text, room, (t) => ctx.measureText(t).width);
     if (!text) continue;
     const lit = !highlight || highlight.has(s.id[i]);
     ctx.globalAlpha = lit ? 1 : 0.35;
     ctx.fillStyle = textColors[s.color[i]] ?? "#111";
-    ctx.fillText(text, x0 + 3, y + ROW_H / 2);
+    put(surf, "box", text, x0 + 3, y + ROW_H / 2);
   }
   ctx.globalAlpha = 1;
 }

@@ -19,6 +19,11 @@ export interface TrackInfo {
   /** The rank of a TraceSet's track, and its section's key; absent for one trace. */
   rank?: number;
   section?: string;
+  /** How many events the lane holds, how many of them are the profiler's own records (wrappers). */
+  events?: number;
+  wrappers?: number;
+  /** Not drawn: the kernel says no event of it shows (`show_wrappers` off, or none at all). */
+  hidden?: boolean;
 }
 
 export interface Group {
@@ -86,6 +91,9 @@ export function parseTracks(raw: unknown): TrackInfo[] {
     };
     if (typeof t?.section === "string" && t.section) out.section = t.section;
     if (typeof t?.rank === "number" && Number.isInteger(t.rank)) out.rank = t.rank;
+    if (typeof t?.events === "number") out.events = t.events;
+    if (typeof t?.wrappers === "number") out.wrappers = t.wrappers;
+    if (t?.hidden === true) out.hidden = true;
     return out;
   });
 }
@@ -93,6 +101,7 @@ export function parseTracks(raw: unknown): TrackInfo[] {
 /**
  * Groups, lane positions and header rows. `collapsed` holds group keys (process names and
  * section names); `shown` the ranks to show (null: all; tracks without a rank always show).
+ * A `hidden` track is not laid out (nor its group when all its tracks are hidden).
  */
 export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string>,
   shown: ReadonlySet<number> | null = null): Layout {
@@ -102,7 +111,7 @@ export function computeLayout(tracks: TrackInfo[], collapsed: ReadonlySet<string
   const bySection = new Map<string, Block>();
   const lone = new Map<string, Block>();
   tracks.forEach((t, i) => {
-    if (t.rank !== undefined && shown && !shown.has(t.rank)) return;
+    if (t.hidden || (t.rank !== undefined && shown && !shown.has(t.rank))) return;
     let block: Block | undefined;
     if (t.section) {
       block = bySection.get(t.section);

@@ -413,12 +413,20 @@ export class MemoryPanel {
     const max = maxLabel(t, first);
     ctx.fillStyle = th.fg;
     ctx.textAlign = "left";
+    // each text's box (x0, y0, x1, y1) in `data-gutter-boxes`: tests check none leaves the column
+    const boxes: number[][] = [];
+    const put = (text: string, x: number, y: number): void => {
+      ctx.fillText(text, x, y);
+      const tw = ctx.measureText(text).width;
+      const x0 = ctx.textAlign === "right" ? x - tw : x;
+      boxes.push([x0, y - 6, x0 + tw, y + 6].map((v) => Math.round(v * 10) / 10));
+    };
     const title = this.fit(t.title, right - 6);
-    ctx.fillText(title, 6, t.top + 9);
+    put(title, 6, t.top + 9);
     ctx.fillStyle = th.fgDim;
-    ctx.fillText(this.fit(`max ${max}`, right - 6), 6, t.top + 21);
+    put(this.fit(`max ${max}`, right - 6), 6, t.top + 21);
     ctx.textAlign = "right";
-    ctx.fillText("0", right, t.top + t.h - 7);
+    put("0", right, t.top + t.h - 7);
     ctx.textAlign = "left";
     const legend: string[] = [];
     t.series.forEach((si, row) => {
@@ -427,11 +435,11 @@ export class MemoryPanel {
       ctx.fillRect(6, y - 4, 10, 8);
       ctx.fillStyle = th.fg;
       const label = this.fit(seriesLabel(this.series[si]), right - 20 - 12);
-      ctx.fillText(label, 20, y);
+      put(label, 20, y);
       legend.push(label);
     });
     const all = this.canvas.dataset.tracks && t !== this.tracks[0] ? JSON.parse(this.canvas.dataset.tracks) as unknown[] : [];
-    all.push({ title: t.title, unit: t.unit, top: t.top, h: t.h, max, legend,
+    all.push({ title: t.title, unit: t.unit, top: t.top, h: t.h, max, legend, boxes,
       colors: t.series.map(colorOf), series: t.series });
     this.canvas.dataset.tracks = JSON.stringify(all);
   }

@@ -17,7 +17,7 @@ import { STAGE_LANES_PANEL } from "./stage_lanes";
 const TIMELINE_PANEL: PanelModule = {
   name: "timeline",
   traits: ["_info", "_tracks", "_overview", "_nodes", "_summary", "_highlight", "_zoom_request", "split_layout",
-    "_panel_status"],
+    "_panel_status", "show_wrappers"],
 };
 const MEMORY_PANEL: PanelModule = { name: "memory", traits: ["_memory"] };
 const TABLE_PANEL: PanelModule = { name: "table", traits: ["_kernel_selection"] };

@@ -1,7 +1,7 @@
 // Test and benchmark hooks (docs/widget-protocol.md, "Test and benchmark hooks"):
 // - root `data-pv-state`: "loading", then "ready" once the overview has been painted;
 // - `window.__profview`: one entry per rendered view with firstPaint, frameTimes,
-//   detailTimes, locate(id), view();
+//   detailTimes, locate(id), view(), labels();
 // - root data-frame-p95 / data-frame-max / data-frames summarise the recent frame times.
 
 import type { View } from "./viewport";
@@ -14,6 +14,8 @@ export interface ViewHook {
   detailLog: Array<Record<string, number>>;
   locate(id: number): { x: number; y: number } | null;
   view(): View;
+  /** The texts the timeline drew last and their boxes, with the label column's width. */
+  labels?: () => unknown;
 }
 
 declare global {

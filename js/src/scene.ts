@@ -71,10 +71,15 @@ export interface Shading {
 /** Geometry shared by the timeline and memory panels. */
 export const plotWidth = (cssWidth: number): number => Math.max(1, cssWidth - GUTTER_W);
 
+/** A text drawn on the timeline, its box in canvas CSS px (the test hook's `labels()`). */
+export interface LabelRect { kind: "lane" | "group" | "box"; text: string; x0: number; y0: number; x1: number; y1: number }
+
 /** The canvas a layer draws on: its 2D context, CSS size and mean character width (px). */
 export interface Surface {
   ctx: CanvasRenderingContext2D;
   w: number;
   h: number;
   charW: number;
+  /** Where the texts drawn go (their boxes), when the caller keeps them. */
+  labels?: LabelRect[];
 }

@@ -7,7 +7,7 @@ import { drawGroups, drawLabels, fitText } from "./labels";
 import type { Slices } from "./lod";
 import { ROW_H, tracksBelow } from "./layout";
 import { drawOverlays } from "./overlays";
-import { AXIS_H, GUTTER_W, plotWidth, type Surface, type TimelineScene } from "./scene";
+import { AXIS_H, GUTTER_W, plotWidth, type LabelRect, type Surface, type TimelineScene } from "./scene";
 import { colorAt } from "./theme";
 
 const MERGED_ALPHA = [1, 0.4, 0.6, 0.8];
@@ -35,6 +35,8 @@ export class TimelineRenderer {
   axisOrigin = "";
   /** ms spent on boxes and on labels in the last draw (for the dev harness). */
   timings: [number, number] = [0, 0];
+  /** The texts of the last draw and their boxes (lane names, headers, box labels): the test hook. */
+  labelBoxes: LabelRect[] = [];
 
   constructor(canvas: HTMLCanvasElement) {
     this.canvas = canvas;
@@ -143,7 +145,7 @@ export class TimelineRenderer {
     ctx.clip();
     const oy = AXIS_H - sc.scrollY;
     this.drawGrid(sc, tk.ticks, k, oy);
-    const surf: Surface = { ctx, w, h, charW: this.charW };
+    const surf: Surface = { ctx, w, h, charW: this.charW, labels: [] };
     drawGroups(surf, sc, oy);
     ctx.save();
     ctx.beginPath();
@@ -173,7 +175,7 @@ export class TimelineRenderer {
     ctx.moveTo(0, AXIS_H - 0.5);
     ctx.lineTo(w, AXIS_H - 0.5);
     ctx.moveTo(GUTTER_W - 0.5, 0);
-    ctx.lineTo(GUTTER_W - 0.5, h);
+    ctx.lineTo(GUTTER_W - 0.5, AXIS_H); // below the axis: drawGrid's, under the group headers' text
     ctx.stroke();
     ctx.fillStyle = th.bg;
     ctx.fillRect(0, 0, GUTTER_W - 1, AXIS_H - 1);
@@ -181,6 +183,13 @@ export class TimelineRenderer {
     this.axisOrigin = tk.originLabel;
     const corner = sc.unit === "step" ? "steps" : tk.originLabel ? `from ${tk.originLabel}` : "time";
     ctx.fillText(fitText(corner, GUTTER_W - 10, this.charW), 6, AXIS_H / 2 - 1);
+    this.labelBoxes = surf.labels ?? [];
+  }
+
+  /** How wide `text` draws in the lanes' font (CSS px): what the label column is sized by. */
+  measure(text: string, font: string): number {
+    this.ctx.font = `11px ${font}`;
+    return this.ctx.measureText(text).width;
   }
 
   private drawGrid(sc: TimelineScene, tks: { t: number }[], k: number, oy: number): void {
@@ -192,6 +201,10 @@ export class TimelineRenderer {
       ctx.moveTo(x, AXIS_H);
       ctx.lineTo(x, h);
     }
+    // The label column's edge, drawn before the group headers: an expanded group's name and track
+    // count run across it without a line through them.
+    ctx.moveTo(GUTTER_W - 0.5, AXIS_H);
+    ctx.lineTo(GUTTER_W - 0.5, h);
     // Lane separators.
     const { trackY, trackDepths } = sc.layout;
     for (let t = 0; t < trackY.length; t++) {

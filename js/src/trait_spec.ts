@@ -49,6 +49,8 @@ export interface Traits {
   critical_path_instance: number;
   /** 'category', 'phase' or a kernel / collective number (widget/metric_colors.py) */
   color_by: string;
+  /** draw the lanes holding only the profiler's own records (derived.wrapper_mask: Kineto's PyTorch Profiler span and markers); hidden by default */
+  show_wrappers: boolean;
   /** keys of the groups drawn collapsed (a process, or a 'rank N' section) */
   collapsed_groups: string[];
   /** the ranks shown ([] for all) */
@@ -100,6 +102,7 @@ export const TRAIT_SPEC: Readonly<Record<TraitName, TraitSpec>> = {
   icicle_measure: {"setBy": "both", "session": true, "view": false, "saved": true},
   critical_path_instance: {"setBy": "both", "session": true, "view": false, "saved": true},
   color_by: {"setBy": "both", "session": true, "view": true, "saved": true},
+  show_wrappers: {"setBy": "both", "session": true, "view": true, "saved": true},
   collapsed_groups: {"setBy": "both", "session": false, "view": true, "saved": true},
   shown_ranks: {"setBy": "both", "session": true, "view": true, "saved": true},
   split_layout: {"setBy": "both", "session": false, "view": true, "saved": true},

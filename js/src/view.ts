@@ -21,7 +21,10 @@ import type { LiveReply } from "./live";
 import { MemoryPanel } from "./memory";
 import { FrameProbe } from "./probe";
 import { Rpc, debounce } from "./rpc";
-import { AXIS_H, GUTTER_W, plotWidth, type Flow } from "./scene";
+import { AXIS_H, GUTTER_W, plotWidth, setGutterWidth, type Flow } from "./scene";
+import { labelColumnWidth } from "./lane_labels";
+import { laneNames } from "./labels";
+import { WrapperToggle } from "./wrappers";
 import { ViewSelection } from "./selection";
 import { SliceSource } from "./source";
 import { parseRanksInfo, sectionNotes, summaryFromFrame, type SummaryLane } from "./summary";
@@ -72,6 +75,8 @@ export class ProfView implements DetailHost, PanelHost {
   tracks: TrackInfo[] = [];
   layout: Layout = computeLayout([], new Set());
   readonly groups: GroupControls;
+  /** The toolbar's "profiler wrappers" switch (`show_wrappers`). */
+  readonly wrappers: WrapperToggle;
   summary = new Map<string, SummaryLane>();
   notes = new Map<number, string>();
   legend: LegendEntry[] = [];
@@ -121,6 +126,8 @@ export class ProfView implements DetailHost, PanelHost {
       return r ? r.msg : null;
     });
     this.probe = new FrameProbe(this.root, (id) => this.locate(id), () => ({ ...this.view }));
+    this.probe.hook.labels = () => ({ gutter: GUTTER_W, width: this.timeline.width, texts: this.timeline.labelBoxes });
+    this.wrappers = new WrapperToggle(dom.colorBy.parentElement ?? this.root, this.model);
     this.detail = new DetailLoader(this);
     this.search = new SearchBox(dom.colorBy.parentElement ?? this.root, this);
     this.details = new DetailsStrip(this, dom.timeline.nextElementSibling as HTMLElement ?? dom.timeline);
@@ -137,6 +144,7 @@ export class ProfView implements DetailHost, PanelHost {
       this.model.save_changes();
     });
     this.groups.attach((target, type, fn) => this.listen(target, type, fn));
+    this.wrappers.attach((target, type, fn) => this.listen(target, type, fn));
     this.listen(this.tlScroll, "scroll", () => {
       this.scrollY = this.tlScroll.scrollTop;
       this.requestDraw();
@@ -239,7 +247,7 @@ export class ProfView implements DetailHost, PanelHost {
 
   private onTrait(name: ViewTrait): void {
     if (name === "_info") this.loadInfo();
-    else if (name === "_tracks") this.loadTracks();
+    else if (name === "_tracks" || name === "show_wrappers") this.loadTracks();
     else if (name === "_overview") {
       this.loadOverview();
       this.detail.refetch(); // e.g. recoloured: the old detail is gone
@@ -301,6 +309,7 @@ export class ProfView implements DetailHost, PanelHost {
     this.header.showKernel(noKernel, hasColorBy);
     this.panelButtons?.show(!noKernel && this.info.event_count !== 0);
     this.search?.show(!noKernel && this.info.event_count !== 0);
+    this.wrappers?.update(this.tracks ?? [], !noKernel);
   }
 
   private loadNodes(): void {
@@ -309,6 +318,7 @@ export class ProfView implements DetailHost, PanelHost {
 
   private loadTracks(): void {
     this.tracks = parseTracks(this.model.get("_tracks"));
+    this.wrappers?.update(this.tracks, !this.info.static && this.rpc.kernel !== "none");
     this.table.setRanks(this.tracks.some((t) => t.rank !== undefined));
     this.relayout();
   }
@@ -465,7 +475,12 @@ export class ProfView implements DetailHost, PanelHost {
       : Math.max(AXIS_H + 24, Math.min(css > 0 ? css : MAX_TL_H, content));
     this.tlScroll.style.height = `${h}px`;
     const sw = this.tlScroll.offsetWidth - this.tlScroll.clientWidth; // scrollbar
-    this.timeline.resize(w - (content > h ? Math.max(sw, 0) : 0), h, dpr);
+    const tw = w - (content > h ? Math.max(sw, 0) : 0);
+    // the label column fits its lanes' names (up to a cap) until the user drags its edge
+    if (!this.root.dataset.gutter) {
+      setGutterWidth(labelColumnWidth(laneNames(this.layout, this.tracks), (t) => this.timeline.measure(t, this.theme.font)), tw);
+    }
+    this.timeline.resize(tw, h, dpr);
     this.tlSpacer.style.height = `${Math.max(0, content - h)}px`;
     this.memory.resize(this.timeline.width, dpr); // same plot width: x positions line up
     for (const panel of this.panels.values()) panel.resize?.(w);

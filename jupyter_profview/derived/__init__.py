@@ -30,10 +30,12 @@ from .intervals import (
     union_length,
     union_lengths,
 )
+from .masks import wrapper_mask
 from .queues import SERIES_COLUMNS, enqueued, queue_levels, queue_series
 from .step_instances import STEP_COLUMNS, cpu_steps, instances, last_step_start, step_mask, steps
 
 __all__ = ["ACTIVITY_COLUMNS", "SERIES_COLUMNS", "STEP_COLUMNS", "busy", "busy_before",
            "busy_fraction", "complete_steps", "covered", "cpu_steps", "device_activities", "difference",
            "enqueued", "forget", "instances", "intersection", "last_step_start", "queue_levels",
-           "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths"]
+           "queue_series", "step_mask", "steps", "union", "union_length", "union_lengths",
+           "wrapper_mask"]

@@ -9,7 +9,14 @@ from collections.abc import Callable, Collection
 import numpy as np
 import pandas as pd
 
-from ..kinds import HOST_SYNC_CALLS, HOST_SYNC_COPIES, PAGEABLE_COPY, code_mask
+from ..kinds import (
+    HOST_SYNC_CALLS,
+    HOST_SYNC_COPIES,
+    PAGEABLE_COPY,
+    WRAPPER_CATEGORIES,
+    WRAPPER_MARKER,
+    code_mask,
+)
 from ..model import Trace
 
 
@@ -22,6 +29,16 @@ def match(series: pd.Series, predicate: Callable[[str], object]) -> np.ndarray:
 def among(series: pd.Series, names: Collection[str]) -> np.ndarray:
     """Boolean mask of the rows whose value is one of `names`."""
     return match(series, lambda v: v in names)
+
+
+def wrapper_mask(events: pd.DataFrame) -> np.ndarray:
+    """Rows of `events` that are the profiler's own records (`kinds.is_wrapper`: a span of
+    category `Trace`, a marker `Iteration Start: ...` / `Record Window End`)."""
+    if len(events) == 0:
+        return np.zeros(0, bool)
+    out = among(events["category"], WRAPPER_CATEGORIES) if "category" in events.columns \
+        else np.zeros(len(events), bool)
+    return out | match(events["name"], lambda n: WRAPPER_MARKER.match(n) is not None)
 
 
 def gpu_labels(trace: Trace) -> list[str]:

@@ -114,8 +114,10 @@ def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
 
 
 def track_table(trace: Trace) -> pd.DataFrame:
-    """One row per lane in display order: ``label, process, thread, lane, depths``
-    and the on-screen ``group`` and ``name`` (`group_name`, `lane_name`);
+    """One row per lane in display order: ``label, process, thread, lane, depths``,
+    the on-screen ``group`` and ``name`` (`group_name`, `lane_name`), how many ``events``
+    the lane holds and how many of them are ``wrappers`` (`derived.wrapper_mask`: the
+    profiler's own records, which the view hides by default);
     ``rank`` too when ``trace.info.ranks`` is set (several ranks in one Trace: a lane
     is a ``(rank, track)``, named with its rank's ``process_labels``).
 
@@ -125,7 +127,8 @@ def track_table(trace: Trace) -> pd.DataFrame:
     """
     ev = trace.events
     if len(ev) == 0:
-        return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": [], "group": [], "name": []})
+        return pd.DataFrame({"label": [], "process": [], "thread": [], "depths": [], "group": [], "name": [],
+                             "events": [], "wrappers": []})
     own = trace.info.process_labels
     labels_of: dict[Any, Any] = trace.info.rank_process_labels
     ranked = bool(trace.info.ranks)
@@ -134,6 +137,8 @@ def track_table(trace: Trace) -> pd.DataFrame:
     depth = lane_rows(ev, ranked)
     max_depth = np.zeros(len(track_labels), np.int64)
     np.maximum.at(max_depth, codes, depth)
+    counts = np.bincount(codes, minlength=len(track_labels))
+    wrappers = np.bincount(codes, weights=derived.wrapper_mask(ev), minlength=len(track_labels))
     rows = []
     # each lane's process and thread, read once for all lanes (not per lane: linear in lanes)
     processes = ev["process"].iloc[first].astype(str).tolist()
@@ -148,7 +153,8 @@ def track_table(trace: Trace) -> pd.DataFrame:
         rows.append({
             "code": code, "label": label, "process": process, "thread": thread, "lane": lane_no,
             "depths": int(max_depth[code]) + 1, "group": group_name(process, labels),
-            "name": lane_name(process, thread, lane_no), **({} if rank is None else {"rank": rank}),
+            "name": lane_name(process, thread, lane_no), "events": int(counts[code]),
+            "wrappers": int(wrappers[code]), **({} if rank is None else {"rank": rank}),
         })
     orders: dict[Any, Any] = trace.info.rank_track_order
     places = {rank: {str(label): i for i, label in enumerate(order)} for rank, order in orders.items()}

@@ -45,6 +45,9 @@ class WidgetData:
         #: positions a window's table and a range selection may list (None: all); the widget
         #: sets it from ``shown_ranks``
         self.allowed: np.ndarray | None = None
+        #: whether the timeline draws the lanes that hold only the profiler's own records
+        #: (`derived.wrapper_mask`); the ``show_wrappers`` trait
+        self.show_wrappers = False
 
     def efficiency(self) -> pd.DataFrame:
         """``op_efficiency(trace)``, computed on first use (the table's efficiency tab)."""
@@ -135,7 +138,12 @@ class WidgetData:
     def tracks(self) -> list[dict[str, Any]]:
         """One entry per lane (``_tracks``): ``process``, ``thread``, ``label`` (the track), the
         on-screen ``group`` and ``name``, ``depths``, and ``key``, what collapses its group; with
-        several ranks also ``rank`` and ``section`` (its rank's section key)."""
+        several ranks also ``rank`` and ``section`` (its rank's section key).
+
+        ``events`` and ``wrappers`` count the lane's events and the profiler's own records among
+        them (`derived.wrapper_mask`); ``hidden``: the lane is not drawn because no event of it
+        shows -- it holds none, or only wrappers while ``show_wrappers`` is off.  Its events stay in
+        the trace, the table and the search; only the lane is left out of the timeline."""
         out = []
         table = self.timeline.tracks
         columns = {c: table[c].tolist() for c in table.columns}  # plain lists: linear, no per-row boxing
@@ -145,8 +153,21 @@ class WidgetData:
             out.append({"id": i, "process": str(r["process"]), "thread": str(r["thread"]),
                         "label": str(r["label"]), "group": str(r["group"]), "name": str(r["name"]),
                         "depths": int(r["depths"]), "key": group_key(str(r["process"]), rank),
+                        "events": int(r["events"]), "wrappers": int(r["wrappers"]),
+                        "hidden": self.lane_hidden(int(r["events"]), int(r["wrappers"])),
                         **({} if rank is None else {"rank": rank, "section": section_key(rank)})})
         return out
+
+    def lane_hidden(self, events: int, wrappers: int) -> bool:
+        """Whether a lane of `events` events, `wrappers` of them the profiler's own, is left out
+        of the timeline: no event of it would show (`show_wrappers`)."""
+        return events - (0 if self.show_wrappers else wrappers) <= 0
+
+    def hidden_lanes(self) -> dict[str, int]:
+        """What the timeline leaves out: ``lanes`` hidden and the ``events`` they hold (all of them
+        wrappers: an event is never dropped, only its lane is not drawn)."""
+        hidden = [t for t in self.tracks() if t["hidden"]]
+        return {"lanes": len(hidden), "events": sum(t["events"] for t in hidden)}
 
     def overview(self) -> bytes:
         return self.timeline.overview()

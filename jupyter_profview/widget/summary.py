@@ -7,8 +7,8 @@ pixel (the trace's extent / ``width``) are closed, so a group has at most
 about ``width`` intervals whatever its event count; the intervals are exact
 otherwise (zooming in shows the real idle gaps down to that size).
 
-Wrappers do not count as work: slices of category ``Trace`` (Kineto's ``PyTorch
-Profiler`` span covering the whole recording) and ``ProfilerStep#N`` slices
+Wrappers do not count as work: the profiler's own records (`derived.wrapper_mask`, e.g.
+Kineto's ``PyTorch Profiler`` span covering the whole recording) and ``ProfilerStep#N`` slices
 (covering each step); the top-level slices *inside* them count instead.
 Otherwise every rank would look busy all the time.
 
@@ -25,14 +25,11 @@ included, and every colour it draws is in the legend.  The totals
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from ..derived import step_mask, union
-from ..kinds import by_code
+from ..derived import step_mask, union, wrapper_mask
 from .codec import encode_frame
 from .legend import communication_mask
 from .lod import OVERVIEW_WIDTH, TimelineIndex
@@ -48,18 +45,6 @@ def group_keys(tracks: list[dict[str, Any]]) -> dict[str, list[int]]:
     return keys
 
 
-#: categories of whole-recording spans, left out of the busy lanes (their children count)
-SPAN_CATEGORIES = ("Trace",)
-
-
-def _per_value(column: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
-    """``test`` over a column's strings, evaluated once per distinct value (a categorical's
-    categories), as a boolean array per row."""
-    cat = pd.Categorical(column)
-    hit = test(pd.Series(np.asarray(cat.categories.astype(str), dtype=object))).to_numpy(bool)
-    return by_code(hit, cat.codes)
-
-
 def is_comm(events: Any) -> np.ndarray:
     """Per event: a collective's call, wait or kernel (`legend.communication_mask`, the one the
     category colouring recodes as ``communication``)."""
@@ -68,12 +53,11 @@ def is_comm(events: Any) -> np.ndarray:
 
 def top_work(events: Any) -> np.ndarray:
     """Per event: does it count towards its group's busy lane?  Slices that are not wrappers
-    (`SPAN_CATEGORIES`, ``ProfilerStep#N``) at depth 0 or directly under a wrapper."""
+    (`derived.wrapper_mask`, ``ProfilerStep#N``) at depth 0 or directly under a wrapper."""
     n = len(events)
     if n == 0:
         return np.zeros(0, bool)
-    wrapper = (_per_value(events["category"], lambda v: v.isin(SPAN_CATEGORIES))
-               | step_mask(events)[0])
+    wrapper = wrapper_mask(events) | step_mask(events)[0]
     parent = events["parent"].to_numpy(np.int64, na_value=-1) if "parent" in events.columns \
         else np.full(n, -1, np.int64)
     ppos = np.full(n, -1, np.int64)

@@ -8,7 +8,7 @@ committed file differs from what this module writes).
 
 Each [`Trait`][jupyter_profview.widget.traits.Trait] says:
 
-- `type`: its value (`object`, `bytes` for a binary frame, `str`, `int`, `list[str]`, `list[int]`,
+- `type`: its value (`object`, `bytes` for a binary frame, `str`, `int`, `bool`, `list[str]`, `list[int]`,
   `list[object]`);
 - `set_by`: who changes it: `kernel` (kernel -> browser), `browser` (browser -> kernel) or `both`;
 - `session`: kept by the [`ViewSession`][jupyter_profview.widget.session.ViewSession] (by one of its
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import traitlets
 
-TraitType = Literal["object", "bytes", "str", "int", "list[str]", "list[int]", "list[object]"]
+TraitType = Literal["object", "bytes", "str", "int", "bool", "list[str]", "list[int]", "list[object]"]
 SetBy = Literal["kernel", "browser", "both"]
 
 
@@ -58,6 +58,7 @@ class Trait:
             "bytes": lambda: traitlets.Bytes(b""),
             "str": lambda: traitlets.Unicode(self.default or ""),
             "int": lambda: traitlets.Int(self.default or 0),
+            "bool": lambda: traitlets.Bool(bool(self.default)),
             "list[str]": lambda: traitlets.List(traitlets.Unicode()),
             "list[int]": lambda: traitlets.List(traitlets.Int()),
             "list[object]": lambda: traitlets.List(),
@@ -106,6 +107,9 @@ TRAITS: tuple[Trait, ...] = (
           default=-1, session=True, view=False),
     Trait("color_by", "str", "both", "'category', 'phase' or a kernel / collective number "
           "(widget/metric_colors.py)", default="category", session=True),
+    Trait("show_wrappers", "bool", "both", "draw the lanes holding only the profiler's own records "
+          "(derived.wrapper_mask: Kineto's PyTorch Profiler span and markers); hidden by default",
+          default=False, session=True),
     Trait("collapsed_groups", "list[str]", "both", "keys of the groups drawn collapsed (a process, or a "
           "'rank N' section)"),
     Trait("shown_ranks", "list[int]", "both", "the ranks shown ([] for all)", session=True),
@@ -135,6 +139,7 @@ TRAITS: tuple[Trait, ...] = (
 BY_NAME = {t.name: t for t in TRAITS}
 
 _TS_TYPES = {"object": "Record<string, unknown>", "bytes": "DataView", "str": "string", "int": "number",
+             "bool": "boolean",
              "list[str]": "string[]", "list[int]": "number[]",
              "list[object]": "Array<Record<string, unknown>>"}
 TS_PATH = Path("js") / "src" / "trait_spec.ts"

@@ -25,7 +25,7 @@ class TimelinePanel(Panel):
 
     name = "timeline"
     traits = ("_info", "_tracks", "_overview", "_nodes", "_summary", "_highlight", "_zoom_request", "_view",
-              "_selection", "split_layout", "_panel_request", "_panel_status")
+              "_selection", "split_layout", "_panel_request", "_panel_status", "show_wrappers")
     commands = {"_detail": "detail", "_event": "event"}
 
     def state(self) -> dict[str, Any]:
@@ -44,12 +44,24 @@ class TimelinePanel(Panel):
             "_zoom_request": {},
             "_panel_request": {},
             "_panel_status": {},
+            "show_wrappers": data.show_wrappers,
         }
 
     def apply(self, name: str, value: Any) -> dict[str, Any]:
         if name == "_panel_request":
             return self.session.open_panel(value)
+        if name == "show_wrappers":
+            return self._show_wrappers(value)
         return self._set_selection(value)
+
+    def _show_wrappers(self, value: Any) -> dict[str, Any]:
+        """`show_wrappers`: draw (or hide) the lanes that hold only the profiler's own records; the
+        lane list (`_tracks`, each lane's ``hidden``) is sent again."""
+        if not isinstance(value, bool):
+            raise RequestError(f"show_wrappers must be true or false, not {value!r}")
+        data = self.session.data
+        data.show_wrappers = value
+        return {"show_wrappers": value, "_tracks": data.tracks()}
 
     def _set_selection(self, sel: Any) -> dict[str, Any]:
         s = self.session

@@ -87,13 +87,13 @@ def test_ranks_collapse_expand_and_select_across_ranks(lab: LabServer, page: Any
         assert wait_until(lambda want=want: nb.value("w.collapsed_groups") == want), r
     steps = nb.value("{int(r): int(i) for i, r in w.trace.events[w.trace.events['name'].astype(str) == "
                      "'ProfilerStep#3'][['rank']].itertuples()}")
+    shoot(page, tmp_path, "ranks_expanded.png")  # before locating: the screenshot may scroll the page
     page.locator(TIMELINE).first.scroll_into_view_if_needed()
     hook = "window.__profview.at(-1)"
     one = wait_until(lambda: page.evaluate(f"{hook}.locate({steps['1']})"))
     two = wait_until(lambda: page.evaluate(f"{hook}.locate({steps['2']})"))
     assert one and two, "the expanded ranks' ProfilerStep#3 boxes are not drawn"
     assert page.evaluate(f"{hook}.locate({steps['0']})") is None  # rank 0 stays collapsed
-    shoot(page, tmp_path, "ranks_expanded.png")
 
     # shift-drag from rank 1's step to rank 2's: a range over the lanes of both ranks
     page.keyboard.down("Shift")
