@@ -37,7 +37,7 @@ __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owne
            "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 10  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 11  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
