@@ -85,8 +85,9 @@ def decode_snapshot(lib: ctypes.CDLL, chunks: Iterable[Any], budget: int) -> dic
         for c, name in enumerate(COLUMNS):
             dtype = np.dtype(f"i{lib.pv_pk_col_width(c)}")
             ptr = lib.pv_pk_column(h, c, ctypes.byref(n))
-            out[name] = (np.frombuffer((ctypes.c_char * (n.value * dtype.itemsize)).from_address(ptr), dtype).copy()
-                         if n.value else np.zeros(0, dtype))
+            nbytes = n.value * dtype.itemsize
+            raw = memoryview((ctypes.c_char * nbytes).from_address(ptr)) if nbytes else b""
+            out[name] = np.frombuffer(raw, dtype).copy()
             if name != "str_off":
                 lib.pv_pk_drop(h, c)
         ptr = lib.pv_pk_blob(h, ctypes.byref(n))

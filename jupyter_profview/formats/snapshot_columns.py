@@ -1,7 +1,8 @@
 """A CUDA memory snapshot as columns: what ``pickle_snap.c`` builds without a Python object per
 trace entry, and what `from_object` builds from the pure-Python reader's result (the reference).
 
-Columns (int64 arrays, but the per-entry ones as `E_DTYPES`): ``e_*`` one per trace entry, device traces in order (``e_dev``,
+Columns (int64 arrays, the per-entry ones as `E_DTYPES`): ``e_*`` one per trace entry, device
+traces in order (``e_dev``,
 ``e_action`` = index in `ACTIONS`, ``e_size``, ``e_addr`` / ``e_addr_null``, ``e_stream``,
 ``e_time`` / ``e_has_time`` (``time_us`` as written), ``e_stack``, ``e_dfree`` /
 ``e_dfree_null`` (``device_free``)); ``s_*`` one per segment (``s_dev``, ``s_addr``,

@@ -91,11 +91,17 @@ def _sorted_categorical(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes.ravel(), categories=pd.Index(uniques))
 
 
+def _index(labels: list[str]) -> pd.Index:
+    """Categories as `_sorted_categorical` makes them (an empty one of objects)."""
+    return pd.Index(labels) if labels else pd.Index(np.zeros(0, object))
+
+
 def _labelled(parts: list[tuple[np.ndarray, Callable[[int], str]]], o: np.ndarray) -> pd.Categorical:
     """The Categorical of the concatenated parts taken at ``o``: each part integer keys, labelled by
     its function; categories the labels present, sorted (as `_sorted_categorical` of the labels),
     without a string per row."""
-    keys, labels = [], []
+    keys: list[np.ndarray] = []
+    labels: list[str] = []
     for values, label in parts:
         uniques, inverse = np.unique(values, return_inverse=True)
         keys.append(inverse.ravel().astype(np.int32) + len(labels))
@@ -107,7 +113,7 @@ def _labelled(parts: list[tuple[np.ndarray, Callable[[int], str]]], o: np.ndarra
     if not present.all():  # a window leaves some out
         codes = (np.cumsum(present) - 1).astype(np.int32)[codes]
         cats = [c for c, p in zip(cats, present.tolist(), strict=True) if p]
-    return pd.Categorical.from_codes(codes, categories=pd.Index(cats) if cats else pd.Index(np.zeros(0, object)))
+    return pd.Categorical.from_codes(codes, categories=_index(cats))
 
 
 def _curve(t: np.ndarray, v: np.ndarray, lo: int, end_level: int) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +212,7 @@ def _alloc_pairs(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     free_completed entries that close nothing, and the (device, addr) keys left open."""
     dev, act, addr = c["e_dev"], c["e_action"], c["e_addr"]
     n = len(dev)
-    sel = np.flatnonzero((c["e_addr_null"] == 0) & ((act == ALLOC) | (act == FREE_REQUESTED) | (act == FREE_COMPLETED)))
+    sel = np.flatnonzero((c["e_addr_null"] == 0) & np.isin(act, (ALLOC, FREE_REQUESTED, FREE_COMPLETED)))
     kind = np.select([act[sel] == ALLOC, act[sel] == FREE_COMPLETED], [1, 2], 3)
     match, end_open = pair(dev[sel], addr[sel], kind)
     freed_by = np.full(n, -1, np.int64)  # per alloc row: the free_completed entry
@@ -253,7 +259,8 @@ def _events(s: _State, closed: np.ndarray, closed_from: np.ndarray, seg_arr: np.
     kinds = np.concatenate([np.zeros(n, np.int8), np.ones(ns + nseg, np.int8)])
     q.placed["events"] += n + nseg
     if s.windowed:
-        keep = np.where(kinds == 0, (start >= s.ws) & (start <= s.we), (start <= s.we) & (start + dur >= s.ws))
+        ws, we = s.ws, s.we
+        keep = np.where(kinds == 0, (start >= ws) & (start <= we), (start <= we) & (start + dur >= ws))
         dropped = int((~keep[:n]).sum()) + int((~keep[n + ns:]).sum())  # closed segments: no record
         q.placed["events"] -= dropped
         if dropped:
@@ -277,7 +284,8 @@ def _events(s: _State, closed: np.ndarray, closed_from: np.ndarray, seg_arr: np.
     columns["size"] = pd.arrays.IntegerArray(np.concatenate([size, size[closed_from], seg_arr[:, 2]])[o],
                                              np.zeros(len(o), bool))
     columns["addr"] = pd.arrays.IntegerArray(np.concatenate([addr, addr[closed], seg_arr[:, 1]])[o],
-                                             np.concatenate([c["e_addr_null"] != 0, np.zeros(ns + nseg, bool)])[o])
+                                             np.concatenate([c["e_addr_null"] != 0,
+                                                             np.zeros(ns + nseg, bool)])[o])
     frame = np.full(len(o), "", object)  # owners: entries only
     is_entry = o < n
     frame[is_entry] = owners[c["e_stack"][o[is_entry]]]
@@ -345,8 +353,8 @@ def _curves(s: _State, orphan: np.ndarray, b_dev: np.ndarray, in_use: np.ndarray
     return memory, counters, peaks, devs
 
 
-def _allocations(s: _State, freed_by: np.ndarray, requested: np.ndarray, orphan: np.ndarray, b_dev: np.ndarray,
-                 pre: np.ndarray, owners: np.ndarray, lists: np.ndarray) -> pd.DataFrame:
+def _allocations(s: _State, freed_by: np.ndarray, requested: np.ndarray, orphan: np.ndarray,
+                 b_dev: np.ndarray, pre: np.ndarray, owners: np.ndarray, lists: np.ndarray) -> pd.DataFrame:
     """Allocs and orphan frees in entry order, then blocks from before the recording."""
     c, t, lo, q = s.c, s.t, s.lo, s.q
     dev, act, size, addr, stack = c["e_dev"], c["e_action"], c["e_size"], c["e_addr"], c["e_stack"]
@@ -358,7 +366,8 @@ def _allocations(s: _State, freed_by: np.ndarray, requested: np.ndarray, orphan:
         "device": _labelled([(np.concatenate([dev[rows], b_dev[pre]]), "cuda:{}".format)],
                             np.arange(len(rows) + npre)),
         "address": pd.arrays.IntegerArray(np.concatenate([addr[rows], c["b_addr"][pre]]),
-                                          np.concatenate([c["e_addr_null"][rows] != 0, np.zeros(npre, bool)])),
+                                          np.concatenate([c["e_addr_null"][rows] != 0,
+                                                          np.zeros(npre, bool)])),
         "bytes": np.concatenate([size[rows], c["b_size"][pre]]).astype(np.int64),
         "alloc_time": pd.array(np.concatenate([np.where(is_alloc, t[rows], lo), np.full(npre, lo)]),
                                dtype="Int64"),
