@@ -54,7 +54,7 @@ if method == "pickle":
     n = sum(len(t) for t in obj["device_traces"])
 elif method == "decode":
     src = Source(path)
-    cols = decode_snapshot(_native._lib(), src.chunks(), 1 << 62)
+    cols = decode_snapshot(_native._lib(), src.chunks(torch_snapshot.CHUNK), 1 << 62)
     n = len(cols["e_dev"])
 else:
     trace = profview.load(path)

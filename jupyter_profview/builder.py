@@ -255,7 +255,7 @@ def _track_labels(process: pd.Categorical, thread: pd.Categorical, pair_values: 
 def _rebase(frame: pd.DataFrame | None, columns: Sequence[str], base: int) -> pd.DataFrame | None:
     if frame is None:
         return None
-    frame = frame.copy()
+    frame = frame.copy(deep=False)  # copy-on-write: only the rebased columns are new arrays
     for col in columns:
         if col in frame:
             frame[col] = frame[col] - base

@@ -36,8 +36,17 @@
 #define MAX_DEPTH 64                  /* limits.PICKLE_MAX_DEPTH */
 #define LIMIT62 ((int64_t)1 << 62)
 
-enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_CONT };
-enum { C_LIST, C_TUPLE, C_DICT, C_FRAME, C_STACK };
+/* T_FRAMEV / T_STACKV: an interned frame / stack as a plain value (v: its id), once its container
+   had no other reference; T_DEAD: the memo cell of a trace entry written as a row (a GET of it
+   falls back) */
+enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_CONT, T_FRAMEV, T_STACKV, T_DEAD };
+/* C_ELIST: a list of trace entries written as rows aux .. aux + n - 1 as they were appended;
+   C_FREE: a slot on the free list (aux: the next free slot, -1 at the end) */
+enum { C_LIST, C_TUPLE, C_DICT, C_FRAME, C_STACK, C_ELIST, C_FREE };
+/* cont_t flags: PINNED: a GET or DUP copied it, or it was memoized twice, so it may be referenced
+   from where the reader cannot see; MEMO: memoized once, at memo_key; FROZEN: an empty list a trace
+   entry row read as no frames (an APPEND onto it falls back) */
+enum { F_PINNED = 1, F_MEMO = 2, F_FROZEN = 4 };
 
 /* packed: 9 bytes, not 16 (a value cell is in the memo, the stack and every container; packed
    members are read with unaligned-safe code, and no pointer to a member is ever taken) */
@@ -46,13 +55,17 @@ typedef struct __attribute__((packed)) { int64_t v; uint8_t tag; } val_t;
 typedef struct {
     union {
         val_t *items; /* LIST, TUPLE, DICT (dict: key, value, key, value ...) */
-        int64_t aux;  /* FRAME: frame id; STACK: stack id (items freed) */
+        int64_t aux;  /* FRAME: frame id; STACK: stack id; ELIST: first row; FREE: next (items freed) */
     };
     uint32_t n, cap;
-    uint8_t kind, mark, height;
+    uint8_t kind, mark, height, flags;
+    uint32_t memo_key;
 } cont_t;
 
 typedef struct { int64_t *p; size_t n, cap; } vec_t;
+
+/* a column of 1-, 4- or 8-byte integers (the per-entry columns: narrow where the values are) */
+typedef struct { uint8_t *p; size_t n, cap; } nvec_t;
 
 static int vpush(vec_t *v, int64_t x) {
     if (v->n == v->cap) {
@@ -68,7 +81,7 @@ static int vpush(vec_t *v, int64_t x) {
 /* open-addressing table of int64 ids, keyed by a caller-side hash + equality */
 typedef struct { int64_t *slot; size_t cap, n; } table_t;
 
-/* columns handed to Python (all int64 but the string blob) */
+/* columns handed to Python (int64 but the per-entry ones, see COL_WIDTH, and the string blob) */
 enum {
     E_DEV, E_ACTION, E_SIZE, E_ADDR, E_ADDR_NULL, E_STREAM, E_TIME, E_HAS_TIME, E_STACK, E_DFREE,
     E_DFREE_NULL, S_DEV, S_ADDR, S_TOTAL, S_NBLOCKS, B_SIZE, B_ADDR, B_STATE, B_STACK, K_OFF, K_FRAME,
@@ -89,6 +102,10 @@ enum {
 };
 #define NKEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 
+/* bytes per value of each column; the per-entry columns E_DEV .. E_DFREE_NULL are stored narrow */
+static const uint8_t COL_WIDTH[NCOLS] = {4, 1, 8, 8, 1, 8, 8, 1, 4, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+#define NECOLS (E_DFREE_NULL + 1)
+
 typedef struct {
     uint8_t *in; /* unconsumed input */
     size_t in_len, in_cap, in_pos;
@@ -101,9 +118,12 @@ typedef struct {
     size_t nmarks, mcap;
     cont_t *conts;
     size_t nconts, ccap;
-    /* memo: keys 0..dense_n-1 in an array (MEMOIZE's len(memo) keys), others in a hash table */
-    val_t *dense;
+    /* memo: keys 0..dense_n-1 in an array of 4-byte cells (MEMOIZE's len(memo) keys; see
+       dense_cell), others in a hash table */
+    uint32_t *dense;
     size_t dense_n, dense_cap;
+    val_t *esc; /* the values of dense cells that do not fit 29 bits */
+    size_t esc_n, esc_cap;
     uint32_t *memo_key;
     val_t *memo_val;
     uint8_t *memo_used;
@@ -113,7 +133,9 @@ typedef struct {
     uint8_t *blob;
     size_t blob_len, blob_cap;
     table_t str_tab, frame_tab, stack_tab;
-    vec_t col[NCOLS];
+    vec_t col[NCOLS];  /* E_* columns: ecol */
+    nvec_t ecol[NECOLS];
+    int64_t free_cont; /* head of the free slot list, -1: none */
     int stopped;
     val_t result;
     int status;
@@ -280,10 +302,76 @@ static int64_t stack_id(pk_t *p, const int64_t *f, size_t n) {
 
 static int in_range(val_t v) { return v.tag == T_INT && v.v > -LIMIT62 && v.v < LIMIT62; }
 
-/* a dict appended to a list: a FRAME if it is {name: str, filename: str, line: int} (any subset) */
-static int maybe_frame(pk_t *p, val_t v) {
-    if (v.tag != T_CONT) return PK_OK;
-    cont_t *c = &p->conts[v.v];
+static int hash_find(const pk_t *p, uint32_t key, size_t *slot);
+
+/* a dense memo cell: payload << 3 | tag for strings (0), containers (1), frames (2), stacks (3)
+   and dead entries (4) with a payload below 2**29; anything else (7) indexes esc */
+#define DC_ESC 7u
+static const uint8_t DC_TAG[] = {T_STR, T_CONT, T_FRAMEV, T_STACKV, T_DEAD};
+
+static val_t dense_get(const pk_t *p, size_t key) {
+    uint32_t c = p->dense[key], tag = c & 7u;
+    if (tag == DC_ESC) return p->esc[c >> 3];
+    val_t v = {(int64_t)(c >> 3), DC_TAG[tag]};
+    return v;
+}
+
+static int dense_set(pk_t *p, size_t key, val_t v) {
+    for (uint32_t tag = 0; tag < sizeof DC_TAG; tag++)
+        if (v.tag == DC_TAG[tag] && v.v >= 0 && v.v < ((int64_t)1 << 29)) {
+            p->dense[key] = (uint32_t)v.v << 3 | tag;
+            return 1;
+        }
+    if (p->esc_n == p->esc_cap) {
+        size_t cap = p->esc_cap ? p->esc_cap * 2 : 256;
+        if (cap >= ((size_t)1 << 29)) return 0;
+        val_t *e = (val_t *)realloc(p->esc, cap * sizeof *e);
+        if (!e) return 0;
+        p->esc = e, p->esc_cap = cap;
+    }
+    p->esc[p->esc_n] = v;
+    p->dense[key] = (uint32_t)p->esc_n++ << 3 | DC_ESC;
+    return 1;
+}
+
+/* the memo cell a container was memoized at, if it still holds it, now holds nv instead; 0: out
+   of memory */
+static int memo_swap(pk_t *p, int64_t idx, val_t nv) {
+    cont_t *c = &p->conts[idx];
+    if (!(c->flags & F_MEMO)) return 1;
+    uint32_t key = c->memo_key;
+    size_t j;
+    if (key < p->dense_n) {
+        val_t old = dense_get(p, key);
+        if (old.tag == T_CONT && old.v == idx) return dense_set(p, key, nv);
+    } else if (hash_find(p, key, &j) && p->memo_val[j].tag == T_CONT && p->memo_val[j].v == idx) {
+        p->memo_val[j] = nv;
+    }
+    return 1;
+}
+
+static void free_items(cont_t *c) {
+    if (c->kind == C_LIST || c->kind == C_TUPLE || c->kind == C_DICT) free(c->items);
+    c->items = NULL;
+}
+
+/* an unpinned container referenced only by its memo cell and by the value being stored: the memo
+   cell becomes nv (the caller stores nv too) and the slot is reused; 0: out of memory */
+static int release(pk_t *p, int64_t idx, val_t nv) {
+    if (!memo_swap(p, idx, nv)) return 0;
+    cont_t *c = &p->conts[idx];
+    free_items(c);
+    c->kind = C_FREE, c->n = c->cap = 0, c->flags = 0;
+    c->aux = p->free_cont;
+    p->free_cont = idx;
+    return 1;
+}
+
+/* a dict appended to a list: a FRAME if it is {name: str, filename: str, line: int} (any subset);
+   *v becomes the plain value T_FRAMEV when nothing else can reference the dict */
+static int maybe_frame(pk_t *p, val_t *v) {
+    if (v->tag != T_CONT) return PK_OK;
+    cont_t *c = &p->conts[v->v];
     if (c->kind != C_DICT || c->n > 6) return PK_OK;
     val_t name = {K_QMARK, T_STR}, file = {K_QMARK, T_STR}, line = {0, T_INT};
     for (uint32_t k = 0; k < c->n; k += 2) {
@@ -297,33 +385,167 @@ static int maybe_frame(pk_t *p, val_t v) {
     if (name.tag != T_STR || file.tag != T_STR || !in_range(line)) return PK_OK;
     int64_t id = frame_id(p, name.v, file.v, line.v);
     if (id < 0) return PK_NOMEM;
+    if (!(c->flags & F_PINNED)) {
+        val_t nv = {id, T_FRAMEV};
+        if (!release(p, v->v, nv)) return PK_NOMEM;
+        *v = nv;
+        return PK_OK;
+    }
     free(c->items);
     c->items = NULL, c->n = c->cap = 0;
     c->kind = C_FRAME, c->aux = id;
     return PK_OK;
 }
 
-/* a list set as a dict value: a STACK if it holds FRAMEs only (and at least one) */
-static int maybe_stack(pk_t *p, val_t v) {
-    if (v.tag != T_CONT) return PK_OK;
-    cont_t *c = &p->conts[v.v];
+/* a list set as a dict value: a STACK if it holds frames only (and at least one); *v becomes the
+   plain value T_STACKV when nothing else can reference the list */
+static int maybe_stack(pk_t *p, val_t *v) {
+    if (v->tag != T_CONT) return PK_OK;
+    cont_t *c = &p->conts[v->v];
     if (c->kind != C_LIST || c->n == 0) return PK_OK;
     int64_t small[64], *f = c->n <= 64 ? small : (int64_t *)malloc(c->n * sizeof *f);
     if (!f) return PK_NOMEM;
     for (uint32_t k = 0; k < c->n; k++) {
         val_t e = c->items[k];
-        if (e.tag != T_CONT || p->conts[e.v].kind != C_FRAME) {
+        if (e.tag == T_FRAMEV) f[k] = e.v;
+        else if (e.tag == T_CONT && p->conts[e.v].kind == C_FRAME) f[k] = p->conts[e.v].aux;
+        else {
             if (f != small) free(f);
             return PK_OK;
         }
-        f[k] = p->conts[e.v].aux;
     }
     int64_t id = stack_id(p, f, c->n);
     if (f != small) free(f);
     if (id < 0) return PK_NOMEM;
+    if (!(c->flags & F_PINNED)) {
+        val_t nv = {id, T_STACKV};
+        if (!release(p, v->v, nv)) return PK_NOMEM;
+        *v = nv;
+        return PK_OK;
+    }
     free(c->items);
     c->items = NULL, c->n = c->cap = 0;
     c->kind = C_STACK, c->aux = id;
+    return PK_OK;
+}
+
+/* ---- trace entries ------------------------------------------------------------ */
+
+/* the last value of a string key among dict items; tag T_NONE with v = -1 when absent */
+static val_t lookup_items(const val_t *items, uint32_t n, int64_t key) {
+    val_t out = {-1, T_NONE};
+    for (uint32_t k = 0; k + 1 < n; k += 2)
+        if (items[k].tag == T_STR && items[k].v == key) out = items[k + 1];
+    return out;
+}
+
+#define ABSENT(x) ((x).tag == T_NONE && (x).v == -1)
+
+/* a frames value: absent or [] = stack 0, a stack = its id, else -1 */
+static int64_t stack_of(const pk_t *p, val_t v) {
+    if (ABSENT(v)) return 0;
+    if (v.tag == T_STACKV) return v.v;
+    if (v.tag != T_CONT) return -1;
+    const cont_t *c = &p->conts[v.v];
+    if (c->kind == C_LIST && c->n == 0) return 0;
+    return c->kind == C_STACK ? c->aux : -1;
+}
+
+/* an int field: absent -> dflt (and *null = 1 when given); 0 if not an int in range */
+static int int_field(val_t v, int64_t dflt, int64_t *out, int64_t *null) {
+    if (ABSENT(v)) {
+        *out = dflt;
+        if (null) *null = 1;
+        return 1;
+    }
+    if (!in_range(v)) return 0;
+    *out = v.v;
+    if (null) *null = 0;
+    return 1;
+}
+
+static int epush(nvec_t *v, int width, int64_t x) {
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 4096;
+        uint8_t *q = (uint8_t *)realloc(v->p, cap * (size_t)width);
+        if (!q) return 0;
+        v->p = q, v->cap = cap;
+    }
+    if (width == 1) v->p[v->n] = (uint8_t)(int8_t)x;
+    else if (width == 4) { int32_t y = (int32_t)x; memcpy(v->p + v->n * 4, &y, 4); }
+    else memcpy(v->p + v->n * 8, &x, 8);
+    v->n++;
+    return 1;
+}
+
+/* one trace entry dict's row (as walk_entry reads it), or the reason it is not one */
+static const char *entry_row(const pk_t *p, const val_t *it, uint32_t n, int64_t row[NECOLS]) {
+    val_t act = lookup_items(it, n, K_ACTION);
+    if (act.tag != T_STR || act.v < K_FIRST_ACTION || act.v >= NKEYS) return "an unknown action";
+    int64_t size, addr, addr_null, stream, t = 0, dfree, dfree_null, stack;
+    val_t tv = lookup_items(it, n, K_TIME);
+    if (!int_field(lookup_items(it, n, K_SIZE), 0, &size, NULL)
+        || !int_field(lookup_items(it, n, K_ADDR), 0, &addr, &addr_null)
+        || !int_field(lookup_items(it, n, K_STREAM), 0, &stream, NULL)
+        || !int_field(lookup_items(it, n, K_DFREE), 0, &dfree, &dfree_null))
+        return "a trace entry field of another type";
+    if (!ABSENT(tv) && !in_range(tv)) return "time_us of another type";
+    if ((stack = stack_of(p, lookup_items(it, n, K_FRAMES))) < 0) return "frames that are not a list of frames";
+    if (stack > INT32_MAX) return "more stacks than an int32 column holds";
+    if (!ABSENT(tv)) t = tv.v;
+    row[E_DEV] = 0, row[E_ACTION] = act.v - K_FIRST_ACTION, row[E_SIZE] = size, row[E_ADDR] = addr;
+    row[E_ADDR_NULL] = addr_null, row[E_STREAM] = stream, row[E_TIME] = t, row[E_HAS_TIME] = !ABSENT(tv);
+    row[E_STACK] = stack, row[E_DFREE] = dfree, row[E_DFREE_NULL] = dfree_null;
+    return NULL;
+}
+
+static int push_row(pk_t *p, const int64_t row[NECOLS]) {
+    for (int c = 0; c < NECOLS; c++)
+        if (!epush(&p->ecol[c], COL_WIDTH[c], row[c])) return 0;
+    return 1;
+}
+
+/* height of a plain value as a container (0: not one): a frame is a dict, a stack a list of them */
+static int imm_height(val_t v) {
+    if (v.tag == T_FRAMEV) return 1;
+    if (v.tag == T_STACKV) return v.v ? 2 : 1;
+    return 0;
+}
+
+/* a dict appended to a list of trace entries: its row is written and the dict is released (its
+   memo cell becomes T_DEAD).  Taken only when nothing else can reference it or change what it
+   holds: unpinned, values scalars, frames or stacks (an empty list is frozen); *height is its
+   nesting height.  PK_FALLBACK (with the reason) otherwise. */
+static int entry_append(pk_t *p, val_t v, uint8_t *height) {
+    if (v.tag != T_CONT) return set_err(p, PK_FALLBACK, "a trace entry that is not a dict");
+    cont_t *c = &p->conts[v.v];
+    if (c->kind != C_DICT || (c->flags & F_PINNED))
+        return set_err(p, PK_FALLBACK, "a trace entry that is not a dict of its own");
+    int h = 0;
+    for (uint32_t k = 1; k < c->n; k += 2) {
+        val_t e = c->items[k];
+        int eh = imm_height(e);
+        if (e.tag == T_CONT) {
+            cont_t *d = &p->conts[e.v];
+            if (d->kind == C_FRAME) eh = 1;
+            else if (d->kind == C_STACK) eh = 2;
+            else if (d->kind == C_LIST && d->n == 0) eh = 1;
+            else return set_err(p, PK_FALLBACK, "a trace entry holding a container");
+        }
+        if (eh > h) h = eh;
+    }
+    int64_t row[NECOLS];
+    const char *why = entry_row(p, c->items, c->n, row);
+    if (why) return set_err(p, PK_FALLBACK, why);
+    if (!push_row(p, row)) return set_err(p, PK_NOMEM, "out of memory");
+    for (uint32_t k = 1; k < c->n; k += 2) { /* an empty list it holds: now read as no frames */
+        val_t e = c->items[k];
+        if (e.tag != T_CONT || p->conts[e.v].kind != C_LIST) continue;
+        if (p->conts[e.v].flags & F_PINNED) p->conts[e.v].flags |= F_FROZEN;
+        else if (!release(p, e.v, (val_t){0, T_STACKV})) return set_err(p, PK_NOMEM, "out of memory");
+    }
+    if (!release(p, v.v, (val_t){0, T_DEAD})) return set_err(p, PK_NOMEM, "out of memory");
+    *height = (uint8_t)(h + 1);
     return PK_OK;
 }
 
@@ -342,12 +564,22 @@ static int push(pk_t *p, val_t v) {
 
 static size_t base(const pk_t *p) { return p->nmarks ? p->marks[p->nmarks - 1] : 0; }
 
-static void free_items(cont_t *c) {
-    if (c->kind != C_FRAME && c->kind != C_STACK) free(c->items);
-    c->items = NULL;
-}
-
 static int64_t new_cont(pk_t *p, uint8_t kind, const val_t *items, size_t n) {
+    if (n > UINT32_MAX / 2) return -1;
+    int64_t idx = p->free_cont;
+    if (idx >= 0) {
+        cont_t *c = &p->conts[idx];
+        p->free_cont = c->aux;
+        memset(c, 0, sizeof *c);
+        c->kind = kind;
+        if (n) {
+            c->items = (val_t *)malloc(n * sizeof(val_t));
+            if (!c->items) return -1;
+            memcpy(c->items, items, n * sizeof(val_t));
+            c->n = c->cap = (uint32_t)n;
+        }
+        return idx;
+    }
     if (p->nconts == p->ccap) {
         size_t cap = p->ccap ? p->ccap * 2 : 4096;
         cont_t *c = (cont_t *)realloc(p->conts, cap * sizeof *c);
@@ -381,28 +613,53 @@ static int cont_add(cont_t *c, const val_t *items, size_t n) {
     return 1;
 }
 
-/* APPEND(S) of items[0:n] onto the top of the stack */
-static int appends(pk_t *p, const val_t *items, size_t n) {
+/* APPEND(S) of items[0:n] onto the top of the stack (items are the stack's, rewritten in place) */
+static int appends(pk_t *p, val_t *items, size_t n) {
     if (p->top == base(p)) return set_err(p, PK_ERR, "corrupt: APPENDS with an empty stack");
     val_t t = p->stack[p->top - 1];
+    if (t.tag == T_FRAMEV || t.tag == T_STACKV) return set_err(p, PK_FALLBACK, "a frame list changed later");
     if (t.tag != T_CONT) return set_err(p, PK_ERR, "corrupt: APPENDS onto a value that is not a list");
     cont_t *c = &p->conts[t.v];
     if (c->kind == C_FRAME || c->kind == C_STACK) return set_err(p, PK_FALLBACK, "a frame list changed later");
+    if (c->kind == C_LIST && (c->flags & F_FROZEN)) return set_err(p, PK_FALLBACK, "an empty frames list changed later");
+    /* the first item of an empty list a trace entry (a dict with a known action): rows from now on */
+    if (c->kind == C_LIST && c->n == 0 && n && items[0].tag == T_CONT && p->conts[items[0].v].kind == C_DICT) {
+        const cont_t *e = &p->conts[items[0].v];
+        val_t act = lookup_items(e->items, e->n, K_ACTION);
+        if (act.tag == T_STR && act.v >= K_FIRST_ACTION && act.v < NKEYS) {
+            free(c->items);
+            c->kind = C_ELIST, c->aux = (int64_t)p->ecol[E_ACTION].n, c->height = 1;
+        }
+    }
+    if (c->kind == C_ELIST) {
+        for (size_t k = 0; k < n; k++) {
+            uint8_t h;
+            if (c->aux + (int64_t)c->n != (int64_t)p->ecol[E_ACTION].n || c->n == UINT32_MAX)
+                return set_err(p, PK_FALLBACK, "trace entries appended to two lists in turn");
+            int r = entry_append(p, items[k], &h);
+            if (r) return r;
+            c = &p->conts[t.v];
+            c->n++;
+            if (h + 1 > c->height) c->height = (uint8_t)(h + 1);
+        }
+        return PK_OK;
+    }
     if (c->kind != C_LIST) return set_err(p, PK_ERR, "corrupt: APPENDS onto a value that is not a list");
     for (size_t k = 0; k < n; k++) {
-        int r = maybe_frame(p, items[k]);
+        int r = maybe_frame(p, &items[k]);
         if (r) return set_err(p, r, "out of memory");
     }
     if (!cont_add(&p->conts[t.v], items, n)) return set_err(p, PK_NOMEM, "out of memory");
     return PK_OK;
 }
 
-/* SETITEM(S) of pairs items[0:n] onto the top of the stack */
-static int setitems(pk_t *p, const val_t *items, size_t n) {
+/* SETITEM(S) of pairs items[0:n] onto the top of the stack (rewritten in place) */
+static int setitems(pk_t *p, val_t *items, size_t n) {
     if (p->top == base(p)) return set_err(p, PK_ERR, "corrupt: SETITEMS with an empty stack");
     if (n == 0) return PK_OK; /* Python's loop does nothing, whatever the target */
     if (n % 2) return set_err(p, PK_ERR, "corrupt: SETITEMS with an odd number of items");
     val_t t = p->stack[p->top - 1];
+    if (t.tag == T_FRAMEV || t.tag == T_STACKV) return set_err(p, PK_FALLBACK, "SETITEMS onto a list or a frame");
     if (t.tag != T_CONT) return set_err(p, PK_ERR, "corrupt: SETITEMS onto a value that is not a dict");
     uint8_t kind = p->conts[t.v].kind;
     if (kind != C_DICT) {
@@ -411,11 +668,12 @@ static int setitems(pk_t *p, const val_t *items, size_t n) {
     }
     for (size_t k = 0; k < n; k += 2) {
         val_t key = items[k];
+        if (key.tag == T_FRAMEV || key.tag == T_STACKV) return set_err(p, PK_FALLBACK, "a frame as a dict key");
         if (key.tag == T_CONT) {
             if (p->conts[key.v].kind == C_TUPLE) return set_err(p, PK_FALLBACK, "a tuple as a dict key");
             return set_err(p, PK_ERR, "corrupt: an unhashable dict key (a list or a dict)");
         }
-        int r = maybe_stack(p, items[k + 1]);
+        int r = maybe_stack(p, &items[k + 1]);
         if (r) return set_err(p, r, "out of memory");
     }
     if (!cont_add(&p->conts[t.v], items, n)) return set_err(p, PK_NOMEM, "out of memory");
@@ -460,15 +718,21 @@ static int hash_put(pk_t *p, uint32_t key, val_t v) {
 
 static int memo_put(pk_t *p, uint32_t key, val_t v) {
     size_t j;
-    if (key < p->dense_n) { p->dense[key] = v; return 1; }
+    if (v.tag == T_CONT) { /* memoized once: the reader knows where; twice: pinned */
+        cont_t *c = &p->conts[v.v];
+        if (c->flags & F_MEMO) c->flags |= F_PINNED;
+        c->flags |= F_MEMO, c->memo_key = key;
+    }
+    if (key < p->dense_n) return dense_set(p, key, v);
     if (key == p->dense_n) {
         if (p->dense_n == p->dense_cap) {
             size_t cap = p->dense_cap ? p->dense_cap * 2 : 4096;
-            val_t *d = (val_t *)realloc(p->dense, cap * sizeof *d);
+            uint32_t *d = (uint32_t *)realloc(p->dense, cap * sizeof *d);
             if (!d) return 0;
             p->dense = d, p->dense_cap = cap;
         }
-        p->dense[p->dense_n++] = v;
+        if (!dense_set(p, p->dense_n, v)) return 0;
+        p->dense_n++;
         if (!hash_find(p, key, &j)) p->memo_n++; /* else the same key, shadowed now */
         return 1;
     }
@@ -478,7 +742,7 @@ static int memo_put(pk_t *p, uint32_t key, val_t v) {
 
 static int memo_get(pk_t *p, uint32_t key, val_t *out) {
     size_t j;
-    if (key < p->dense_n) { *out = p->dense[key]; return 1; }
+    if (key < p->dense_n) { *out = dense_get(p, key); return 1; }
     if (!hash_find(p, key, &j)) return 0;
     *out = p->memo_val[j];
     return 1;
@@ -643,6 +907,7 @@ static int step(pk_t *p) {
         break;
     case '2': /* DUP */
         if (p->top == base(p)) return set_err(p, PK_ERR, "corrupt: DUP with an empty stack");
+        if (p->stack[p->top - 1].tag == T_CONT) p->conts[p->stack[p->top - 1].v].flags |= F_PINNED;
         if (!push(p, p->stack[p->top - 1])) return set_err(p, PK_NOMEM, "out of memory");
         break;
     case 'N': v.tag = T_NONE; goto push_v;
@@ -690,7 +955,9 @@ static int step(pk_t *p) {
         if (op == 'd') {
             if (n % 2) return set_err(p, PK_ERR, "corrupt: DICT with an odd number of items");
             for (size_t k = m; k < p->top; k += 2)
-                if (p->stack[k].tag == T_CONT)
+                if (p->stack[k].tag == T_FRAMEV || p->stack[k].tag == T_STACKV)
+                    return set_err(p, PK_FALLBACK, "a frame as a dict key");
+                else if (p->stack[k].tag == T_CONT)
                     return set_err(p, p->conts[p->stack[k].v].kind == C_TUPLE ? PK_FALLBACK : PK_ERR,
                                    "an unhashable or tuple dict key");
         }
@@ -724,6 +991,8 @@ static int step(pk_t *p) {
     }
     case 'h': case 'j': /* BINGET, LONG_BINGET */
         if (!memo_get(p, op == 'h' ? a[0] : (uint32_t)le(a, 4), &v)) return set_err(p, PK_ERR, "corrupt: a memo key that was never set");
+        if (v.tag == T_DEAD) return set_err(p, PK_FALLBACK, "a trace entry referenced twice");
+        if (v.tag == T_CONT) p->conts[v.v].flags |= F_PINNED;
         goto push_v;
     case 'q': case 'r': case 0x94: /* BINPUT, LONG_BINPUT, MEMOIZE */
         if (p->top == base(p)) return set_err(p, PK_ERR, "corrupt: memoizing with an empty stack");
@@ -752,6 +1021,7 @@ void *pv_pk_new(int64_t budget) {
     if (!p) return NULL;
     p->budget = budget;
     p->frame_end = -1;
+    p->free_cont = -1;
     int ok = vpush(&p->str_off, 0) && vpush(&p->col[K_OFF], 0) && vpush(&p->col[K_OFF], 0);
     for (int k = 0; ok && k < NKEYS; k++) ok = intern(p, (const uint8_t *)KEYS[k], strlen(KEYS[k])) == k;
     if (!ok) {
@@ -766,10 +1036,11 @@ void pv_pk_free(void *h) {
     if (!p) return;
     for (size_t k = 0; k < p->nconts; k++) free_items(&p->conts[k]);
     free(p->conts), free(p->stack), free(p->marks), free(p->in);
-    free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->dense);
+    free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->dense), free(p->esc);
     free(p->str_off.p), free(p->blob);
     free(p->str_tab.slot), free(p->frame_tab.slot), free(p->stack_tab.slot);
     for (int c = 0; c < NCOLS; c++) free(p->col[c].p);
+    for (int c = 0; c < NECOLS; c++) free(p->ecol[c].p);
     free(p);
 }
 
@@ -777,10 +1048,12 @@ void pv_pk_free(void *h) {
 static void drop_tree(pk_t *p) {
     for (size_t k = 0; k < p->nconts; k++) free_items(&p->conts[k]);
     free(p->conts), free(p->stack), free(p->memo_key), free(p->memo_val), free(p->memo_used), free(p->in);
-    free(p->dense);
+    free(p->dense), free(p->esc);
+    p->esc = NULL, p->esc_n = p->esc_cap = 0;
     p->conts = NULL, p->stack = NULL, p->memo_key = NULL, p->memo_val = NULL, p->memo_used = NULL, p->in = NULL;
     p->dense = NULL, p->dense_n = p->dense_cap = 0;
     p->nconts = p->ccap = p->memo_cap = p->memo_n = p->scap = p->top = 0;
+    p->free_cont = -1;
     p->in_len = p->in_cap = p->in_pos = 0;
 }
 
@@ -826,12 +1099,13 @@ static int check_depth(pk_t *p, val_t root) {
     while (n) {
         cont_t *c = &p->conts[st[n - 1]];
         uint32_t step2 = c->kind == C_DICT ? 2 : 1, k = next[n - 1];
+        uint32_t cn = c->kind == C_LIST || c->kind == C_TUPLE || c->kind == C_DICT ? c->n : 0; /* items held */
         if (c->kind == C_DICT && k == 0) k = 1;
-        for (; k < c->n; k += step2) {
+        for (; k < cn; k += step2) {
             val_t e = c->items[k];
             if (e.tag == T_CONT && p->conts[e.v].mark != 2) break;
         }
-        if (k < c->n) {
+        if (k < cn) {
             cont_t *d = &p->conts[c->items[k].v];
             next[n - 1] = k + step2;
             if (d->mark == 1) return set_err(p, PK_FALLBACK, "a cycle");
@@ -840,10 +1114,11 @@ static int check_depth(pk_t *p, val_t root) {
             st[n] = c->items[k].v, next[n++] = 0;
             continue;
         }
-        uint8_t h = c->kind == C_STACK ? 2 : 1;
-        for (k = c->kind == C_DICT ? 1 : 0; k < c->n; k += step2) {
+        uint8_t h = c->kind == C_STACK ? 2 : c->kind == C_ELIST ? c->height : 1;
+        for (k = c->kind == C_DICT ? 1 : 0; k < cn; k += step2) {
             val_t e = c->items[k];
-            if (e.tag == T_CONT && p->conts[e.v].height + 1 > h) h = (uint8_t)(p->conts[e.v].height + 1);
+            int eh = e.tag == T_CONT ? p->conts[e.v].height : imm_height(e);
+            if (eh + 1 > h) h = (uint8_t)(eh + 1);
         }
         if (h > MAX_DEPTH) return set_err(p, PK_FALLBACK, "nested too deep");
         c->height = h;
@@ -853,64 +1128,26 @@ static int check_depth(pk_t *p, val_t root) {
     return PK_OK;
 }
 
-/* the last value of a string key in a dict; tag T_NONE with v = -1 when absent */
-static val_t lookup(const cont_t *c, int64_t key) {
-    val_t out = {-1, T_NONE};
-    for (uint32_t k = 0; k + 1 < c->n; k += 2)
-        if (c->items[k].tag == T_STR && c->items[k].v == key) out = c->items[k + 1];
-    return out;
-}
-
-#define ABSENT(x) ((x).tag == T_NONE && (x).v == -1)
+static val_t lookup(const cont_t *c, int64_t key) { return lookup_items(c->items, c->n, key); }
 
 static const cont_t *as(const pk_t *p, val_t v, uint8_t kind) {
     if (v.tag != T_CONT || p->conts[v.v].kind != kind) return NULL;
     return &p->conts[v.v];
 }
 
-/* a frames value: absent or [] = stack 0, a STACK = its id, else -1 */
-static int64_t stack_of(const pk_t *p, val_t v) {
-    if (ABSENT(v)) return 0;
-    const cont_t *c = as(p, v, C_LIST);
-    if (c && c->n == 0) return 0;
-    c = as(p, v, C_STACK);
-    return c ? c->aux : -1;
-}
-
-/* an int field: absent -> dflt (and *null = 1 when given); PK_FALLBACK if not an int in range */
-static int int_field(val_t v, int64_t dflt, int64_t *out, int64_t *null) {
-    if (ABSENT(v)) {
-        *out = dflt;
-        if (null) *null = 1;
-        return 1;
-    }
-    if (!in_range(v)) return 0;
-    *out = v.v;
-    if (null) *null = 0;
-    return 1;
-}
-
 #define FB(msg) return set_err(p, PK_FALLBACK, msg)
 #define PUSH(c, x) \
     if (!vpush(&p->col[c], x)) return set_err(p, PK_NOMEM, "out of memory")
 
+/* a trace entry of a device trace the reader did not take as rows while feeding */
 static int walk_entry(pk_t *p, int64_t d, val_t e) {
     const cont_t *c = as(p, e, C_DICT);
     if (!c) FB("a trace entry that is not a dict");
-    val_t act = lookup(c, K_ACTION);
-    if (act.tag != T_STR || act.v < K_FIRST_ACTION || act.v >= NKEYS) FB("an unknown action");
-    int64_t size, addr, addr_null, stream, t = 0, dfree, dfree_null, stack;
-    val_t tv = lookup(c, K_TIME);
-    if (!int_field(lookup(c, K_SIZE), 0, &size, NULL) || !int_field(lookup(c, K_ADDR), 0, &addr, &addr_null)
-        || !int_field(lookup(c, K_STREAM), 0, &stream, NULL)
-        || !int_field(lookup(c, K_DFREE), 0, &dfree, &dfree_null))
-        FB("a trace entry field of another type");
-    if (!ABSENT(tv) && !in_range(tv)) FB("time_us of another type");
-    if ((stack = stack_of(p, lookup(c, K_FRAMES))) < 0) FB("frames that are not a list of frames");
-    if (!ABSENT(tv)) t = tv.v;
-    PUSH(E_DEV, d); PUSH(E_ACTION, act.v - K_FIRST_ACTION); PUSH(E_SIZE, size); PUSH(E_ADDR, addr);
-    PUSH(E_ADDR_NULL, addr_null); PUSH(E_STREAM, stream); PUSH(E_TIME, t); PUSH(E_HAS_TIME, !ABSENT(tv));
-    PUSH(E_STACK, stack); PUSH(E_DFREE, dfree); PUSH(E_DFREE_NULL, dfree_null);
+    int64_t row[NECOLS];
+    const char *why = entry_row(p, c->items, c->n, row);
+    if (why) FB(why);
+    row[E_DEV] = d;
+    if (!push_row(p, row)) return set_err(p, PK_NOMEM, "out of memory");
     return PK_OK;
 }
 
@@ -959,12 +1196,22 @@ int pv_pk_finish(void *h) {
     val_t tr = lookup(root, K_TRACES);
     const cont_t *traces = as(p, tr, C_LIST);
     if (!traces && !ABSENT(tr)) FB("device_traces not a list");
+    /* rows written while feeding: exactly those of the device traces' entry lists, in order */
+    size_t fed = p->ecol[E_ACTION].n, next = 0;
     for (uint32_t d = 0; traces && d < traces->n; d++) {
-        const cont_t *dt = as(p, traces->items[d], C_LIST);
-        if (!dt) FB("a device trace that is not a list");
+        const cont_t *dt = as(p, traces->items[d], C_ELIST);
+        if (dt) {
+            if (dt->aux != (int64_t)next) FB("trace entry lists out of order or repeated");
+            for (size_t k = next; k < next + dt->n; k++) memcpy(p->ecol[E_DEV].p + k * 4, &(int32_t){(int32_t)d}, 4);
+            next += dt->n;
+            continue;
+        }
+        if (!(dt = as(p, traces->items[d], C_LIST))) FB("a device trace that is not a list");
+        if (dt->n && fed) FB("device traces of entries taken as rows and of others");
         for (uint32_t k = 0; k < dt->n; k++)
             if ((r = walk_entry(p, d, dt->items[k]))) return r;
     }
+    if (next != fed) FB("trace entries outside device_traces");
     for (uint32_t s = 0; s < segs->n; s++)
         if ((r = walk_segment(p, segs->items[s]))) return r;
     drop_tree(p);
@@ -975,15 +1222,35 @@ int pv_pk_finish(void *h) {
 
 int pv_pk_ncols(void) { return NCOLS; }
 
-const int64_t *pv_pk_column(void *h, int c, size_t *n) {
+/* bytes per value of column c (1, 4 or 8; signed integers) */
+int pv_pk_col_width(int c) { return c >= 0 && c < NCOLS ? COL_WIDTH[c] : 0; }
+
+const void *pv_pk_column(void *h, int c, size_t *n) {
     pk_t *p = (pk_t *)h;
     if (c == STR_OFF) {
         *n = p->str_off.n;
         return p->str_off.p;
     }
     if (c < 0 || c >= NCOLS) { *n = 0; return NULL; }
+    if (c < NECOLS) {
+        *n = p->ecol[c].n;
+        return p->ecol[c].p;
+    }
     *n = p->col[c].n;
     return p->col[c].p;
+}
+
+/* column c is no longer needed (the caller copied it): its memory goes back at once */
+void pv_pk_drop(void *h, int c) {
+    pk_t *p = (pk_t *)h;
+    if (c < 0 || c >= NCOLS || c == STR_OFF) return;
+    if (c < NECOLS) {
+        free(p->ecol[c].p);
+        p->ecol[c].p = NULL, p->ecol[c].n = p->ecol[c].cap = 0;
+    } else {
+        free(p->col[c].p);
+        p->col[c].p = NULL, p->col[c].n = p->col[c].cap = 0;
+    }
 }
 
 const uint8_t *pv_pk_blob(void *h, size_t *n) {

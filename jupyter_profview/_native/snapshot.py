@@ -41,6 +41,10 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pv_pk_ncols.argtypes = []
     lib.pv_pk_column.restype = c_void_p
     lib.pv_pk_column.argtypes = [c_void_p, c_int, POINTER(c_size_t)]
+    lib.pv_pk_col_width.restype = c_int
+    lib.pv_pk_col_width.argtypes = [c_int]
+    lib.pv_pk_drop.restype = None
+    lib.pv_pk_drop.argtypes = [c_void_p, c_int]
     lib.pv_pk_blob.restype = c_void_p
     lib.pv_pk_blob.argtypes = [c_void_p, POINTER(c_size_t)]
     lib.pv_pk_error.restype = c_char_p
@@ -52,8 +56,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 def decode_snapshot(lib: ctypes.CDLL, chunks: Iterable[Any], budget: int) -> dict[str, Any]:
-    """Columns (int64 arrays, and ``strings``: the interned strings) of a snapshot pickle fed as
-    ``chunks`` (bytes-like); raises `Refused` or `Fallback`."""
+    """Columns (integer arrays: int8 / int32 / int64 as ``pv_pk_col_width`` says, and ``strings``:
+    the interned strings) of a snapshot pickle fed as ``chunks`` (bytes-like); raises `Refused` or
+    `Fallback`.  Each column is copied out and then dropped in C, so at most one exists twice."""
     _declare(lib)
     h = lib.pv_pk_new(budget)
     if not h:
@@ -78,9 +83,13 @@ def decode_snapshot(lib: ctypes.CDLL, chunks: Iterable[Any], budget: int) -> dic
         out: dict[str, Any] = {}
         n = c_size_t()
         for c, name in enumerate(COLUMNS):
+            dtype = np.dtype(f"i{lib.pv_pk_col_width(c)}")
             ptr = lib.pv_pk_column(h, c, ctypes.byref(n))
-            out[name] = (np.ctypeslib.as_array(ctypes.cast(ptr, POINTER(c_int64)), (n.value,)).copy()
-                         if n.value else np.zeros(0, np.int64))
+            nbytes = n.value * dtype.itemsize
+            raw = memoryview((ctypes.c_char * nbytes).from_address(ptr)) if nbytes else b""
+            out[name] = np.frombuffer(raw, dtype).copy()
+            if name != "str_off":
+                lib.pv_pk_drop(h, c)
         ptr = lib.pv_pk_blob(h, ctypes.byref(n))
         blob = ctypes.string_at(ptr, n.value) if n.value else b""
         off = out.pop("str_off").tolist()

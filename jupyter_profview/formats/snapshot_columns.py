@@ -1,7 +1,8 @@
 """A CUDA memory snapshot as columns: what ``pickle_snap.c`` builds without a Python object per
 trace entry, and what `from_object` builds from the pure-Python reader's result (the reference).
 
-Columns (int64 arrays): ``e_*`` one per trace entry, device traces in order (``e_dev``,
+Columns (int64 arrays, the per-entry ones as `E_DTYPES`): ``e_*`` one per trace entry, device
+traces in order (``e_dev``,
 ``e_action`` = index in `ACTIONS`, ``e_size``, ``e_addr`` / ``e_addr_null``, ``e_stream``,
 ``e_time`` / ``e_has_time`` (``time_us`` as written), ``e_stack``, ``e_dfree`` /
 ``e_dfree_null`` (``device_free``)); ``s_*`` one per segment (``s_dev``, ``s_addr``,
@@ -23,6 +24,11 @@ EXPECTED = "a PyTorch memory snapshot pickle ({'segments': [...], 'device_traces
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "oom", "snapshot")
 LIMIT = 2**62
+#: the per-entry columns' dtypes (``pickle_snap.c``'s COL_WIDTH): flags and actions int8, the
+#: device and the stack id int32, the rest int64
+E_DTYPES = {"e_dev": np.int32, "e_action": np.int8, "e_size": np.int64, "e_addr": np.int64,
+            "e_addr_null": np.int8, "e_stream": np.int64, "e_time": np.int64, "e_has_time": np.int8,
+            "e_stack": np.int32, "e_dfree": np.int64, "e_dfree_null": np.int8}
 
 
 def get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, name: str, default: Any = ...) -> Any:
@@ -116,7 +122,7 @@ def from_object(snap: Any, name: str) -> dict[str, Any]:
                                     expected="addresses of real memory")
         for key, value in (("s_dev", dev), ("s_addr", base), ("s_total", total), ("s_nblocks", len(blocks))):
             s[key].append(value)
-    out: dict[str, Any] = {k: np.array(v, np.int64) for k, v in (*e.items(), *s.items())}
+    out: dict[str, Any] = {k: np.array(v, E_DTYPES.get(k, np.int64)) for k, v in (*e.items(), *s.items())}
     stacks = sorted(it.stacks.items(), key=lambda kv: kv[1])
     out["k_off"] = np.concatenate([[0], np.cumsum([len(k) for k, _ in stacks])]).astype(np.int64)
     out["k_frame"] = np.array([f for k, _ in stacks for f in k], np.int64)

@@ -4,6 +4,7 @@ object per entry.  The semantics are those documented in ``torch_snapshot``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 from ..builder import build_events, make_trace
 from ..errors import ProfviewError
 from ..model import Quality, Trace, memory_frame
+from ..schema import KINDS
 from .snapshot_columns import ACTIONS, LIMIT
 
 PREEXISTING = "(allocated before recording)"
@@ -89,6 +91,31 @@ def _sorted_categorical(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes.ravel(), categories=pd.Index(uniques))
 
 
+def _index(labels: list[str]) -> pd.Index:
+    """Categories as `_sorted_categorical` makes them (an empty one of objects)."""
+    return pd.Index(labels) if labels else pd.Index(np.zeros(0, object))
+
+
+def _labelled(parts: list[tuple[np.ndarray, Callable[[int], str]]], o: np.ndarray) -> pd.Categorical:
+    """The Categorical of the concatenated parts taken at ``o``: each part integer keys, labelled by
+    its function; categories the labels present, sorted (as `_sorted_categorical` of the labels),
+    without a string per row."""
+    keys: list[np.ndarray] = []
+    labels: list[str] = []
+    for values, label in parts:
+        uniques, inverse = np.unique(values, return_inverse=True)
+        keys.append(inverse.ravel().astype(np.int32) + len(labels))
+        labels += [label(int(u)) for u in uniques.tolist()]
+    cats = sorted(set(labels))
+    rank = np.array([cats.index(x) for x in labels] or [0], np.int32)
+    codes = rank[np.concatenate(keys)[o]] if keys else np.zeros(0, np.int32)
+    present = np.bincount(codes, minlength=len(cats)) > 0
+    if not present.all():  # a window leaves some out
+        codes = (np.cumsum(present) - 1).astype(np.int32)[codes]
+        cats = [c for c, p in zip(cats, present.tolist(), strict=True) if p]
+    return pd.Categorical.from_codes(codes, categories=_index(cats))
+
+
 def _curve(t: np.ndarray, v: np.ndarray, lo: int, end_level: int) -> tuple[np.ndarray, np.ndarray]:
     """Running level per instant (a (lo, 0) point first; stable in time), offset so it ends at
     ``end_level`` (kept at 0 if that would go negative)."""
@@ -118,7 +145,8 @@ def build(c: dict[str, Any], name: str, format_name: str, window: tuple[int, int
     """The Trace of a snapshot's columns (see ``torch_snapshot`` for the tables).  ``window`` =
     (start, end), relative to the trace's start, both included: only the events in it (instants
     in it, segment slices overlapping it), the allocations alive in it, and the curves' points
-    in it after their level at its start."""
+    in it after their level at its start.  Each table is made in a function of its own, so its
+    per-entry temporaries are gone before the next one starts (the peak is what is kept)."""
     n = len(c["e_dev"])
     if n == 0 and len(c["s_dev"]) == 0:
         raise ProfviewError("the snapshot has no segments and no trace entries", source=name,
@@ -128,37 +156,13 @@ def build(c: dict[str, Any], name: str, format_name: str, window: tuple[int, int
     ws, we = (lo + window[0], lo + window[1]) if window is not None else (lo, hi)
     q = Quality()
     q.records_read = n + len(c["s_dev"]) + len(c["b_size"])
-    dev, act, size, addr = c["e_dev"], c["e_action"], c["e_size"], c["e_addr"]
-    has_addr = c["e_addr_null"] == 0
     lists, owners = stack_lists(c)
-    stack = c["e_stack"]
+    s = _State(c, name, t, (lo, hi, ws, we), window is not None, q)
 
     # allocations: alloc opens (device, addr), free_completed closes, free_requested reads
-    sel = np.flatnonzero(has_addr & ((act == ALLOC) | (act == FREE_REQUESTED) | (act == FREE_COMPLETED)))
-    kind = np.select([act[sel] == ALLOC, act[sel] == FREE_COMPLETED], [1, 2], 3)
-    match, end_open = pair(dev[sel], addr[sel], kind)
-    freed_by = np.full(n, -1, np.int64)  # per alloc row: the free_completed entry
-    requested = np.full(n, -1, np.int64)
-    m = (kind == 2) & (match >= 0)
-    freed_by[sel[match[m]]] = sel[m]
-    r = np.flatnonzero((kind == 3) & (match >= 0))
-    if len(r):  # the last free_requested of an allocation counts
-        tgt = sel[match[r]]
-        rev_u, rev_i = np.unique(tgt[::-1], return_index=True)
-        requested[rev_u] = sel[r[::-1][rev_i]]
-    orphan = (act == FREE_COMPLETED)
-    orphan[sel[m]] = False
-    open_keys = set(zip(dev[sel[end_open]].tolist(), addr[sel[end_open]].tolist(), strict=True))
-
+    freed_by, requested, orphan, open_keys = _alloc_pairs(c)
     # segments from the trace: segment_alloc / map opens, segment_free / unmap closes
-    ssel = np.flatnonzero(has_addr & np.isin(act, (SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP)))
-    skind = np.where(np.isin(act[ssel], (SEG_ALLOC, SEG_MAP)), 1, 2)
-    smatch, send_open = pair(dev[ssel], addr[ssel], skind)
-    closed = ssel[(skind == 2) & (smatch >= 0)]
-    closed_from = ssel[smatch[(skind == 2) & (smatch >= 0)]]
-    so = ssel[send_open]
-    seg_open = {(d, a): (tt, s) for d, a, tt, s in zip(dev[so].tolist(), addr[so].tolist(), t[so].tolist(),
-                                                       size[so].tolist(), strict=True)}
+    closed, closed_from, seg_open = _segment_pairs(c, t)
 
     # snapshot segments and blocks
     b_dev = np.repeat(c["s_dev"], c["s_nblocks"])
@@ -173,46 +177,130 @@ def build(c: dict[str, Any], name: str, format_name: str, window: tuple[int, int
     for d, a, total in zip(c["s_dev"].tolist(), c["s_addr"].tolist(), c["s_total"].tolist(), strict=True):
         start, _ = seg_open.pop((d, a), (lo, total))
         seg_slices.append((d, a, total, start))
-
-    # events: each entry, a slice after each closed segment, then the snapshot's segments
-    ns, nseg = len(closed), len(seg_slices)
     seg_arr = np.array(seg_slices, np.int64).reshape(-1, 4)
-    order_key = np.concatenate([np.arange(n) * 2, closed * 2 + 1, 2 * n + np.arange(nseg)])
-    names = np.concatenate([np.array(ACTIONS, object)[act],
-                            np.array([f"segment {s:,} B" for s in size[closed_from].tolist()], object),
-                            np.array([f"segment {s:,} B" for s in seg_arr[:, 2].tolist()], object)])
-    ev_dev = np.concatenate([dev, dev[closed], seg_arr[:, 0]])
-    thread = np.concatenate([np.char.add("stream ", c["e_stream"].astype(str)).astype(object) if n
-                             else np.zeros(0, object), np.full(ns + nseg, "segments", object)])
-    start = np.concatenate([t, t[closed_from], seg_arr[:, 3]])
-    dur = np.concatenate([np.zeros(n, np.int64), t[closed] - t[closed_from], hi - seg_arr[:, 3]])
-    ev_size = np.concatenate([size, size[closed_from], seg_arr[:, 2]])
-    ev_addr = np.concatenate([addr, addr[closed], seg_arr[:, 1]])
-    ev_null = np.concatenate([~has_addr, np.zeros(ns + nseg, bool)])
-    frame = np.concatenate([owners[stack], np.full(ns + nseg, "", object)])
-    kinds = np.concatenate([np.zeros(n, np.int8), np.ones(ns + nseg, np.int8)])
-    o = np.argsort(order_key, kind="stable")
-    q.placed["events"] += n + nseg
+
+    events, base = _events(s, closed, closed_from, seg_arr, owners)
+    del closed, closed_from, seg_arr
+    memory, counters, peaks, mem_devs = _curves(s, orphan, b_dev, in_use, pre)
+    allocations = _allocations(s, freed_by, requested, orphan, b_dev, pre, owners, lists)
+    del freed_by, requested, orphan
+    devices = sorted({f"cuda:{d}" for d in mem_devs | set(c["s_dev"].tolist())})
+    metadata: dict[str, Any] = {"peaks": {k: {**v, "time": v["time"] - base} for k, v in peaks.items()},
+                                "devices": devices}
     if window is not None:
+        metadata["window"] = (int(window[0]), int(window[1]))
+    trace = make_trace(format_name, "ns" if timed else "step", events, q, base=base, memory=memory,
+                       allocations=allocations, counters=counters, metadata=metadata)
+    del events, memory, allocations, counters
+    t -= base  # t is build's own (entry_times made it)
+    trace._derived[ALLOCATOR_KEY] = _allocator_extra(c, t, lists)
+    return trace
+
+
+class _State:
+    """What the table makers share: the columns, entry times, the trace's and the window's ends."""
+
+    def __init__(self, c: dict[str, Any], name: str, t: np.ndarray, ends: tuple[int, int, int, int],
+                 windowed: bool, q: Quality) -> None:
+        self.c, self.name, self.t, self.windowed, self.q = c, name, t, windowed, q
+        self.lo, self.hi, self.ws, self.we = ends
+        self.n = len(t)
+
+
+def _alloc_pairs(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, set[tuple[int, int]]]:
+    """Per alloc entry its free_completed entry and its last free_requested entry (-1: none), the
+    free_completed entries that close nothing, and the (device, addr) keys left open."""
+    dev, act, addr = c["e_dev"], c["e_action"], c["e_addr"]
+    n = len(dev)
+    sel = np.flatnonzero((c["e_addr_null"] == 0) & np.isin(act, (ALLOC, FREE_REQUESTED, FREE_COMPLETED)))
+    kind = np.select([act[sel] == ALLOC, act[sel] == FREE_COMPLETED], [1, 2], 3)
+    match, end_open = pair(dev[sel], addr[sel], kind)
+    freed_by = np.full(n, -1, np.int64)  # per alloc row: the free_completed entry
+    requested = np.full(n, -1, np.int64)
+    m = (kind == 2) & (match >= 0)
+    freed_by[sel[match[m]]] = sel[m]
+    r = np.flatnonzero((kind == 3) & (match >= 0))
+    if len(r):  # the last free_requested of an allocation counts
+        tgt = sel[match[r]]
+        rev_u, rev_i = np.unique(tgt[::-1], return_index=True)
+        requested[rev_u] = sel[r[::-1][rev_i]]
+    orphan = (act == FREE_COMPLETED)
+    orphan[sel[m]] = False
+    open_keys = set(zip(dev[sel[end_open]].tolist(), addr[sel[end_open]].tolist(), strict=True))
+    return freed_by, requested, orphan, open_keys
+
+
+def _segment_pairs(c: dict[str, Any], t: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[Any, Any]]:
+    """The segment_free / unmap entries that close a segment, the entries they close, and the
+    segments left open ((device, addr) -> (time, size))."""
+    dev, act, addr, size = c["e_dev"], c["e_action"], c["e_addr"], c["e_size"]
+    ssel = np.flatnonzero((c["e_addr_null"] == 0) & np.isin(act, (SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP)))
+    skind = np.where(np.isin(act[ssel], (SEG_ALLOC, SEG_MAP)), 1, 2)
+    smatch, send_open = pair(dev[ssel], addr[ssel], skind)
+    closed = ssel[(skind == 2) & (smatch >= 0)]
+    closed_from = ssel[smatch[(skind == 2) & (smatch >= 0)]]
+    so = ssel[send_open]
+    seg_open = {(d, a): (tt, sz) for d, a, tt, sz in zip(dev[so].tolist(), addr[so].tolist(), t[so].tolist(),
+                                                         size[so].tolist(), strict=True)}
+    return closed, closed_from, seg_open
+
+
+def _events(s: _State, closed: np.ndarray, closed_from: np.ndarray, seg_arr: np.ndarray,
+            owners: np.ndarray) -> tuple[pd.DataFrame, int]:
+    """Events: each entry, a slice after each closed segment, then the snapshot's segments."""
+    c, t, n, q = s.c, s.t, s.n, s.q
+    dev, act, size, addr = c["e_dev"], c["e_action"], c["e_size"], c["e_addr"]
+    ns, nseg = len(closed), len(seg_arr)
+    order_key = np.concatenate([np.arange(n) * 2, closed * 2 + 1, 2 * n + np.arange(nseg)])
+    o = np.argsort(order_key, kind="stable")
+    del order_key
+    start = np.concatenate([t, t[closed_from], seg_arr[:, 3]])
+    dur = np.concatenate([np.zeros(n, np.int64), t[closed] - t[closed_from], s.hi - seg_arr[:, 3]])
+    kinds = np.concatenate([np.zeros(n, np.int8), np.ones(ns + nseg, np.int8)])
+    q.placed["events"] += n + nseg
+    if s.windowed:
+        ws, we = s.ws, s.we
         keep = np.where(kinds == 0, (start >= ws) & (start <= we), (start <= we) & (start + dur >= ws))
         dropped = int((~keep[:n]).sum()) + int((~keep[n + ns:]).sum())  # closed segments: no record
         q.placed["events"] -= dropped
         if dropped:
             q.skipped["outside the window"] += dropped
         o = o[keep[o]]
+        del keep
+    ko = kinds[o]
+    del kinds
     columns: dict[str, Any] = {
-        "name": _sorted_categorical(names[o]),
-        "category": pd.Categorical.from_codes(kinds[o], categories=pd.Index(["allocator", "segment"])),
-        "process": _sorted_categorical(np.char.add("cuda:", ev_dev[o].astype(str)).astype(object)),
-        "thread": _sorted_categorical(thread[o]),
-        "kind": pd.Categorical.from_codes(kinds[o], categories=pd.Index(["instant", "slice"])).astype(str),
+        "name": _labelled([(act, ACTIONS.__getitem__),
+                           (np.concatenate([size[closed_from], seg_arr[:, 2]]), "segment {:,} B".format)], o),
+        "category": pd.Categorical.from_codes(ko, categories=pd.Index(["allocator", "segment"])),
+        "process": _labelled([(np.concatenate([dev, dev[closed], seg_arr[:, 0]]), "cuda:{}".format)], o),
+        "thread": _labelled([(c["e_stream"], "stream {}".format), (np.zeros(ns + nseg, np.int8),
+                                                                  lambda _: "segments")], o),
+        "kind": pd.Categorical.from_codes(np.where(ko == 0, KINDS.index("instant"), KINDS.index("slice")),
+                                          dtype=pd.CategoricalDtype(list(KINDS))),
         "start": start[o], "dur": dur[o],
-        "size": pd.arrays.IntegerArray(ev_size[o], np.zeros(len(o), bool)),
-        "addr": pd.arrays.IntegerArray(ev_addr[o], ev_null[o]),
-        "frame": pd.array(frame[o], dtype="string"),
     }
+    del start, dur, ko
+    columns["size"] = pd.arrays.IntegerArray(np.concatenate([size, size[closed_from], seg_arr[:, 2]])[o],
+                                             np.zeros(len(o), bool))
+    columns["addr"] = pd.arrays.IntegerArray(np.concatenate([addr, addr[closed], seg_arr[:, 1]])[o],
+                                             np.concatenate([c["e_addr_null"] != 0,
+                                                             np.zeros(ns + nseg, bool)])[o])
+    frame = np.full(len(o), "", object)  # owners: entries only
+    is_entry = o < n
+    frame[is_entry] = owners[c["e_stack"][o[is_entry]]]
+    del is_entry, o
+    columns["frame"] = pd.arrays.StringArray(frame)
+    del frame
+    events, _, base = build_events(columns, q, base=s.lo, consume=True)
+    return events, base
 
-    # allocated / reserved curves
+
+def _curves(s: _State, orphan: np.ndarray, b_dev: np.ndarray, in_use: np.ndarray, pre: np.ndarray
+            ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, dict[str, dict[str, int]], set[int]]:
+    """The allocated (``memory``) and reserved (``counters``) curves, the peaks, the devices."""
+    c, t, n, lo = s.c, s.t, s.n, s.lo
+    dev, act, size = c["e_dev"], c["e_action"], c["e_size"]
     b_size = c["b_size"]
     end_allocated = _sums(b_dev[in_use], b_size[in_use])
     end_reserved = _sums(c["s_dev"], c["s_total"])
@@ -221,8 +309,11 @@ def build(c: dict[str, Any], name: str, format_name: str, window: tuple[int, int
     pts_dev = np.concatenate([dev[ia], dev[orphan], b_dev[pre]])
     pts_t = np.concatenate([t[ia], np.full(int(orphan.sum()) + int(pre.sum()), lo)]).astype(np.int64)
     pts_v = np.concatenate([np.where(act[ia] == ALLOC, size[ia], -size[ia]), size[orphan], b_size[pre]])
+    del ia
     po = np.argsort(pts_seq, kind="stable")
+    del pts_seq
     pts_dev, pts_t, pts_v = pts_dev[po], pts_t[po], pts_v[po]
+    del po
     ir = np.flatnonzero(np.isin(act, (SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP)))
     r_dev, r_t = dev[ir], t[ir]
     r_v = np.where(np.isin(act[ir], (SEG_ALLOC, SEG_MAP)), size[ir], -size[ir])
@@ -231,75 +322,74 @@ def build(c: dict[str, Any], name: str, format_name: str, window: tuple[int, int
                  + int(np.abs(r_v[r_dev == d]).astype(object).sum())
                  + end_allocated.get(d, 0) + end_reserved.get(d, 0))
         if total >= LIMIT:
-            raise ProfviewError("byte counts add up beyond 2**62", source=name, position=f"device {d}",
+            raise ProfviewError("byte counts add up beyond 2**62", source=s.name, position=f"device {d}",
                                 expected="sizes in bytes of real allocations")
     mem_t, mem_d, mem_b = [], [], []
     peaks: dict[str, dict[str, int]] = {}
-    for d in sorted(set(pts_dev.tolist())):
+    devs = set(pts_dev.tolist())
+    for d in sorted(devs):
         ct, level = _curve(pts_t[pts_dev == d], pts_v[pts_dev == d], lo, end_allocated.get(d, 0))
-        if window is not None:
-            ct, level = clip_curve(ct, level, ws, we)
+        if s.windowed:
+            ct, level = clip_curve(ct, level, s.ws, s.we)
             if not len(ct):
                 continue
         mem_t.append(ct)
         mem_b.append(level)
         mem_d += [f"cuda:{d}"] * len(ct)
         peaks[f"cuda:{d}"] = {"time": int(ct[int(np.argmax(level))]), "bytes": int(level.max())}
+    del pts_dev, pts_t, pts_v
     counters = None
     if len(ir):
         parts = [(d, *_curve(r_t[r_dev == d], r_v[r_dev == d], lo, end_reserved.get(d, 0)))
                  for d in sorted(set(r_dev.tolist()))]
-        if window is not None:
-            parts = [(d, *clip_curve(ct, v, ws, we)) for d, ct, v in parts]
+        if s.windowed:
+            parts = [(d, *clip_curve(ct, v, s.ws, s.we)) for d, ct, v in parts]
         ct = np.concatenate([p[1] for p in parts])
         counters = pd.DataFrame({
             "time": ct, "process": pd.Categorical([f"cuda:{p[0]}" for p in parts for _ in p[1]]),
             "name": pd.Categorical(["reserved"] * len(ct)), "series": pd.Categorical(["bytes"] * len(ct)),
             "value": np.concatenate([p[2] for p in parts]).astype(np.float64)})
+    memory = memory_frame(np.concatenate(mem_t), mem_d, np.concatenate(mem_b), "measured") if mem_t else None
+    return memory, counters, peaks, devs
 
-    events, _, base = build_events(columns, q, base=lo)
 
-    # allocations: allocs and orphan frees in entry order, then blocks from before the recording
+def _allocations(s: _State, freed_by: np.ndarray, requested: np.ndarray, orphan: np.ndarray,
+                 b_dev: np.ndarray, pre: np.ndarray, owners: np.ndarray, lists: np.ndarray) -> pd.DataFrame:
+    """Allocs and orphan frees in entry order, then blocks from before the recording."""
+    c, t, lo, q = s.c, s.t, s.lo, s.q
+    dev, act, size, addr, stack = c["e_dev"], c["e_action"], c["e_size"], c["e_addr"], c["e_stack"]
     rows = np.flatnonzero((act == ALLOC) | orphan)
     is_alloc = act[rows] == ALLOC
     fb, rq = freed_by[rows], requested[rows]
+    npre = int(pre.sum())
     allocations = pd.DataFrame({
-        "device": _sorted_categorical(
-            np.char.add("cuda:", np.concatenate([dev[rows], b_dev[pre]]).astype(str)).astype(object)),
+        "device": _labelled([(np.concatenate([dev[rows], b_dev[pre]]), "cuda:{}".format)],
+                            np.arange(len(rows) + npre)),
         "address": pd.arrays.IntegerArray(np.concatenate([addr[rows], c["b_addr"][pre]]),
-                                          np.concatenate([~has_addr[rows], np.zeros(int(pre.sum()), bool)])),
-        "bytes": np.concatenate([size[rows], b_size[pre]]).astype(np.int64),
-        "alloc_time": pd.array(np.concatenate([np.where(is_alloc, t[rows], lo), np.full(int(pre.sum()), lo)]),
+                                          np.concatenate([c["e_addr_null"][rows] != 0,
+                                                          np.zeros(npre, bool)])),
+        "bytes": np.concatenate([size[rows], c["b_size"][pre]]).astype(np.int64),
+        "alloc_time": pd.array(np.concatenate([np.where(is_alloc, t[rows], lo), np.full(npre, lo)]),
                                dtype="Int64"),
         "free_time": pd.arrays.IntegerArray(
-            np.concatenate([np.where(is_alloc, t[np.maximum(fb, 0)], t[rows]),
-                            np.zeros(int(pre.sum()), np.int64)]),
-            np.concatenate([is_alloc & (fb < 0), np.ones(int(pre.sum()), bool)])),
+            np.concatenate([np.where(is_alloc, t[np.maximum(fb, 0)], t[rows]), np.zeros(npre, np.int64)]),
+            np.concatenate([is_alloc & (fb < 0), np.ones(npre, bool)])),
         "owner": pd.array(np.concatenate([np.where(is_alloc, owners[stack[rows]], PREEXISTING),
-                                          np.full(int(pre.sum()), PREEXISTING, object)]), dtype="string"),
+                                          np.full(npre, PREEXISTING, object)]), dtype="string"),
         "frames": pd.Series(np.concatenate([lists[stack[rows]], lists[c["b_stack"][pre]]]), dtype=object),
         "requested_free": pd.arrays.IntegerArray(
-            np.concatenate([t[np.maximum(rq, 0)] - lo, np.zeros(int(pre.sum()), np.int64)]),
-            np.concatenate([rq < 0, np.ones(int(pre.sum()), bool)])),
+            np.concatenate([t[np.maximum(rq, 0)] - lo, np.zeros(npre, np.int64)]),
+            np.concatenate([rq < 0, np.ones(npre, bool)])),
     })
-    if window is not None:
-        alive = ((allocations["alloc_time"] <= we) & (allocations["free_time"].isna()
-                                                      | (allocations["free_time"] >= ws))).to_numpy(bool)
+    if s.windowed:
+        alive = ((allocations["alloc_time"] <= s.we) & (allocations["free_time"].isna()
+                                                        | (allocations["free_time"] >= s.ws))).to_numpy(bool)
         gone = int((~alive[len(rows):]).sum())  # blocks from before the recording are records
         q.placed["allocations"] -= gone
         if gone:
             q.skipped["outside the window"] += gone
         allocations = allocations[alive].reset_index(drop=True)
-    memory = memory_frame(np.concatenate(mem_t), mem_d, np.concatenate(mem_b), "measured") if mem_t else None
-    devices = sorted({f"cuda:{d}" for d in set(pts_dev.tolist()) | set(c["s_dev"].tolist())})
-    metadata: dict[str, Any] = {"peaks": {k: {**v, "time": v["time"] - base} for k, v in peaks.items()},
-                                "devices": devices}
-    if window is not None:
-        metadata["window"] = (int(window[0]), int(window[1]))
-    trace = make_trace(format_name, "ns" if timed else "step", events, q, base=base, memory=memory,
-                       allocations=allocations, counters=counters, metadata=metadata)
-    trace._derived[ALLOCATOR_KEY] = _allocator_extra(c, t - base, lists)
-    return trace
+    return allocations
 
 
 def _sums(keys: np.ndarray, values: np.ndarray) -> dict[int, int]:

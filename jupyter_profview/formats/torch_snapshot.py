@@ -72,6 +72,7 @@ from .snapshot_tables import PREEXISTING, build
 
 __all__ = ["ACTIONS", "FORMAT", "PREEXISTING", "load", "sniff", "unpickle"]
 MAX_SNAPSHOT = 4 * 1024**3  # decompressed bytes of one snapshot pickle
+CHUNK = 4 << 20  # bytes fed to the native reader at a time (its input buffer holds about two)
 
 
 
@@ -287,7 +288,7 @@ def _native_columns(source: Source) -> dict[str, Any] | None:
     from .._native.snapshot import Fallback, Refused, decode_snapshot
 
     def chunks() -> Any:
-        for chunk in source.chunks():
+        for chunk in source.chunks(CHUNK):
             if source.consumed > MAX_SNAPSHOT:
                 where = f"after {source.consumed:,} decompressed bytes"
                 raise ProfviewError(f"the input expands to more than {MAX_SNAPSHOT:,} bytes",

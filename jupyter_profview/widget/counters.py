@@ -73,7 +73,7 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
                         "values": part["queue_length"].to_numpy(np.float64)})
     counters = trace.counters
     if counters is not None and len(counters):
-        memory = set(trace.memory["device"].astype(str)) if len(trace.memory) else set()
+        memory = {str(d) for d in trace.memory["device"].unique()} if len(trace.memory) else set()
         frame = counters.assign(label=[n if s == n else f"{n}: {s}" for n, s in
                                        zip(counters["name"].astype(str), counters["series"].astype(str),
                                            strict=True)])

@@ -136,7 +136,7 @@ def track_table(trace: Trace) -> pd.DataFrame:
     present, first = np.unique(codes, return_index=True)
     depth = lane_rows(ev, ranked)
     max_depth = np.zeros(len(track_labels), np.int64)
-    np.maximum.at(max_depth, codes, depth)
+    np.maximum.at(max_depth, codes, np.asarray(depth, np.int64))  # same dtypes: numpy's fast path (30x)
     counts = np.bincount(codes, minlength=len(track_labels))
     wrappers = np.bincount(codes, weights=derived.wrapper_mask(ev), minlength=len(track_labels))
     rows = []

@@ -30,6 +30,13 @@ class MemorySeries:
     axis: str = ""  # the trace's own counters: the counter's name (one y axis per name)
 
 
+def _by_time(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` sorted by time (stable); as it is when it already is (a memory table is sorted by
+    device and time: no sort of millions of points at open)."""
+    t = part["time"].to_numpy()
+    return part if not (t[1:] < t[:-1]).any() else part.sort_values("time", kind="stable")
+
+
 class MemoryIndex:
     """Memory-in-use series, one per (device, kind), downsampled per pixel column,
     then the counter series of `.counters` (GPU utilisation, queue length,
@@ -49,11 +56,11 @@ class MemoryIndex:
             return
         frame = pd.DataFrame({
             "rank": mem["rank"].to_numpy(np.int64) if trace.info.ranks else np.full(len(mem), -1),
-            "device": mem["device"].astype(str).to_numpy(), "kind": mem["kind"].astype(str).to_numpy(),
+            "device": mem["device"], "kind": mem["kind"],  # grouped as they are: no string per point
             "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
         })
-        for (_, device, kind), part in frame.groupby(["rank", "device", "kind"], sort=False):
-            part = part.sort_values("time", kind="stable")
+        for (_, device, kind), part in frame.groupby(["rank", "device", "kind"], sort=False, observed=True):
+            part = _by_time(part)
             rank = int(part["rank"].to_numpy(np.int64)[0])
             t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
             at = int(np.argmax(b))

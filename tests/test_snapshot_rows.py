@@ -1,0 +1,154 @@
+"""The native snapshot reader's early forms (``_native/pickle_snap.c``): a trace entry becomes a
+row when it is appended to its list, and an interned frame or stack a plain value once nothing else
+references its dict or list.  A pickle may still reach such a value later (a memo GET) and change it,
+share it, or nest it deeper; the pure-Python reader (the reference) must then give the same tables
+or the same refusal, and the C reader must hand those pickles back to it rather than answer from
+what it built early."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any
+
+import pytest
+
+from jupyter_profview import _native
+from jupyter_profview.errors import ProfviewError
+from jupyter_profview.formats import torch_snapshot
+from jupyter_profview.loader import load
+
+pytestmark = pytest.mark.skipif(not _native.available(), reason="the native library is not built")
+
+
+def _tables(data: bytes, native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with monkeypatch.context() as m:
+        m.setenv("PROFVIEW_NATIVE", "1" if native else "0")
+        try:
+            t = load(data, format="torch_cuda_snapshot")
+        except ProfviewError as exc:
+            return "error", str(exc).split(":")[0]
+        fell_back = torch_snapshot.last_fallback if native else None
+    ev = t.events[["name", "start", "size", "addr", "frame"]].astype(str).values.tolist()
+    al = t.allocations[["address", "bytes", "owner"]].astype(str).values.tolist()
+    frames = [list(f) for f in t.allocations["frames"]]
+    return "ok", (ev, al, frames, t.quality), fell_back
+
+
+def _compare(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    a, b = _tables(data, True, monkeypatch), _tables(data, False, monkeypatch)
+    assert a[:2] == b[:2]
+    return a, b
+
+
+# --- hand-written protocol 4 pickles (explicit BINPUT keys, so a later BINGET can name them) ---
+def S(s: str) -> bytes:
+    raw = s.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw
+
+
+def K(x: int) -> bytes:
+    return b"K" + bytes([x]) if x < 256 else b"J" + struct.pack("<i", x)
+
+
+def PUT(k: int) -> bytes:
+    return b"q" + bytes([k])
+
+
+def GET(k: int) -> bytes:
+    return b"h" + bytes([k])
+
+
+FRAME = b"}" + PUT(7) + b"(" + S("name") + S("f") + S("filename") + S("a.py") + S("line") + K(3) + b"u"
+FRAME2 = b"}(" + S("name") + S("g") + S("filename") + S("b.py") + S("line") + K(4) + b"u"
+
+
+def _entry(key: int, addr: int, frames: bytes) -> bytes:
+    return (b"}" + PUT(key) + b"(" + S("action") + S("alloc") + S("addr") + K(addr) + S("size") + K(512)
+            + S("time_us") + K(addr) + S("frames") + frames + b"u")
+
+
+def _snapshot(tail: bytes, frames: bytes = b"]" + PUT(6) + FRAME + b"a") -> bytes:
+    """{segments: [], device_traces: [[entry 5 (frames 6: [frame 7]), entry 8]]}, then ``tail`` run
+    with the root dict on the stack (it must leave it there)."""
+    entries = b"(" + _entry(5, 16, frames) + _entry(8, 32, b"]") + b"e"
+    return (b"\x80\x04}(" + S("segments") + b"]" + S("device_traces") + b"]" + b"]" + PUT(4) + entries + b"a"
+            + b"u" + tail + b".")
+
+
+MUTATIONS = {
+    # the entry dict, a row already: its size changed afterwards
+    "entry changed": GET(5) + S("size") + K(999) + b"s0",
+    # the same entry appended again to its list: two rows in the reference
+    "entry appended twice": GET(4) + GET(5) + b"a0",
+    # the frame dict, interned already: its line changed afterwards
+    "frame changed": GET(7) + S("line") + K(77) + b"s0",
+    # the frames list, a stack already: one more frame afterwards
+    "stack grown": GET(6) + FRAME2 + b"a0",
+    # an entry appended to the list after its first rows came from elsewhere
+    "rows from two lists": b"]" + _entry(9, 48, b"]") + b"a0",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MUTATIONS))
+def test_later_changes_go_to_the_reference(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    a, b = _compare(_snapshot(MUTATIONS[case]), monkeypatch)
+    assert a[0] == "ok" and a[2] is not None, "the C reader answered from what it built early"
+    unchanged = _tables(_snapshot(b""), False, monkeypatch)
+    if case != "rows from two lists":  # the reference sees the change: the check can tell
+        assert b[1] != unchanged[1]
+
+
+def test_unchanged_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, _ = _compare(_snapshot(GET(7) + b"0" + GET(6) + b"0"), monkeypatch)  # read, not changed
+    assert a[0] == "ok" and a[2] is None, a[2]
+    ev = a[1][0]
+    assert [r[0] for r in ev] == ["alloc", "alloc"] and [r[4] for r in ev] == ["f (a.py:3)", ""]
+
+
+def test_empty_frames_list_changed_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty frames list: a row reads it as no frames; an APPEND onto it afterwards (released
+    list or, when shared before, frozen list) goes to the reference."""
+    for frames in (b"]" + PUT(6), b"]" + PUT(6) + b"2" + b"0"):  # second: DUP pins it
+        a, b = _compare(_snapshot(GET(6) + FRAME2 + b"a0", frames=frames), monkeypatch)
+        assert a[0] == "ok" and a[2] is not None
+        assert b[1][0][0][4] == "g (b.py:4)"
+
+
+def test_shared_frames_and_stacks_stay_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyTorch's snapshots share frame dicts between stacks and stack lists between entries (the
+    pickle then has memo GETs of them): read natively, same tables."""
+    f = [{"name": n, "filename": "m.py", "line": k} for k, n in enumerate("abcd")]
+    stacks = [[f[0], f[1]], [f[1], f[2], f[3]], [f[3]]]
+    entries = [{"action": "alloc", "addr": 512 * k, "size": 512, "stream": 0, "time_us": k,
+                "frames": stacks[k % 3]} for k in range(30)]
+    entries += [{"action": "free_completed", "addr": 512 * k, "size": 512, "stream": 0, "time_us": 40 + k,
+                 "frames": stacks[k % 2]} for k in range(0, 30, 2)]
+    blocks = [{"size": 512, "state": "active_allocated", "frames": stacks[0]}]
+    snap = {"segments": [{"device": 0, "address": 0, "total_size": 1 << 20, "blocks": blocks}],
+            "device_traces": [entries, []]}
+    for protocol in (2, 4, 5):
+        a, _ = _compare(pickle.dumps(snap, protocol=protocol), monkeypatch)
+        assert a[0] == "ok" and a[2] is None, a[2]
+        assert len(a[1][0]) == 45 + 1 and a[1][0][0][4] == "a (m.py:0)"
+
+
+@pytest.mark.parametrize("what", ["entries", "stack", "frame"])
+def test_depth_of_early_forms(monkeypatch: pytest.MonkeyPatch, what: str) -> None:
+    """A list of rows, a stack or a frame shared into a nesting that ends around PICKLE_MAX_DEPTH:
+    the C reader counts their depth as the dicts and lists they stand for (both accept or both
+    refuse, and both outcomes occur)."""
+    frames = [{"name": "f", "filename": "a.py", "line": 1}]
+    entries = [{"action": "alloc", "addr": 0, "size": 512, "time_us": 1, "frames": frames}]
+    inner = {"entries": entries, "stack": frames, "frame": frames[0]}[what]
+    outcomes = set()
+    for k in range(56, 66):
+        deep: Any = inner
+        for _ in range(k):
+            deep = [deep]
+        data = pickle.dumps({"segments": [], "device_traces": [entries], "x": deep}, protocol=4)
+        a, _ = _compare(data, monkeypatch)
+        outcomes.add(a[0])
+        if a[0] == "ok":
+            assert a[2] is None, a[2]
+    assert outcomes == {"ok", "error"}
