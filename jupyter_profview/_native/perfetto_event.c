@@ -62,14 +62,6 @@ static int rep_fixed64(pf_walker *w, buf_t *b, const field_t *f) {
     return buf_append(b, f->s.p, f->s.n) ? 0 : PF_NOMEM;
 }
 
-#define WANT(wtype) \
-    do { \
-        if (f.wt != (wtype)) return pf_unsup(w, "a known field with another wire type"); \
-    } while (0)
-#define STR_OK() \
-    do { \
-        if (!utf8_ok(f.s.p, f.s.n)) return pf_unsup(w, "a string that is not UTF-8"); \
-    } while (0)
 
 /* Check one DebugAnnotation (recursively) and note its interned ids (kind 2 names, 3 strings). */
 static int check_annotation(pf_walker *w, span_t s, int depth) {

@@ -172,14 +172,6 @@ static void seq_clear(seq_t *s) {
 
 /* -- packet parts ------------------------------------------------------------------------- */
 
-#define WANT(wtype) \
-    do { \
-        if (f.wt != (wtype)) return pf_unsup(w, "a known field with another wire type"); \
-    } while (0)
-#define STR_OK() \
-    do { \
-        if (!utf8_ok(f.s.p, f.s.n)) return pf_unsup(w, "a string that is not UTF-8"); \
-    } while (0)
 #define ONCE(flag) \
     do { \
         if (flag) return pf_unsup(w, "a message field given twice"); \

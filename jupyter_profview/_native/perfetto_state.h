@@ -126,6 +126,17 @@ typedef struct pf_walker {
 } pf_walker;
 
 int pf_unsup(pf_walker *w, const char *why);
+
+/* In a field handler (a field `f`, the walker `w`): a known field of another wire type, or a
+ * string that is not UTF-8, sends the file to the Python reader (pf_unsup). */
+#define WANT(wtype) \
+    do { \
+        if (f.wt != (wtype)) return pf_unsup(w, "a known field with another wire type"); \
+    } while (0)
+#define STR_OK() \
+    do { \
+        if (!utf8_ok(f.s.p, f.s.n)) return pf_unsup(w, "a string that is not UTF-8"); \
+    } while (0)
 int32_t pf_raw(pf_walker *w, const uint8_t *p, size_t n);
 int32_t pf_track(pf_walker *w, int kind, uint64_t uuid, int64_t pid, int64_t tid);
 int pf_event(pf_walker *w, const uint8_t *pk_te, size_t te_n, int has_ts, uint64_t ts, uint32_t clock_id,

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 import jupyter_profview as profview
-from tests.browser.lab import REPO, TIMEOUT_MS, LabNotebook, LabServer, canvas_ink, wait_until
+from tests.browser.lab import REPO, TIMEOUT_MS, LabServer, canvas_ink, wait_until
+from tests.browser.test_gpu_browser import open_widget
 
 TIMELINE = ".pv-timeline canvas"
 COUNTERS = ".pv-memory canvas"
@@ -36,15 +37,6 @@ KERAS = REPO / "tests" / "data" / "xspace" / "tf_keras"
 EPS = 0.01
 
 
-def open_widget(lab: LabServer, page: Any, name: str, path: Path) -> LabNotebook:
-    cells = ["import jupyter_profview as profview\n"
-             f"w = profview.show(profview.load(r'{path}'))\n"
-             "w"]
-    nb = LabNotebook(lab, page, name, cells)
-    nb.run_all()
-    nb.wait_widget()
-    assert wait_until(lambda: canvas_ink(page, TIMELINE) > 2000), "nothing drawn on the timeline"
-    return nb
 
 
 def drawn(page: Any) -> dict[str, Any]:
