@@ -112,7 +112,7 @@ def _labelled(parts: list[tuple[np.ndarray, Callable[[int], str]]], o: np.ndarra
     present = np.bincount(codes, minlength=len(cats)) > 0
     if not present.all():  # a window leaves some out
         codes = (np.cumsum(present) - 1).astype(np.int32)[codes]
-        cats = [c for c, p in zip(cats, present.tolist(), strict=True) if p]
+        cats = np.asarray(cats, dtype=object)[present].tolist()  # the labels still used, in order
     return pd.Categorical.from_codes(codes, categories=_index(cats))
 
 
