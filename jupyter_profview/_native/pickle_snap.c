@@ -566,28 +566,19 @@ static size_t base(const pk_t *p) { return p->nmarks ? p->marks[p->nmarks - 1] :
 
 static int64_t new_cont(pk_t *p, uint8_t kind, const val_t *items, size_t n) {
     if (n > UINT32_MAX / 2) return -1;
-    int64_t idx = p->free_cont;
-    if (idx >= 0) {
-        cont_t *c = &p->conts[idx];
-        p->free_cont = c->aux;
-        memset(c, 0, sizeof *c);
-        c->kind = kind;
-        if (n) {
-            c->items = (val_t *)malloc(n * sizeof(val_t));
-            if (!c->items) return -1;
-            memcpy(c->items, items, n * sizeof(val_t));
-            c->n = c->cap = (uint32_t)n;
+    int64_t idx = p->free_cont; /* a released slot first, else the next one (grown as needed) */
+    int reuse = idx >= 0;
+    if (!reuse) {
+        if (p->nconts == p->ccap) {
+            size_t cap = p->ccap ? p->ccap * 2 : 4096;
+            cont_t *c = (cont_t *)realloc(p->conts, cap * sizeof *c);
+            if (!c) return -1;
+            p->conts = c, p->ccap = cap;
         }
-        return idx;
+        idx = (int64_t)p->nconts;
     }
-    if (p->nconts == p->ccap) {
-        size_t cap = p->ccap ? p->ccap * 2 : 4096;
-        cont_t *c = (cont_t *)realloc(p->conts, cap * sizeof *c);
-        if (!c) return -1;
-        p->conts = c, p->ccap = cap;
-    }
-    if (n > UINT32_MAX / 2) return -1;
-    cont_t *c = &p->conts[p->nconts];
+    cont_t *c = &p->conts[idx];
+    if (reuse) p->free_cont = c->aux;
     memset(c, 0, sizeof *c);
     c->kind = kind;
     if (n) {
@@ -596,7 +587,8 @@ static int64_t new_cont(pk_t *p, uint8_t kind, const val_t *items, size_t n) {
         memcpy(c->items, items, n * sizeof(val_t));
         c->n = c->cap = (uint32_t)n;
     }
-    return (int64_t)p->nconts++;
+    if (!reuse) p->nconts++;
+    return idx;
 }
 
 static int cont_add(cont_t *c, const val_t *items, size_t n) {
