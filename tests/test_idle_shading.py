@@ -2,11 +2,12 @@
 `_finding`, which names the picked row; a `gpu_idle` finding's frame holds its idle intervals and
 its GPU's lanes, which the front end shades.
 
-The expected idle intervals are counted here from `trace.events` alone, with sorting and a plain
-sweep: the step window (first ``ProfilerStep#`` start to last end) minus the union of the GPU's
-kernels, memcpy and memset (categories ``kernel``, ``gpu_memcpy``, ``gpu_memset`` of the GPU's
-process), on a real HTA trace (notebook 13's: ``trace_filter_sampled_rank-0``) and on a small
-hand-written Kineto file with two GPUs and no sync call or DataLoader (findings with 0 events).
+The expected idle intervals are counted here from `trace.events` alone, with the tests' own
+interval walk (`pipeline_walk.minus`): the step window (first ``ProfilerStep#`` start to last end)
+minus the union of the GPU's kernels, memcpy and memset (categories ``kernel``, ``gpu_memcpy``,
+``gpu_memset`` of the GPU's process), on a real HTA trace (notebook 13's:
+``trace_filter_sampled_rank-0``) and on a small hand-written Kineto file with two GPUs and no sync
+call or DataLoader (findings with 0 events).
 The browser side (the row marked, the shading drawn) is tests/browser/test_evidence_browser.py.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pipeline_walk import minus
 
 import jupyter_profview as profview
 from jupyter_profview.widget.codec import decode_frame
@@ -33,24 +35,16 @@ DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def idle_by_hand(trace: Any, process: str) -> list[tuple[int, int]]:
-    """The step window minus the union of `process`'s device events, by sorting and a sweep."""
+    """The step window minus the union of `process`'s device events, by the tests' own interval
+    walk (`pipeline_walk.minus`, not the package's)."""
     ev = trace.events
     name, cat = ev["name"].astype(str), ev["category"].astype(str)
     steps = ev[name.str.startswith("ProfilerStep#").to_numpy() & (cat == "user_annotation").to_numpy()]
     lo = int(steps["start"].min())
     hi = int((steps["start"] + steps["dur"]).max())
     dev = ev[cat.isin(DEVICE_CATEGORIES).to_numpy() & (ev["process"].astype(str) == process).to_numpy()]
-    idle, reach = [], lo
-    for s, e in sorted(zip(dev["start"].tolist(), (dev["start"] + dev["dur"]).tolist(), strict=True)):
-        s, e = max(s, lo), min(e, hi)
-        if e <= s:
-            continue
-        if s > reach:
-            idle.append((reach, s))
-        reach = max(reach, e)
-    if reach < hi:
-        idle.append((reach, hi))
-    return idle
+    starts = dev["start"].tolist()
+    return minus([(lo, hi)], list(zip(starts, (dev["start"] + dev["dur"]).tolist(), strict=True)))
 
 
 def evidence_cell(trace: Any, row: Any) -> str:
