@@ -290,3 +290,17 @@ def test_frames_differing_only_in_line_are_distinct(monkeypatch: pytest.MonkeyPa
     a, _ = both(pickle.dumps({"segments": [], "device_traces": [entries]}, protocol=4), monkeypatch)
     assert a.used == "native", a.fallback
     assert a.tables["events"]["frame"].nunique() == 500
+
+
+@pytest.mark.parametrize("empty", [b"(e", b"}(u0"], ids=["APPENDS", "SETITEMS"])
+def test_appends_and_setitems_of_nothing(monkeypatch: pytest.MonkeyPatch, empty: bytes) -> None:
+    """An APPENDS (onto an empty list) or a SETITEMS (onto an empty dict) of no items: read natively,
+    as the reference reads it.  In the C reader the container has no items array yet; a build with
+    ``-fsanitize=undefined`` fails here where the empty copy is not skipped (found by the fuzzer)."""
+    base = pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "addr": 0, "size": 512,
+                                                             "time_us": 1}]], "x": []}, protocol=4)
+    at = base.rindex(b"]") + 1  # after x's EMPTY_LIST
+    data = base[:at] + empty + base[at:]
+    assert pickle.loads(data) == pickle.loads(base)
+    a, _ = both(data, monkeypatch)
+    assert a.used == "native", a.fallback

@@ -1,10 +1,10 @@
 /*
- * pickle_cols.c -- the native snapshot reader's output columns (see pickle_snap.h): how they grow
- * while the input is read and walked, and the results API that hands them to Python
+ * pickle_cols.c -- the native snapshot reader's output columns (see pickle_internal.h): how they
+ * grow while the input is read and walked, and the results API that hands them to Python
  * (_native/snapshot.py).
  */
 
-#include "pickle_snap.h"
+#include "pickle_internal.h"
 
 /* bytes per value of each column; the per-entry columns E_DEV .. E_DFREE_NULL are stored narrow */
 static const uint8_t COL_WIDTH[NCOLS] = {4, 1, 8, 8, 1, 8, 8, 1, 4, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};

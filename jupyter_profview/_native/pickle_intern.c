@@ -1,12 +1,12 @@
 /*
- * pickle_intern.c -- the native snapshot reader's interned values (see pickle_snap.h): strings
+ * pickle_intern.c -- the native snapshot reader's interned values (see pickle_internal.h): strings
  * (an id per distinct string, its bytes in one blob), frames (name, filename, line) and stacks (a
  * list of frame ids), each stored once however many entries share it.
  */
 
-#include "pickle_snap.h"
+#include "pickle_internal.h"
 
-/* keys the walker and the frame test need, interned first: ids 0.. (the K_* ids of pickle_snap.h) */
+/* keys the walker and the frame test need, interned first: ids 0.. (pickle_internal.h's K_*) */
 static const char *const KEYS[] = {
     "name", "filename", "line", "segments", "device_traces", "action", "size", "addr", "frames",
     "stream", "time_us", "device_free", "device", "address", "total_size", "blocks", "state", "?",

@@ -1,11 +1,11 @@
 /*
- * pickle_memo.c -- the native snapshot reader's memo and containers (see pickle_snap.h): memo cells
- * (dense 4-byte cells for MEMOIZE's keys, a hash table for the others), the container slots and
- * their free list, and a frame dict or a frames list taken as an interned frame or stack, released
- * to a plain value when nothing else can reference it.
+ * pickle_memo.c -- the native snapshot reader's memo and containers (see pickle_internal.h):
+ * memo cells (dense 4-byte cells for MEMOIZE's keys, a hash table for the others), the container
+ * slots and their free list, and a frame dict or a frames list taken as an interned frame or
+ * stack, released to a plain value when nothing else can reference it.
  */
 
-#include "pickle_snap.h"
+#include "pickle_internal.h"
 
 /* ---- memo ------------------------------------------------------------------ */
 
@@ -135,6 +135,7 @@ int64_t pk_new_cont(pk_t *p, uint8_t kind, const val_t *items, size_t n) {
 }
 
 int pk_cont_add(cont_t *c, const val_t *items, size_t n) {
+    if (n == 0) return 1; /* APPENDS or SETITEMS of nothing: c->items may be NULL, and so memcpy's */
     if (n > (size_t)(UINT32_MAX / 2) - c->n) return 0;
     if (c->n + n > c->cap) {
         size_t cap = c->cap ? c->cap : 4;
@@ -181,6 +182,22 @@ int pk_release(pk_t *p, int64_t idx, val_t nv) {
     return 1;
 }
 
+/* container *v interned as `id`: released to the plain value {id, tag} when nothing else can
+   reference it, else (pinned) kept in its slot as a `kind` container (FRAME, STACK) */
+static int interned(pk_t *p, val_t *v, int64_t id, uint8_t tag, uint8_t kind) {
+    cont_t *c = &p->conts[v->v];
+    if (!(c->flags & F_PINNED)) {
+        val_t nv = {id, tag};
+        if (!pk_release(p, v->v, nv)) return PK_NOMEM;
+        *v = nv;
+        return PK_OK;
+    }
+    free(c->items);
+    c->items = NULL, c->n = c->cap = 0;
+    c->kind = kind, c->aux = id;
+    return PK_OK;
+}
+
 /* a dict appended to a list: a FRAME if it is {name: str, filename: str, line: int} (any subset);
    *v becomes the plain value T_FRAMEV when nothing else can reference the dict */
 int pk_maybe_frame(pk_t *p, val_t *v) {
@@ -199,16 +216,7 @@ int pk_maybe_frame(pk_t *p, val_t *v) {
     if (name.tag != T_STR || file.tag != T_STR || !in_range(line)) return PK_OK;
     int64_t id = pk_frame_id(p, name.v, file.v, line.v);
     if (id < 0) return PK_NOMEM;
-    if (!(c->flags & F_PINNED)) {
-        val_t nv = {id, T_FRAMEV};
-        if (!pk_release(p, v->v, nv)) return PK_NOMEM;
-        *v = nv;
-        return PK_OK;
-    }
-    free(c->items);
-    c->items = NULL, c->n = c->cap = 0;
-    c->kind = C_FRAME, c->aux = id;
-    return PK_OK;
+    return interned(p, v, id, T_FRAMEV, C_FRAME);
 }
 
 /* a list set as a dict value: a STACK if it holds frames only (and at least one); *v becomes the
@@ -231,16 +239,7 @@ int pk_maybe_stack(pk_t *p, val_t *v) {
     int64_t id = pk_stack_id(p, f, c->n);
     if (f != small) free(f);
     if (id < 0) return PK_NOMEM;
-    if (!(c->flags & F_PINNED)) {
-        val_t nv = {id, T_STACKV};
-        if (!pk_release(p, v->v, nv)) return PK_NOMEM;
-        *v = nv;
-        return PK_OK;
-    }
-    free(c->items);
-    c->items = NULL, c->n = c->cap = 0;
-    c->kind = C_STACK, c->aux = id;
-    return PK_OK;
+    return interned(p, v, id, T_STACKV, C_STACK);
 }
 
 /* the containers are no longer needed once walked */

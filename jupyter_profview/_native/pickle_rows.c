@@ -1,11 +1,11 @@
 /*
- * pickle_rows.c -- the native snapshot reader's trace entries as rows (see pickle_snap.h): a
+ * pickle_rows.c -- the native snapshot reader's trace entries as rows (see pickle_internal.h): a
  * trace entry dict appended to a list of them becomes one row of the E_* columns while feeding,
  * and after STOP the result is checked (depth, cycles) and walked with the snapshot's schema into
  * the columns (the entries not taken while feeding, segments, blocks).
  */
 
-#include "pickle_snap.h"
+#include "pickle_internal.h"
 
 /* ---- trace entries ------------------------------------------------------------ */
 

@@ -20,10 +20,10 @@
  * rare opcode, a value of an unexpected type or shape, deep nesting; the
  * caller reruns the pure-Python reader, which is the definition).
  *
- * This file runs the opcodes; pickle_snap.h lists the files that hold the rest.
+ * This file runs the opcodes; pickle_internal.h lists the files that hold the rest.
  */
 
-#include "pickle_snap.h"
+#include "pickle_internal.h"
 
 /* ---- stack machine --------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /*
- * pickle_snap.h -- what the native snapshot reader's files share: the value cells, the containers,
- * the reader's state (pk_t), its output columns and the functions one file calls in another.
+ * pickle_internal.h -- what the native snapshot reader's files share: the value cells, the
+ * containers, the reader's state (pk_t), its output columns and the functions one file calls in
+ * another.
  *
  *   pickle_snap.c    the restricted opcode interpreter and the feeding API (pv_pk_new/feed/free)
  *   pickle_rows.c    trace entries as rows, and the walk after STOP (pv_pk_finish)
@@ -11,8 +12,8 @@
  * Each file calls only the ones below it in this list.  formats/torch_snapshot.py is the reference.
  */
 
-#ifndef PV_PICKLE_SNAP_H
-#define PV_PICKLE_SNAP_H
+#ifndef PV_PICKLE_INTERNAL_H
+#define PV_PICKLE_INTERNAL_H
 
 #include <stdint.h>
 #include <stdio.h>
