@@ -1,4 +1,4 @@
-"""The native snapshot reader (``_native/pickle_snap.c``) against the pure-Python restricted
+"""The native snapshot reader (``_native/pickle_*.c``) against the pure-Python restricted
 unpickler (the reference): identical tables on generated snapshots of every protocol, on the
 project's snapshots, on hypothesis-built and on fuzzed (mutated) pickles; the same refusals."""
 

@@ -1,9 +1,9 @@
-"""The native snapshot reader's early forms (``_native/pickle_snap.c``): a trace entry becomes a
-row when it is appended to its list, and an interned frame or stack a plain value once nothing else
-references its dict or list.  A pickle may still reach such a value later (a memo GET) and change it,
-share it, or nest it deeper; the pure-Python reader (the reference) must then give the same tables
-or the same refusal, and the C reader must hand those pickles back to it rather than answer from
-what it built early."""
+"""The native snapshot reader's early forms (``_native/pickle_rows.c``, ``pickle_memo.c``): a
+trace entry becomes a row when it is appended to its list, and an interned frame or stack a plain
+value once nothing else references its dict or list.  A pickle may still reach such a value later
+(a memo GET) and change it, share it, or nest it deeper; the pure-Python reader (the reference) must
+then give the same tables or the same refusal, and the C reader must hand those pickles back to it
+rather than answer from what it built early."""
 
 from __future__ import annotations
 
