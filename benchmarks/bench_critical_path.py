@@ -14,7 +14,6 @@ streams, NCCL, memcpy / memset), each printed with the size of its graph (nodes,
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_gpu import ensure_file, timed  # noqa: E402
+from bench_gpu import generated_trace, timed  # noqa: E402
 
 import jupyter_profview as profview  # noqa: E402
 from jupyter_profview import analysis  # noqa: E402
@@ -33,12 +32,7 @@ STEP_TARGET = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=None)
-    args = parser.parse_args(argv)
-    path = ensure_file(args.events, args.data)
+    args, path = generated_trace(__doc__, argv)
     trace = profview.load(path)
     table = analysis.critical_path_steps(trace)
     middle = len(table) // 2

@@ -98,14 +98,21 @@ def timed(fn: Any, cpu: list[float] | None = None) -> tuple[float, Any]:
     return wall, out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def generated_trace(doc: str, argv: list[str] | None) -> tuple[argparse.Namespace, Path]:
+    """The options of a benchmark on the generated GPU trace (``--events``, ``--repeat``,
+    ``--data``; its description: the first line of ``doc``), parsed, and the trace's file
+    (generated once by ``ensure_file``)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", type=Path, default=None,
                         help="directory of the generated trace (default: the generator's)")
     args = parser.parse_args(argv)
-    path = ensure_file(args.events, args.data)
+    return args, ensure_file(args.events, args.data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, path = generated_trace(__doc__, argv)
     print(f"{path.name}: {path.stat().st_size / 1e6:.0f} MB")
     linked_t: list[float] = []
     flows_t: list[float] = []

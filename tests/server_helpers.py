@@ -3,6 +3,7 @@ server or ``profview serve`` in a subprocess, its HTTP API, and the multi-rank r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gzip
 import http.cookiejar
@@ -13,10 +14,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +177,21 @@ def threads_trace(path: Path, pairs: int, processes: int = 1) -> Path:
     with gzip.open(path, "wt") as f:
         json.dump({"traceEvents": events}, f)
     return path
+
+
+def in_thread(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """``asyncio.run(scenario())`` in a thread of its own (a session-wide event loop, the browser
+    tests', may run in this one)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(scenario())
+        except BaseException as exc:  # handed back to the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]

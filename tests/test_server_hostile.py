@@ -9,14 +9,13 @@ import json
 import os
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.server_helpers import RANK_FILES, Http, jupyter_server, profview_serve, wait_until
+from tests.server_helpers import RANK_FILES, Http, in_thread, jupyter_server, profview_serve, wait_until
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 FIXTURE = "torch_mlp_train.json"
@@ -206,7 +205,6 @@ def test_no_listening_socket_without_the_token(top: Path) -> None:
 def test_a_load_past_the_timeout_restarts_the_worker(tmp_path: Path) -> None:
     """8: a session that loads for longer than the store's timeout (here 4 GiB of whitespace to
     inflate, 1 s allowed) is ended and the stuck worker replaced: the next trace loads."""
-    import asyncio
 
     from jupyter_profview.server.store import SessionGone, TraceStore
     from tests.test_bombs import bomb
@@ -232,19 +230,7 @@ def test_a_load_past_the_timeout_restarts_the_worker(tmp_path: Path) -> None:
 
     # in a thread of its own: a session-wide event loop (Playwright's, for the browser tests) may
     # be running in this one, and asyncio.run refuses to start inside it
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(scenario())
-        except BaseException as exc:  # handed back to the test's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
+    in_thread(scenario)
 
 
 @pytest.mark.parametrize("name", ["_detail", "_memory_detail", "_event", "_live", "_table"])

@@ -7,13 +7,12 @@ large inputs are generated here."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import jupyter_profview as profview
 from jupyter_profview.analysis import op_efficiency
 from jupyter_profview.server import MAX_SESSIONS, wire
 from jupyter_profview.widget.codec import decode_frame
-from tests.server_helpers import Http, jupyter_server, threads_trace, wait_until
+from tests.server_helpers import Http, in_thread, jupyter_server, threads_trace, wait_until
 from tests.server_identity import TOKENS
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
@@ -46,24 +45,6 @@ def bad_dims_trace(path: Path) -> Path:
     path.write_text(json.dumps({"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
                                 "traceEvents": events}))
     return path
-
-
-def in_thread(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """``asyncio.run(scenario())`` in a thread of its own (a session-wide event loop, the browser
-    tests', may run in this one)."""
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(scenario())
-        except BaseException as exc:  # handed back to the test's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The native snapshot reader (``_native/pickle_snap.c``) against the pure-Python restricted
+"""The native snapshot reader (``_native/pickle_*.c``) against the pure-Python restricted
 unpickler (the reference): identical tables on generated snapshots of every protocol, on the
 project's snapshots, on hypothesis-built and on fuzzed (mutated) pickles; the same refusals."""
 
@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +18,7 @@ from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import torch_snapshot
 from jupyter_profview.loader import load
+from tests.snapshot_helpers import both
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 import make_snapshot  # noqa: E402
@@ -29,36 +29,6 @@ DATA = Path(__file__).parent / "data" / "torch_memory"
 pytestmark = pytest.mark.skipif(not _native.available(), reason="the native library is not built")
 
 
-def _tables(data: bytes, native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
-    with monkeypatch.context() as m:
-        m.setenv("PROFVIEW_NATIVE", "1" if native else "0")
-        try:
-            t = load(data, format="torch_cuda_snapshot")
-        except ProfviewError as exc:
-            return ("error", type(exc))
-        used = "native" if native and torch_snapshot.last_fallback is None else "python"
-    return used, {k: getattr(t, k) for k in ("events", "memory", "allocations", "counters")}, t.quality
-
-
-def _same(a: Any, b: Any) -> None:
-    assert a[0] == "error" and b[0] == "error" or a[0] != "error" and b[0] != "error", (a[0], b[0])
-    if a[0] == "error":
-        return
-    for k, x in a[1].items():
-        y = b[1][k]
-        if x is None or y is None:
-            assert x is None and y is None, k
-            continue
-        pd.testing.assert_frame_equal(x, y, obj=k)
-    assert a[2] == b[2]
-
-
-def _both(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
-    a, b = _tables(data, True, monkeypatch), _tables(data, False, monkeypatch)
-    _same(a, b)
-    return a, b
-
-
 @pytest.mark.parametrize("protocol", [2, 3, 4, 5])
 @pytest.mark.parametrize("oom", ["fragmentation", "capacity", None])
 def test_generated_snapshots_native_equals_python(
@@ -66,16 +36,16 @@ def test_generated_snapshots_native_equals_python(
 ) -> None:
     path = tmp_path / "s.pickle"
     make_snapshot.write(path, entries=1500, protocol=protocol, oom=oom, devices=2 if protocol == 5 else 1)
-    a, _ = _both(path.read_bytes(), monkeypatch)
-    assert a[0] == "native", torch_snapshot.last_fallback  # decoded in C, not handed back
-    names = set(a[1]["events"]["name"].astype(str))
+    a, _ = both(path.read_bytes(), monkeypatch)
+    assert a.used == "native", a.fallback  # decoded in C, not handed back
+    names = set(a.tables["events"]["name"].astype(str))
     assert ("oom" in names) == (oom == "capacity" or oom == "fragmentation")
 
 
 @pytest.mark.parametrize("name", ["cuda_snapshot_synthetic.pickle", "mlp_adam.profile_snapshot.pickle"])
 def test_project_snapshots_native_equals_python(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    a, _ = _both((DATA / name).read_bytes(), monkeypatch)
-    assert a[0] == "native", torch_snapshot.last_fallback
+    a, _ = both((DATA / name).read_bytes(), monkeypatch)
+    assert a.used == "native", a.fallback
 
 
 @pytest.mark.parametrize("protocol", [4, 5])
@@ -155,7 +125,7 @@ def test_fuzzed_pickles_same_tables_or_both_refused(
     data = bytearray(_SMALL)
     for at, byte in cuts:
         data[at] = byte
-    _both(bytes(data[:truncate]), monkeypatch)
+    both(bytes(data[:truncate]), monkeypatch)
 
 
 _frame = st.fixed_dictionaries(
@@ -220,7 +190,7 @@ def test_built_snapshots_same_tables(
 ) -> None:
     if drop_time and traces and traces[0]:
         del traces[0][0]["time_us"]
-    _both(pickle.dumps({"segments": segments, "device_traces": traces}, protocol=protocol), monkeypatch)
+    both(pickle.dumps({"segments": segments, "device_traces": traces}, protocol=protocol), monkeypatch)
 
 
 HEAD = b"\x80\x04}\x94(\x8c\x08segments\x94]\x94"
@@ -307,5 +277,30 @@ def test_random_generated_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             oom=rng.choice(["fragmentation", "capacity", None]),
             devices=rng.randint(1, 2),
         )
-        a, _ = _both(path.read_bytes(), monkeypatch)
-        assert a[0] == "native"
+        a, _ = both(path.read_bytes(), monkeypatch)
+        assert a.used == "native", a.fallback
+
+
+def test_frames_differing_only_in_line_are_distinct(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames are interned by (name, filename, line): 500 frames of one function whose lines agree
+    in their low 16 bits (so the interning table's probes pass over each other) are 500 frames, as
+    in the reference's tables, not merged."""
+    entries = [{"action": "alloc", "addr": 512 * k, "size": 512, "stream": 0, "time_us": k,
+                "frames": [{"name": "f", "filename": "a.py", "line": k << 16}]} for k in range(500)]
+    a, _ = both(pickle.dumps({"segments": [], "device_traces": [entries]}, protocol=4), monkeypatch)
+    assert a.used == "native", a.fallback
+    assert a.tables["events"]["frame"].nunique() == 500
+
+
+@pytest.mark.parametrize("empty", [b"(e", b"}(u0"], ids=["APPENDS", "SETITEMS"])
+def test_appends_and_setitems_of_nothing(monkeypatch: pytest.MonkeyPatch, empty: bytes) -> None:
+    """An APPENDS (onto an empty list) or a SETITEMS (onto an empty dict) of no items: read natively,
+    as the reference reads it.  In the C reader the container has no items array yet; a build with
+    ``-fsanitize=undefined`` fails here where the empty copy is not skipped (found by the fuzzer)."""
+    base = pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "addr": 0, "size": 512,
+                                                             "time_us": 1}]], "x": []}, protocol=4)
+    at = base.rindex(b"]") + 1  # after x's EMPTY_LIST
+    data = base[:at] + empty + base[at:]
+    assert pickle.loads(data) == pickle.loads(base)
+    a, _ = both(data, monkeypatch)
+    assert a.used == "native", a.fallback

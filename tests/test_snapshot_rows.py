@@ -1,9 +1,9 @@
-"""The native snapshot reader's early forms (``_native/pickle_snap.c``): a trace entry becomes a
-row when it is appended to its list, and an interned frame or stack a plain value once nothing else
-references its dict or list.  A pickle may still reach such a value later (a memo GET) and change it,
-share it, or nest it deeper; the pure-Python reader (the reference) must then give the same tables
-or the same refusal, and the C reader must hand those pickles back to it rather than answer from
-what it built early."""
+"""The native snapshot reader's early forms (``_native/pickle_rows.c``, ``pickle_memo.c``): a
+trace entry becomes a row when it is appended to its list, and an interned frame or stack a plain
+value once nothing else references its dict or list.  A pickle may still reach such a value later
+(a memo GET) and change it, share it, or nest it deeper; the pure-Python reader (the reference) must
+then give the same tables or the same refusal, and the C reader must hand those pickles back to it
+rather than answer from what it built early."""
 
 from __future__ import annotations
 
@@ -14,31 +14,18 @@ from typing import Any
 import pytest
 
 from jupyter_profview import _native
-from jupyter_profview.errors import ProfviewError
-from jupyter_profview.formats import torch_snapshot
-from jupyter_profview.loader import load
+from tests.snapshot_helpers import Read, both, read
 
 pytestmark = pytest.mark.skipif(not _native.available(), reason="the native library is not built")
 
 
-def _tables(data: bytes, native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
-    with monkeypatch.context() as m:
-        m.setenv("PROFVIEW_NATIVE", "1" if native else "0")
-        try:
-            t = load(data, format="torch_cuda_snapshot")
-        except ProfviewError as exc:
-            return "error", str(exc).split(":")[0]
-        fell_back = torch_snapshot.last_fallback if native else None
-    ev = t.events[["name", "start", "size", "addr", "frame"]].astype(str).values.tolist()
-    al = t.allocations[["address", "bytes", "owner"]].astype(str).values.tolist()
-    frames = [list(f) for f in t.allocations["frames"]]
-    return "ok", (ev, al, frames, t.quality), fell_back
-
-
-def _compare(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
-    a, b = _tables(data, True, monkeypatch), _tables(data, False, monkeypatch)
-    assert a[:2] == b[:2]
-    return a, b
+def _summary(r: Read) -> Any:
+    """What these tests read of a snapshot: the events' and allocations' columns as text, each
+    allocation's frames and the quality."""
+    t = r.tables
+    ev = t["events"][["name", "start", "size", "addr", "frame"]].astype(str).values.tolist()
+    al = t["allocations"][["address", "bytes", "owner"]].astype(str).values.tolist()
+    return ev, al, [list(f) for f in t["allocations"]["frames"]], r.quality
 
 
 # --- hand-written protocol 4 pickles (explicit BINPUT keys, so a later BINGET can name them) ---
@@ -92,17 +79,17 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("case", sorted(MUTATIONS))
 def test_later_changes_go_to_the_reference(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
-    a, b = _compare(_snapshot(MUTATIONS[case]), monkeypatch)
-    assert a[0] == "ok" and a[2] is not None, "the C reader answered from what it built early"
-    unchanged = _tables(_snapshot(b""), False, monkeypatch)
+    a, b = both(_snapshot(MUTATIONS[case]), monkeypatch)
+    assert a.used == "python" and a.fallback, "the C reader answered from what it built early"
+    unchanged = read(_snapshot(b""), False, monkeypatch)
     if case != "rows from two lists":  # the reference sees the change: the check can tell
-        assert b[1] != unchanged[1]
+        assert _summary(b) != _summary(unchanged)
 
 
 def test_unchanged_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
-    a, _ = _compare(_snapshot(GET(7) + b"0" + GET(6) + b"0"), monkeypatch)  # read, not changed
-    assert a[0] == "ok" and a[2] is None, a[2]
-    ev = a[1][0]
+    a, _ = both(_snapshot(GET(7) + b"0" + GET(6) + b"0"), monkeypatch)  # read, not changed
+    assert a.used == "native", a.fallback
+    ev = _summary(a)[0]
     assert [r[0] for r in ev] == ["alloc", "alloc"] and [r[4] for r in ev] == ["f (a.py:3)", ""]
 
 
@@ -110,9 +97,9 @@ def test_empty_frames_list_changed_later(monkeypatch: pytest.MonkeyPatch) -> Non
     """An empty frames list: a row reads it as no frames; an APPEND onto it afterwards (released
     list or, when shared before, frozen list) goes to the reference."""
     for frames in (b"]" + PUT(6), b"]" + PUT(6) + b"2" + b"0"):  # second: DUP pins it
-        a, b = _compare(_snapshot(GET(6) + FRAME2 + b"a0", frames=frames), monkeypatch)
-        assert a[0] == "ok" and a[2] is not None
-        assert b[1][0][0][4] == "g (b.py:4)"
+        a, b = both(_snapshot(GET(6) + FRAME2 + b"a0", frames=frames), monkeypatch)
+        assert a.used == "python" and a.fallback
+        assert _summary(b)[0][0][4] == "g (b.py:4)"
 
 
 def test_shared_frames_and_stacks_stay_native(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,9 +115,10 @@ def test_shared_frames_and_stacks_stay_native(monkeypatch: pytest.MonkeyPatch) -
     snap = {"segments": [{"device": 0, "address": 0, "total_size": 1 << 20, "blocks": blocks}],
             "device_traces": [entries, []]}
     for protocol in (2, 4, 5):
-        a, _ = _compare(pickle.dumps(snap, protocol=protocol), monkeypatch)
-        assert a[0] == "ok" and a[2] is None, a[2]
-        assert len(a[1][0]) == 45 + 1 and a[1][0][0][4] == "a (m.py:0)"
+        a, _ = both(pickle.dumps(snap, protocol=protocol), monkeypatch)
+        assert a.used == "native", a.fallback
+        ev = _summary(a)[0]
+        assert len(ev) == 45 + 1 and ev[0][4] == "a (m.py:0)"
 
 
 @pytest.mark.parametrize("what", ["entries", "stack", "frame"])
@@ -147,8 +135,19 @@ def test_depth_of_early_forms(monkeypatch: pytest.MonkeyPatch, what: str) -> Non
         for _ in range(k):
             deep = [deep]
         data = pickle.dumps({"segments": [], "device_traces": [entries], "x": deep}, protocol=4)
-        a, _ = _compare(data, monkeypatch)
-        outcomes.add(a[0])
-        if a[0] == "ok":
-            assert a[2] is None, a[2]
-    assert outcomes == {"ok", "error"}
+        a, _ = both(data, monkeypatch)
+        outcomes.add(a.used)
+    assert outcomes == {"native", "error"}
+
+
+def test_frame_memoized_twice_stays_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame dict memoized under two keys may be reached by either later, so it is never
+    released to a plain value: here another entry's frames reach it by the first key, and the C
+    reader still answers, as the reference reads it."""
+    twice = FRAME.replace(PUT(7), PUT(7) + PUT(9), 1)
+    entries = b"(" + _entry(5, 16, b"]" + PUT(6) + twice + b"a") + _entry(8, 32, b"]" + GET(7) + b"a") + b"e"
+    data = (b"\x80\x04}(" + S("segments") + b"]" + S("device_traces") + b"]" + b"]" + PUT(4) + entries + b"a"
+            + b"u.")
+    a, _ = both(data, monkeypatch)
+    assert a.used == "native", a.fallback
+    assert [r[4] for r in _summary(a)[0]] == ["f (a.py:3)", "f (a.py:3)"]

@@ -2,6 +2,7 @@
 // timeline sets its height, one above the table sets the table's; both are kept in the synced
 // `split_layout` trait ({"timeline": px, "table": px}), so a saved notebook opens as it was left.
 
+import type { AnyModel } from "@anywidget/types";
 import { el } from "./dom";
 
 export interface SplitLayout { timeline?: number; table?: number }
@@ -54,4 +55,42 @@ export function splitHandle(name: string, onStart: () => void, onDrag: (dy: numb
   h.addEventListener("pointerup", end);
   h.addEventListener("pointercancel", end);
   return h;
+}
+
+/** What the splits read and set of their view (view.ts). */
+export interface SplitHost {
+  readonly model: AnyModel;
+  readonly root: HTMLElement;
+  readonly tlScroll: HTMLElement;
+  readonly table: { readonly el: HTMLElement; readonly bodyHeight: number; setBodyHeight(h: number): void };
+  split: SplitLayout;
+  resize(): void;
+}
+
+/** Handles under the timeline and above the table; a drag ends in the `split_layout` trait. */
+export function addSplits(v: SplitHost, timeline: HTMLElement): void {
+  let t0 = 0;
+  let b0 = 0;
+  const save = (): void => {  // loadLayout follows the trait's change event
+    v.model.set("split_layout", { ...v.split });
+    v.model.save_changes();
+  };
+  const below = splitHandle("timeline", () => { t0 = v.tlScroll.offsetHeight; }, (dy) => {
+    v.split = { ...v.split, timeline: clampHeight(t0 + dy, MIN_TIMELINE) };
+    v.resize();
+  }, save);
+  timeline.after(below);
+  const above = splitHandle("table", () => { b0 = v.table.bodyHeight; }, (dy) => {
+    v.split = { ...v.split, table: clampHeight(b0 - dy, MIN_TABLE) };
+    v.table.setBodyHeight(v.split.table ?? 0);
+  }, save);
+  v.table.el.before(above);
+}
+
+/** The `split_layout` trait applied: the table's and the timeline's heights. */
+export function loadLayout(v: SplitHost): void {
+  v.split = parseLayout(v.model.get("split_layout"));
+  if (v.split.table) v.table.setBodyHeight(v.split.table);
+  v.root.dataset.layout = JSON.stringify(v.split);
+  v.resize();
 }

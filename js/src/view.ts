@@ -1,6 +1,7 @@
-// One rendered view of the widget: state, trait handlers, selection and drawing. Input handling
-// (mouse, wheel, keys) lives in input.ts, the `_detail` requests in detail.ts, reading the traits
-// in traits.ts and the text around the canvases in header.ts.
+// One rendered view of the widget: state, trait handlers and selection. Input handling (mouse,
+// wheel, keys) lives in input.ts, the drawing loop, sizing and hit testing in view_paint.ts, the
+// split handles in split.ts, the `_detail` requests in detail.ts, reading the traits in traits.ts
+// and the text around the canvases in header.ts.
 
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type { TimeUnit } from "./axis";
@@ -9,21 +10,19 @@ import type { DrawnPanel, PanelHost } from "./panel";
 import { PANELS } from "./panels";
 import { PanelButtons, type PanelRequest } from "./toolbar";
 import type { TraitName } from "./trait_spec";
-import { MIN_TABLE, MIN_TIMELINE, clampHeight, parseLayout, splitHandle, type SplitLayout } from "./split";
+import { addSplits, loadLayout, type SplitLayout } from "./split";
 import { DetailLoader, type DetailHost } from "./detail";
 import { skeleton } from "./dom";
 import { GroupControls } from "./groups";
 import { ViewHeader } from "./header";
-import { boxCenter, buildBoxIndex, hitTest, type BoxIndex, type Hit } from "./hittest";
-import { ROW_H, computeLayout, parseTracks, type Layout, type TrackInfo } from "./layout";
+import type { Hit } from "./hittest";
+import { computeLayout, parseTracks, type Layout, type TrackInfo } from "./layout";
 import { allocSlices, slicesFromFrame, type Slices } from "./lod";
 import type { LiveReply } from "./live";
 import { MemoryPanel } from "./memory";
 import { FrameProbe } from "./probe";
 import { Rpc, debounce } from "./rpc";
-import { AXIS_H, GUTTER_W, plotWidth, setGutterWidth, type Flow } from "./scene";
-import { labelColumnWidth } from "./lane_labels";
-import { laneNames } from "./labels";
+import { GUTTER_W, type Flow } from "./scene";
 import { WrapperToggle } from "./wrappers";
 import { ViewSelection } from "./selection";
 import { SliceSource } from "./source";
@@ -38,8 +37,7 @@ import { DetailsStrip } from "./details";
 import type { SelectedBox, Shading } from "./scene";
 import { VIEW_TRAITS, highlightIds, initialView, readFrame, readInfo, zoomRequest, type Info, type ViewTrait } from "./traits";
 import { boundsFor, clampView, sameView, zoomToRange, type Bounds, type View } from "./viewport";
-
-const MAX_TL_H = 460;
+import { ViewPainter } from "./view_paint";
 
 export class ProfView implements DetailHost, PanelHost {
   readonly root: HTMLDivElement;
@@ -60,7 +58,7 @@ export class ProfView implements DetailHost, PanelHost {
   split: SplitLayout = {};
   readonly tooltip: Tooltip;
   private header: ViewHeader;
-  private tlSpacer: HTMLDivElement;
+  private readonly painter: ViewPainter;
   readonly rpc: Rpc;
   readonly events: EventCache;
   readonly probe: FrameProbe;
@@ -85,17 +83,14 @@ export class ProfView implements DetailHost, PanelHost {
   view: View = { start: 0, end: 1 };
   readonly source = new SliceSource();
   drawn: Slices = allocSlices(0);
-  private drawnKey = "";
-  private boxIndex: BoxIndex | null = null;
-  private highlight: Set<number> | null = null;
+  /** The events the finding or the search highlights (the rest dimmed); null: none. */
+  highlight: Set<number> | null = null;
   private zoomToken: unknown = undefined;
 
   /** The selected slice or range, its flows; the table follows it. */
   readonly sel: ViewSelection = new ViewSelection(this);
   hoverBox = -1;
   scrollY = 0;
-  private raf = 0;
-  private dataDirty = true;
 
   constructor(readonly model: AnyModel, parent: HTMLElement, experimental: Experimental | undefined) {
     const dom = skeleton();
@@ -103,7 +98,7 @@ export class ProfView implements DetailHost, PanelHost {
     this.header = new ViewHeader(this.root, dom);
     this.groups = new GroupControls(model, dom.expand, dom.ranks, () => this.tracks, () => this.relayout());
     this.tlScroll = dom.tlScroll;
-    this.tlSpacer = dom.tlSpacer;
+    this.painter = new ViewPainter(this, dom.tlSpacer);
     this.timeline = new TimelineRenderer(dom.canvas);
     this.memory = new MemoryPanel(this.root);
     this.rpc = new Rpc(experimental as { invoke?: never } | undefined, false, (t, k) => this.status(t, k), 30000,
@@ -118,7 +113,7 @@ export class ProfView implements DetailHost, PanelHost {
     }
     this.panelButtons = new PanelButtons(dom.colorBy.parentElement ?? this.root, dom.expand, PANELS, this.panels,
       (request: PanelRequest) => this.send({ _panel_request: request }), (t, k) => this.status(t, k));
-    this.addSplits(dom.timeline);
+    addSplits(this, dom.timeline);
     this.root.appendChild(this.header.nodesEl);
     this.tooltip = new Tooltip(this.root);
     this.events = new EventCache(async (id) => {
@@ -176,7 +171,7 @@ export class ProfView implements DetailHost, PanelHost {
   }
 
   dispose(): void {
-    cancelAnimationFrame(this.raf);
+    this.painter.dispose();
     this.syncView.cancel();
     this.sel.dispose();
     this.detail.dispose();
@@ -197,33 +192,6 @@ export class ProfView implements DetailHost, PanelHost {
     this.requestDraw();
   }
 
-  /** Handles under the timeline and above the table; a drag ends in the `split_layout` trait. */
-  private addSplits(timeline: HTMLElement): void {
-    let t0 = 0;
-    let b0 = 0;
-    const save = (): void => {  // loadLayout follows the trait's change event
-      this.model.set("split_layout", { ...this.split });
-      this.model.save_changes();
-    };
-    const below = splitHandle("timeline", () => { t0 = this.tlScroll.offsetHeight; }, (dy) => {
-      this.split = { ...this.split, timeline: clampHeight(t0 + dy, MIN_TIMELINE) };
-      this.resize();
-    }, save);
-    timeline.after(below);
-    const above = splitHandle("table", () => { b0 = this.table.bodyHeight; }, (dy) => {
-      this.split = { ...this.split, table: clampHeight(b0 - dy, MIN_TABLE) };
-      this.table.setBodyHeight(this.split.table ?? 0);
-    }, save);
-    this.table.el.before(above);
-  }
-
-  private loadLayout(): void {
-    this.split = parseLayout(this.model.get("split_layout"));
-    if (this.split.table) this.table.setBodyHeight(this.split.table);
-    this.root.dataset.layout = JSON.stringify(this.split);
-    this.resize();
-  }
-
   // ---- traits -------------------------------------------------------------------------
 
   private loadAll(): void {
@@ -237,7 +205,7 @@ export class ProfView implements DetailHost, PanelHost {
     this.loadNodes();
     for (const [trait, panel] of this.panelOf) panel.load(trait as TraitName);
     this.panelButtons.update();
-    this.loadLayout();
+    loadLayout(this);
     const start = initialView(this.model, this.bounds);
     this.view = start.view;
     this.zoomToken = start.zoomToken;
@@ -262,7 +230,7 @@ export class ProfView implements DetailHost, PanelHost {
     }
     else if (name === "_panel_status") this.panelButtons.answered(this.model.get("_panel_status"));
     else if (name === "_kernel_selection") this.sel.showKernelSelection();
-    else if (name === "split_layout") this.loadLayout();
+    else if (name === "split_layout") loadLayout(this);
     else if (name === "collapsed_groups" || name === "shown_ranks") {
       this.groups.load();
       this.relayout();
@@ -275,7 +243,7 @@ export class ProfView implements DetailHost, PanelHost {
         this.setView(z.view);
       }
     }
-    this.dataDirty = true;
+    this.painter.invalidate();
     this.requestDraw();
   }
 
@@ -340,7 +308,7 @@ export class ProfView implements DetailHost, PanelHost {
     if (!(Number(this.info.duration) > 0) && this.source.overviewEnd > 0) {
       this.bounds = boundsFor(this.source.overviewEnd, this.unit);
     }
-    this.dataDirty = true;
+    this.painter.invalidate();
   }
 
   private loadMemory(): void {
@@ -352,7 +320,7 @@ export class ProfView implements DetailHost, PanelHost {
     const frame = this.frame("_highlight");
     this.highlight = highlightIds(frame);
     this.root.dataset.highlight = String(this.highlight?.size ?? 0);
-    this.dataDirty = true;
+    this.painter.invalidate();
     highlightChip(this.root, this.highlight?.size ?? 0, () => this.clearHighlight());
     if (typeof frame.meta.first_track === "number") scrollToTrack(this.tlScroll, this.layout, frame.meta.first_track);
   }
@@ -362,7 +330,7 @@ export class ProfView implements DetailHost, PanelHost {
     this.highlight = ids;
     this.root.dataset.highlight = String(ids?.size ?? 0);
     highlightChip(this.root, ids?.size ?? 0, () => this.clearHighlight());
-    this.dataDirty = true;
+    this.painter.invalidate();
     this.requestDraw();
   }
 
@@ -382,7 +350,7 @@ export class ProfView implements DetailHost, PanelHost {
     this.root.dataset.highlight = "0";
     highlightChip(this.root, 0, () => undefined);
     this.root.dispatchEvent(new CustomEvent(HIGHLIGHT_CLEARED));
-    this.dataDirty = true;
+    this.painter.invalidate();
     this.requestDraw();
   }
 
@@ -414,7 +382,7 @@ export class ProfView implements DetailHost, PanelHost {
   // ---- view, selection ---------------------------------------------------------------
 
   get plotWidth(): number {
-    return plotWidth(this.timeline.width);
+    return this.painter.plotWidth;
   }
 
   setView(v: View, sync = true): void {
@@ -427,7 +395,7 @@ export class ProfView implements DetailHost, PanelHost {
   private afterViewChange(sync: boolean): void {
     this.root.dataset.viewStart = String(this.view.start);
     this.root.dataset.viewEnd = String(this.view.end);
-    this.dataDirty = true;
+    this.painter.invalidate();
     this.requestDraw();
     this.detail.fetch();
     if (sync) this.syncView();
@@ -449,7 +417,7 @@ export class ProfView implements DetailHost, PanelHost {
 
   /** New `_detail` boxes: prepare the drawn boxes again (DetailHost). */
   detailArrived(): void {
-    this.dataDirty = true;
+    this.painter.invalidate();
   }
 
   async showLive(time: number): Promise<void> {
@@ -463,99 +431,26 @@ export class ProfView implements DetailHost, PanelHost {
     if (r) this.memory.showLive(r.msg, this.unit);
   }
 
-  // ---- geometry, hit testing, drawing ------------------------------------------------
+  // ---- geometry, hit testing, drawing (view_paint.ts) ---------------------------------
 
   resize(): void {
-    if (this.root.isConnected) this.theme = readTheme(this.root); // variables resolve only once attached
-    const w = this.root.clientWidth || 800;
-    const dpr = window.devicePixelRatio || 1;
-    const content = this.layout.height + AXIS_H + 4;
-    const css = parseFloat(getComputedStyle(this.root).getPropertyValue("--pv-timeline-max-height"));
-    const h = this.split.timeline !== undefined ? Math.max(AXIS_H + 24, this.split.timeline)
-      : Math.max(AXIS_H + 24, Math.min(css > 0 ? css : MAX_TL_H, content));
-    this.tlScroll.style.height = `${h}px`;
-    const sw = this.tlScroll.offsetWidth - this.tlScroll.clientWidth; // scrollbar
-    const tw = w - (content > h ? Math.max(sw, 0) : 0);
-    // the label column fits its lanes' names (up to a cap) until the user drags its edge
-    if (!this.root.dataset.gutter) {
-      setGutterWidth(labelColumnWidth(laneNames(this.layout, this.tracks), (t) => this.timeline.measure(t, this.theme.font)), tw);
-    }
-    this.timeline.resize(tw, h, dpr);
-    this.tlSpacer.style.height = `${Math.max(0, content - h)}px`;
-    this.memory.resize(this.timeline.width, dpr); // same plot width: x positions line up
-    for (const panel of this.panels.values()) panel.resize?.(w);
-    this.dataDirty = true;
-    this.requestDraw();
-  }
-
-  /** Boxes to draw: the detail when it covers the view, else the overview; re-merged for the view. */
-  private prepare(): void {
-    const { start, end } = this.view;
-    const pw = this.plotWidth;
-    const { slices, fromDetail } = this.source.boxes(this.view, pw);
-    this.drawn = slices;
-    this.timeline.setData(this.drawn, this.legend.length, this.highlight);
-    this.boxIndex = null;
-    this.hoverBox = -1;
-    this.root.dataset.source = fromDetail ? "detail" : "overview";
-    this.drawnKey = `${start}:${end}:${pw}`;
+    this.painter.resize();
   }
 
   hit(x: number, y: number): Hit {
-    if (y < AXIS_H) return null;
-    if (x < GUTTER_W) {
-      const h = hitTest(this.drawn, this.index(), this.layout, this.view.start - 1, y - AXIS_H + this.scrollY);
-      return h && h.kind === "group" ? h : null;
-    }
-    const px = (this.view.end - this.view.start) / this.plotWidth;
-    const t = this.view.start + (x - GUTTER_W) * px;
-    return hitTest(this.drawn, this.index(), this.layout, t, y - AXIS_H + this.scrollY, 2 * px);
-  }
-
-  private index(): BoxIndex {
-    if (!this.boxIndex) this.boxIndex = buildBoxIndex(this.drawn);
-    return this.boxIndex;
+    return this.painter.hit(x, y);
   }
 
   requestDraw(): void {
-    if (this.raf) return;
-    this.raf = requestAnimationFrame(() => {
-      this.raf = 0;
-      this.draw();
-    });
+    this.painter.request();
   }
 
   draw(): void {
-    const t0 = performance.now();
-    if (this.dataDirty || this.drawnKey !== `${this.view.start}:${this.view.end}:${this.plotWidth}`) {
-      this.dataDirty = false;
-      this.prepare();
-      this.root.dataset.prepareMs = (performance.now() - t0).toFixed(2);
-    }
-    this.timeline.draw({
-      view: this.view, unit: this.unit, tracks: this.tracks, layout: this.layout, legend: this.legend,
-      theme: this.theme, scrollY: this.scrollY, selected: this.sel.selected, hoverBox: this.hoverBox,
-      range: this.sel.range, rangeTracks: this.sel.rangeTracks, flows: this.sel.flows, pathFlows: this.pathArrows,
-      summary: this.summary, notes: this.notes, shading: this.shading,
-    });
-    this.root.dataset.shaded = String(this.shading?.drawn ?? 0);
-    this.memory.draw(this.view, this.theme, this.sel.range);
-    this.root.dataset.boxes = String(this.timeline.boxesDrawn);
-    this.root.dataset.axisOrigin = this.timeline.axisOrigin;
-    this.root.dataset.drawMs = this.timeline.timings.map((x) => x.toFixed(1)).join(",");
-    this.probe.record(performance.now() - t0);
-    this.probe.painted();
+    this.painter.draw();
   }
 
   /** Client (CSS px) centre of the visible part of event `id`'s own box, or null. */
   locate(id: number): { x: number; y: number } | null {
-    if (this.dataDirty) this.prepare();
-    const p = boxCenter(this.drawn, this.layout, this.view, id, {
-      x0: GUTTER_W, width: this.timeline.width, top: AXIS_H, height: this.timeline.height,
-      scrollY: this.scrollY, rowH: ROW_H,
-    });
-    if (!p) return null;
-    const r = this.timeline.canvas.getBoundingClientRect();
-    return { x: r.left + p.x, y: r.top + p.y };
+    return this.painter.locate(id);
   }
 }

@@ -12,7 +12,7 @@ import numpy as np
 
 OK, MORE, ERR, FALLBACK, NOMEM = range(5)
 
-#: column ids of pickle_snap.c, in order
+#: column ids of the native reader (pickle_internal.h), in order
 COLUMNS = ("e_dev", "e_action", "e_size", "e_addr", "e_addr_null", "e_stream", "e_time", "e_has_time",
            "e_stack", "e_dfree", "e_dfree_null", "s_dev", "s_addr", "s_total", "s_nblocks", "b_size",
            "b_addr", "b_state", "b_stack", "k_off", "k_frame", "f_name", "f_file", "f_line", "str_off")

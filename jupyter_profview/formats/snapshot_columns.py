@@ -24,7 +24,7 @@ EXPECTED = "a PyTorch memory snapshot pickle ({'segments': [...], 'device_traces
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "oom", "snapshot")
 LIMIT = 2**62
-#: the per-entry columns' dtypes (``pickle_snap.c``'s COL_WIDTH): flags and actions int8, the
+#: the per-entry columns' dtypes (``pickle_cols.c``'s COL_WIDTH): flags and actions int8, the
 #: device and the stack id int32, the rest int64
 E_DTYPES = {"e_dev": np.int32, "e_action": np.int8, "e_size": np.int64, "e_addr": np.int64,
             "e_addr_null": np.int8, "e_stream": np.int64, "e_time": np.int64, "e_has_time": np.int8,

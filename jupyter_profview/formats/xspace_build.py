@@ -184,7 +184,13 @@ class Builder:
                                 position=f"planes[{index}].lines[{li}].events[{ei}]",
                                 expected="picoseconds from the line's timestamp_ns")
         self._meta.append(self._meta_codes(np.frombuffer(mids, np.int64), meta_index))
-        n = len(mids)
+        self._place_line(label, thread, host, ts, off_a, dur_a)
+
+    def _place_line(self, label: str, thread: str, host: bool, ts: int, off_a: np.ndarray,
+                    dur_a: np.ndarray) -> None:
+        """A line's timed events (ps offsets and durations from its ``ts`` ns) on a lane of their
+        own: ns starts and durations, the ps remainders kept apart."""
+        n = len(off_a)
         start = ts + off_a // 1000  # floor: the ps remainder is dropped
         self._lane.append(np.full(n, len(self.lanes), np.int32))
         self._start.append(start)
@@ -256,18 +262,7 @@ class Builder:
                                     position=f"planes[{index}].lines[{li}].events[{ei}]",
                                     expected="picoseconds from the line's timestamp_ns")
             self._meta.append(self._meta_codes(cols["ev_meta"][lo:hi][timed], meta_index))
-            n = len(off_a)
-            start = ts + off_a // 1000
-            self._lane.append(np.full(n, len(self.lanes), np.int32))
-            self._start.append(start)
-            self._dur.append(ts + (off_a + dur_a) // 1000 - start)
-            self._rem_start.append((off_a % 1000).astype(np.int16))
-            self._rem_end.append(((off_a + dur_a) % 1000).astype(np.int16))
-            self.lanes.append((label, thread, host))
-            self.lane_ts.append(ts)
-            self.n += n
-            self.planes[label]["events"] += n
-            self.quality.placed["events"] += n
+            self._place_line(label, thread, host, ts, off_a, dur_a)
 
     def _add_native_stats(self, cols: dict[str, Any], keep: np.ndarray | None, rows: np.ndarray,
                           stat_names: dict[int, str], key_code: dict[int, int]) -> None:

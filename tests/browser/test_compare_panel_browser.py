@@ -20,16 +20,14 @@ from jupyter_profview.analysis.compare_view import changes
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.numbers import format_duration
 from tests.browser.lab import LabServer, canvas_ink, wait_until
-from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
+from tests.browser.test_lab_extension import NEEDS_LABEXTENSION, lab_tab_server, open_lab_tab, viewer_page
 from tests.server_helpers import profview_serve
 
 HTA = Path(__file__).parents[1] / "data" / "hta"
 BASE, TEST = HTA / "trace_compare_base_base.json.gz", HTA / "trace_compare_test_test.json.gz"
 A, B, BAD = "base.pt.trace.json.gz", "test.pt.trace.json.gz", "notes.json"
 
-pytestmark = pytest.mark.skipif(
-    not (PREBUILT / "package.json").is_file(),
-    reason="labextension not built: cd labextension && npm install && npm run build")
+pytestmark = NEEDS_LABEXTENSION
 
 
 def fill(root: Path) -> None:
@@ -121,15 +119,13 @@ def check_compare(page: Any, scope: str, want: dict[str, Any], shot: Path) -> No
 
 @pytest.fixture(scope="module")
 def compare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    top = tmp_path_factory.mktemp("compare")
-    fill(top / "root")
-    (top / "outside").mkdir()
-    shutil.copy(TEST, top / "outside" / B)
-    server = start_lab(top)
-    try:
+    def fill_top(top: Path) -> None:
+        fill(top / "root")
+        (top / "outside").mkdir()
+        shutil.copy(TEST, top / "outside" / B)
+
+    with lab_tab_server(tmp_path_factory, "compare", {}, fill_top) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_lab_tab_compares_with_a_second_trace(browser: Any, compare_lab: LabServer, expected: dict[str, Any],

@@ -416,19 +416,9 @@ def test_search_on_the_serve_page(browser: Any, request: Any, tmp_path: Path) ->
 
 
 def test_search_in_a_lab_tab(browser: Any, request: Any, tmp_path_factory: Any, tmp_path: Path) -> None:
-    from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
+    from tests.browser.test_lab_extension import lab_tab_server, open_lab_tab, viewer_page
 
-    if not (PREBUILT / "package.json").is_file():
-        import pytest
-
-        pytest.skip("labextension not built: cd labextension && npm install && npm run build")
-    top = tmp_path_factory.mktemp("findlab")
-    (top / "root").mkdir()
-    shutil.copyfile(GPU, top / "root" / "gpu.pt.trace.json.gz")
-    server = start_lab(top)
-    try:
-        with viewer_page(browser, request, tmp_path) as page:
-            scope = open_lab_tab(page, server, "find", "gpu.pt.trace.json.gz")
-            check_search_without_a_kernel(page, scope)
-    finally:
-        server.stop()
+    with lab_tab_server(tmp_path_factory, "findlab", {"gpu.pt.trace.json.gz": GPU}) as server, \
+            viewer_page(browser, request, tmp_path) as page:
+        scope = open_lab_tab(page, server, "find", "gpu.pt.trace.json.gz")
+        check_search_without_a_kernel(page, scope)

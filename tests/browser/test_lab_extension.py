@@ -18,7 +18,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,12 @@ TRACE = "train.pt.trace.json"
 TIMELINE = ".jp-ProfviewPanel .pv-timeline canvas"
 PAGE_TIMELINE = "#profview-root .pv-timeline canvas"  # the viewer page (server/page.py)
 
-pytestmark = pytest.mark.skipif(
-    not (PREBUILT / "package.json").is_file(),
-    reason="labextension not built: cd labextension && npm install && npm run build")
+#: Skips where the extension the wheel ships is not built (every Lab-tab test, here and in the
+#: other browser files, through this mark or lab_tab_server).
+NOT_BUILT = "labextension not built: cd labextension && npm install && npm run build"
+NEEDS_LABEXTENSION = pytest.mark.skipif(not (PREBUILT / "package.json").is_file(), reason=NOT_BUILT)
+
+pytestmark = NEEDS_LABEXTENSION
 
 
 def _get_json_with_token(url: str, attempts: int = 1) -> Any:
@@ -71,21 +74,39 @@ def start_lab(top: Path, env: dict[str, str] | None = None) -> LabServer:
     return server
 
 
-@pytest.fixture(scope="module")
-def lab_ext(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    top = tmp_path_factory.mktemp("labext")
-    root = top / "root"
-    root.mkdir()
-    shutil.copy(FIXTURE, root / TRACE)
-    shutil.copy(FIXTURE, root / "plain.json")  # no profiler name: Open With only
-    text = FIXTURE.read_text()
-    (root / "bad.pt.trace.json").write_text(text[: len(text) // 2])
-    copy_run(root / "run")  # 4 ranks of a real DDP run
+@contextlib.contextmanager
+def lab_tab_server(tmp_path_factory: pytest.TempPathFactory, name: str, files: dict[str, Path],
+                   fill: Callable[[Path], None] | None = None) -> Iterator[LabServer]:
+    """JupyterLab with the extension (``start_lab``) on a fresh ``top/root`` holding ``files``
+    (name there -> the file copied), after ``fill(top)`` wrote anything else; stopped on exit.
+    Skips the test where the extension is not built."""
+    if not (PREBUILT / "package.json").is_file():
+        pytest.skip(NOT_BUILT)
+    top = tmp_path_factory.mktemp(name)
+    (top / "root").mkdir()
+    for target, source in files.items():
+        shutil.copy(source, top / "root" / target)
+    if fill is not None:
+        fill(top)
     server = start_lab(top)
     try:
         yield server
     finally:
         server.stop()
+
+
+def _fill_lab_ext(top: Path) -> None:
+    root = top / "root"
+    text = FIXTURE.read_text()
+    (root / "bad.pt.trace.json").write_text(text[: len(text) // 2])
+    copy_run(root / "run")  # 4 ranks of a real DDP run
+
+
+@pytest.fixture(scope="module")
+def lab_ext(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    files = {TRACE: FIXTURE, "plain.json": FIXTURE}  # plain.json: no profiler name, Open With only
+    with lab_tab_server(tmp_path_factory, "labext", files, _fill_lab_ext) as server:
+        yield server
 
 
 def record_api_calls(page: Any) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -172,18 +171,10 @@ def test_a_name_longer_than_the_cap_keeps_its_name_before_its_id(lab: LabServer,
 
 @pytest.fixture(scope="module")
 def lab_tab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    from tests.browser.test_lab_extension import PREBUILT, start_lab
+    from tests.browser.test_lab_extension import lab_tab_server
 
-    if not (PREBUILT / "package.json").is_file():
-        pytest.skip("labextension not built")
-    top = tmp_path_factory.mktemp("lanefit_tab")
-    (top / "root").mkdir()
-    shutil.copy(GPU, top / "root" / "gpu.pt.trace.json.gz")
-    server = start_lab(top)
-    try:
+    with lab_tab_server(tmp_path_factory, "lanefit_tab", {"gpu.pt.trace.json.gz": GPU}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_the_switch_in_a_lab_tab(browser: Any, lab_tab_server: LabServer) -> None:

@@ -18,15 +18,13 @@ import pytest
 
 import jupyter_profview as profview
 from tests.browser.lab import LabServer, canvas_ink, wait_until
-from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
+from tests.browser.test_lab_extension import NEEDS_LABEXTENSION, lab_tab_server, open_lab_tab, viewer_page
 from tests.server_helpers import profview_serve
 
 NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_data.json.gz"
 NAME, SAVED = "nccl.pt.trace.json.gz", "nccl.pt.trace.pftrace"
 
-pytestmark = pytest.mark.skipif(
-    not (PREBUILT / "package.json").is_file(),
-    reason="labextension not built: cd labextension && npm install && npm run build")
+pytestmark = NEEDS_LABEXTENSION
 
 
 @pytest.fixture(scope="module")
@@ -72,14 +70,8 @@ def check_export(page: Any, scope: str, root: Path, slices: int, shot: Path) -> 
 
 @pytest.fixture(scope="module")
 def export_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, Path]]:
-    top = tmp_path_factory.mktemp("perfetto")
-    (top / "root").mkdir()
-    shutil.copy(NCCL, top / "root" / NAME)
-    server = start_lab(top)
-    try:
-        yield server, top / "root"
-    finally:
-        server.stop()
+    with lab_tab_server(tmp_path_factory, "perfetto", {NAME: NCCL}) as server:
+        yield server, server.root
 
 
 def test_lab_tab_opens_in_perfetto(browser: Any, export_lab: tuple[LabServer, Path], slices: int,

@@ -18,7 +18,7 @@ import jupyter_profview as profview
 from jupyter_profview.analysis import attribute, critical_path
 from jupyter_profview.numbers import format_duration, share_text
 from tests.browser.lab import LabServer, canvas_ink, wait_until
-from tests.browser.test_lab_extension import PREBUILT, open_lab_tab, start_lab, viewer_page
+from tests.browser.test_lab_extension import NEEDS_LABEXTENSION, lab_tab_server, open_lab_tab, viewer_page
 from tests.server_helpers import profview_serve
 from tests.test_idle_shading import evidence_cell, idle_by_hand
 
@@ -26,9 +26,7 @@ NCCL = Path(__file__).parents[1] / "data" / "hta" / "nccl_parser_config_nccl_dat
 NAME = "nccl.pt.trace.json.gz"  # a profiler's file name: the file browser opens it in the viewer
 BUTTONS = ["What's wrong", "Critical path", "Breakdown", "Compare with…", "Open in Perfetto"]
 
-pytestmark = pytest.mark.skipif(
-    not (PREBUILT / "package.json").is_file(),
-    reason="labextension not built: cd labextension && npm install && npm run build")
+pytestmark = NEEDS_LABEXTENSION
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +39,8 @@ def expected() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def panels_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    top = tmp_path_factory.mktemp("panels")
-    (top / "root").mkdir()
-    shutil.copy(NCCL, top / "root" / NAME)
-    server = start_lab(top)
-    try:
+    with lab_tab_server(tmp_path_factory, "panels", {NAME: NCCL}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def legend_texts(cp: Any) -> list[str]:
