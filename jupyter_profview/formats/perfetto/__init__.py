@@ -40,6 +40,7 @@ from ...model import Quality, Trace
 from ...sources import Source
 from .. import TraceFormat
 from . import native
+from .native import renumber_args
 from .reader import Reader
 from .state import Columns
 from .tables import Labels, counter_frame, counter_times, event_columns, flow_frame
@@ -200,21 +201,26 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
               "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
     # absolute start and end of each flow entry's event (0 where dropped), before build_events
     flow_rows = np.frombuffer(c.flow_row, np.int64)
-    at = np.minimum(np.searchsorted(keep, flow_rows), max(len(keep) - 1, 0))
-    kept = (keep[at] == flow_rows) if len(keep) else np.zeros(len(flow_rows), bool)
-    flow_start = np.where(kept, columns["start"][at] if len(keep) else 0, 0)
-    flow_end = np.where(kept, flow_start + (columns["dur"][at] if len(keep) else 0), 0)
+    if keep is None:
+        at, kept = flow_rows, np.ones(len(flow_rows), bool)
+    else:
+        at = np.minimum(np.searchsorted(keep, flow_rows), max(len(keep) - 1, 0))
+        kept = (keep[at] == flow_rows) if len(keep) else np.zeros(len(flow_rows), bool)
+    flow_start = np.where(kept, columns["start"][at] if len(at) and len(columns["start"]) else 0, 0)
+    flow_end = np.where(kept, flow_start + (columns["dur"][at] if len(at) and len(columns["dur"]) else 0), 0)
+    del at, kept
     events, raw_index, base = build_events(columns, quality, consume=True)
-    walk_row = keep[raw_index]  # walk row of each event id
+    # event id of each walk row (-1: dropped); the args are looked up by event id from here on
+    event_of_row = np.full(n_rows, -1, np.int32 if n_rows < 1 << 31 else np.int64)
+    event_of_row[raw_index if keep is None else keep[raw_index]] = np.arange(len(raw_index))
     del keep, raw_index
-    event_of_row = np.full(n_rows, -1, np.int64)
-    event_of_row[walk_row] = np.arange(len(walk_row))
     flows = flow_frame(c, event_of_row, flow_start, flow_end, events["name"].array,
                        events["category"].array, base, quality)
-    args = c.args
+    args = renumber_args(c.args, event_of_row)
+    del event_of_row
 
     def lookup(event_id: int) -> dict[str, object]:
-        return dict(args.get(int(walk_row[event_id]), {}))
+        return dict(args.get(event_id, {}))
 
     if c.notes:
         metadata["notes"] = dict(c.notes)

@@ -87,6 +87,11 @@ class NativeArgs:
     def __iter__(self) -> Any:
         return iter(self.row_array().tolist())
 
+    def renumber(self, new_of_old: np.ndarray) -> None:
+        """Key the groups by ``new_of_old[row]`` (event ids), in place."""
+        self.rows = new_of_old[self.rows]
+        self._order = self._rows = None
+
     def get(self, row: int, default: Any = None) -> Any:
         if self._order is None:
             self._order = np.argsort(self.rows, kind="stable")
@@ -109,6 +114,15 @@ class NativeArgs:
             for ann in event.debug_annotations:
                 got[arg_name(ann, seq)] = arg_value(ann, seq)
         return got
+
+
+def renumber_args(args: Any, new_of_old: np.ndarray) -> Any:
+    """The args (`NativeArgs`, or the reader's ``{row: {name: value}}``) keyed by
+    ``new_of_old[row]`` (rows mapped to -1 are dropped)."""
+    if isinstance(args, NativeArgs):
+        args.renumber(new_of_old)
+        return args
+    return {int(new_of_old[row]): value for row, value in args.items() if new_of_old[row] >= 0}
 
 
 def walk(source: Source, data: bytes | bytearray | None) -> tuple[Columns, list[Damage]] | None:
