@@ -38,7 +38,7 @@ __all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owne
            "owned_time", "perfetto_rematch", "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 11  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 12  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -182,7 +182,10 @@ def _declare_perfetto(lib: ctypes.CDLL) -> None:
     lib.pv_pf_free.restype = None
     lib.pv_pf_free.argtypes = [c_void_p]
     lib.pv_pf_walk.restype = c_int
-    lib.pv_pf_walk.argtypes = [c_void_p, c_void_p, c_size_t, POINTER(c_int64), c_void_p, c_size_t]
+    lib.pv_pf_walk.argtypes = [c_void_p, c_void_p, c_int64, c_size_t, c_size_t, POINTER(c_int64), c_void_p,
+                               c_size_t]
+    lib.pv_pf_file_args.restype = None
+    lib.pv_pf_file_args.argtypes = [c_void_p, c_int]
     lib.pv_pf_inner.restype = c_int
     lib.pv_pf_inner.argtypes = [c_void_p, c_void_p, c_size_t]
     lib.pv_pf_unsupported.restype = c_char_p

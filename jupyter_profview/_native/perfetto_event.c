@@ -343,24 +343,29 @@ static int flows(pf_walker *w, int64_t row, int at_end) {
     return 0;
 }
 
-static int annotations(pf_walker *w, int64_t row, const seq_t *seq, size_t si) {
+static int annotations(pf_walker *w, int64_t row, const seq_t *seq, size_t si, const uint8_t *te, size_t te_n) {
     PUT(w->col[K_ARG_ROW], int64_t, row);
-    PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)w->col[K_BLOB].len);
-    const span_t *ann = ITEMS(w->v_ann, span_t);
-    size_t start = w->col[K_BLOB].len;
-    for (size_t i = 0; i < NITEMS(w->v_ann, span_t); i++) {
-        uint8_t head[11];
-        size_t k = 0;
-        head[k++] = 0x22;
-        size_t n = ann[i].n;
-        do {
-            head[k++] = (uint8_t)((n & 0x7F) | (n > 0x7F ? 0x80 : 0));
-            n >>= 7;
-        } while (n);
-        if (!buf_append(&w->col[K_BLOB], head, k) || !buf_append(&w->col[K_BLOB], ann[i].p, ann[i].n))
-            return PF_NOMEM;
+    if (w->file_args && !w->inner) { /* the TrackEvent is in the file: read back from there when asked */
+        PUT(w->col[K_ARG_SPAN], int64_t, -(w->win_off + (int64_t)(te - w->win)) - 1);
+        PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)te_n);
+    } else {
+        PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)w->col[K_BLOB].len);
+        const span_t *ann = ITEMS(w->v_ann, span_t);
+        size_t start = w->col[K_BLOB].len;
+        for (size_t i = 0; i < NITEMS(w->v_ann, span_t); i++) {
+            uint8_t head[11];
+            size_t k = 0;
+            head[k++] = 0x22;
+            size_t n = ann[i].n;
+            do {
+                head[k++] = (uint8_t)((n & 0x7F) | (n > 0x7F ? 0x80 : 0));
+                n >>= 7;
+            } while (n);
+            if (!buf_append(&w->col[K_BLOB], head, k) || !buf_append(&w->col[K_BLOB], ann[i].p, ann[i].n))
+                return PF_NOMEM;
+        }
+        PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)(w->col[K_BLOB].len - start));
     }
-    PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)(w->col[K_BLOB].len - start));
     PUT(w->col[K_ARG_RES], int64_t, (int64_t)NITEMS(w->col[K_RES], int64_t) / 3);
     const uint64_t *res = ITEMS(w->v_res, uint64_t);
     for (size_t i = 0; i + 1 < NITEMS(w->v_res, uint64_t); i += 2) {
@@ -516,7 +521,7 @@ int pf_event(pf_walker *w, const uint8_t *b, size_t n, int has_ts, uint64_t ts, 
         ITEMS(w->col[K_PHASES], int64_t)[2 * *count + 1]++;
         return 0;
     }
-    if (NITEMS(w->v_ann, span_t)) TRY(annotations(w, row, seq, si));
+    if (NITEMS(w->v_ann, span_t)) TRY(annotations(w, row, seq, si, b, n));
     if (w->v_flow.len || w->v_tflow.len) TRY(flows(w, row, at_end));
     return 0;
 }

@@ -464,32 +464,45 @@ static int damage(pf_walker *w, int kind, size_t at, int64_t value, int64_t left
     return PF_DONE;
 }
 
-/* Walk the packets of data[*pos..len) (wire.batches' framing), pausing (PF_PAUSE, *pos the
- * next packet) at the first packet starting at or after limit.  PF_DONE at the end or at
- * damage (recorded), PF_INFLATE with inflate[0..1] = the bundle's offset and length in data
- * and *pos past its packet, PF_UNSUP (pv_pf_unsupported says why), PF_NOMEM. */
-int pv_pf_walk(pf_walker *w, const uint8_t *b, size_t limit, int64_t *ppos, int64_t *inflate, size_t len) {
-    size_t pos = (size_t)*ppos;
+/* Walk the packets of the file's bytes [*pos, len) (wire.batches' framing), positions in file
+ * bytes; the window b holds the bytes [b_off, b_off + b_len) (all of them where b_off + b_len
+ * == len).  PF_PAUSE (*pos the next packet): a packet starts at or after limit, or is not whole
+ * in the window (inflate[1]: the bytes from *pos the next window must hold, 0 any).  PF_DONE at
+ * the end or at damage (recorded), PF_INFLATE with inflate[0..1] = the bundle's offset (in file
+ * bytes) and length and *pos past its packet, PF_UNSUP (pv_pf_unsupported says why), PF_NOMEM. */
+int pv_pf_walk(pf_walker *w, const uint8_t *b, int64_t b_off, size_t b_len, size_t limit, int64_t *ppos,
+               int64_t *inflate, size_t len) {
+    size_t pos = (size_t)*ppos, off = (size_t)b_off, have = off + b_len; /* window: [off, have) */
     w->inner = 0;
+    w->win = b;
+    w->win_off = b_off;
+    inflate[1] = 0;
+    if (pos < off || have > len) return pf_unsup(w, "a window outside the file");
+#define AT(i) b[(i) - off]
+#define MORE(need) \
+    do { \
+        *ppos = (int64_t)pos; \
+        inflate[1] = (int64_t)(need); \
+        return PF_PAUSE; \
+    } while (0)
     while (pos < len) {
-        if (pos >= limit) {
-            *ppos = (int64_t)pos;
-            return PF_PAUSE;
-        }
-        if (b[pos] != 0x0A) return damage(w, 1, pos, b[pos], (int64_t)(len - pos));
+        if (pos >= limit) MORE(0);
+        if (pos >= have) MORE(16);
+        if (AT(pos) != 0x0A) return damage(w, 1, pos, AT(pos), (int64_t)(len - pos));
         uint64_t size;
         size_t body;
-        if (pos + 1 < len && b[pos + 1] < 0x80) {
-            size = b[pos + 1];
+        if (pos + 1 < have && AT(pos + 1) < 0x80) {
+            size = AT(pos + 1);
             body = pos + 2;
         } else {
             size_t q = pos + 1;
             uint64_t v = 0;
             int ok = 0;
             for (int i = 0; i < 10 && q < len; i++, q++) {
-                if (i == 9 && b[q] > 1) return pf_unsup(w, "packet length past 64 bits");
-                v |= (uint64_t)(b[q] & 0x7F) << (7 * i);
-                if (b[q] < 0x80) {
+                if (q >= have) MORE(16);
+                if (i == 9 && AT(q) > 1) return pf_unsup(w, "packet length past 64 bits");
+                v |= (uint64_t)(AT(q) & 0x7F) << (7 * i);
+                if (AT(q) < 0x80) {
                     ok = 1;
                     q++;
                     break;
@@ -504,20 +517,27 @@ int pv_pf_walk(pf_walker *w, const uint8_t *b, size_t limit, int64_t *ppos, int6
             w->q[Q_DAMAGE_BODY_LEFT] = (int64_t)(len - body);
             return damage(w, 3, pos, (int64_t)size, (int64_t)(len - pos));
         }
-        span_t s = {b + body, (size_t)size}, comp;
+        if (size > have - body) MORE(body - pos + size);
+        span_t s = {&AT(body), (size_t)size}, comp;
         pos = body + (size_t)size;
         int rc = packet(w, s, &comp);
         if (rc == PF_INFLATE) {
             *ppos = (int64_t)pos;
-            inflate[0] = (int64_t)(comp.p - b);
+            inflate[0] = (int64_t)(comp.p - b) + b_off;
             inflate[1] = (int64_t)comp.n;
             return PF_INFLATE;
         }
         if (rc) return rc;
     }
+#undef AT
+#undef MORE
     *ppos = (int64_t)pos;
     return PF_DONE;
 }
+
+/* Annotations as the file offsets of their TrackEvents (read back from the file when asked)
+ * instead of copies: for a walk of the file itself (not of bytes inflated from it). */
+void pv_pf_file_args(pf_walker *w, int on) { w->file_args = on != 0; }
 
 /* The packets of an inflated compressed bundle (a Trace message). */
 int pv_pf_inner(pf_walker *w, const uint8_t *b, size_t len) {

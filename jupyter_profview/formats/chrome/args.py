@@ -11,7 +11,7 @@ import orjson
 
 from ..._native.keys import LOOKUP_NUMERIC
 from .columns import UNPARSED, ChromeColumns, _index_dtype, args_at
-from .file_blob import FileBlob, segments
+from ..file_blob import FileBlob, segments
 
 
 class ArgsRows:
