@@ -146,14 +146,16 @@ def _nest_events(track_code: np.ndarray, start: np.ndarray, dur: np.ndarray,
     order = nest_order(track_code, start, dur)
     sorted_start = start[order]
     sorted_track = track_code[order]
-    sorted_end = sorted_start + dur[order]
+    sorted_end = dur[order]
+    sorted_end += sorted_start
     depth_s, parent_s, lane_s = nest(sorted_track, sorted_start, sorted_end)
+    depth = np.empty(n, np.int32)
+    depth[order] = tree_depth(depth_s, parent_s, lane_s)
+    del depth_s
     self_time = np.empty(n, np.int64)
     self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
                                   None if python is None else python[order])
     del sorted_start, sorted_track, sorted_end
-    depth = np.empty(n, np.int32)
-    depth[order] = tree_depth(depth_s, parent_s, lane_s)
     parent = np.full(n, -1, np.int64)
     has_parent = parent_s >= 0
     parent[order[has_parent]] = order[parent_s[has_parent]]

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_array", "owned_segments",
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "nested_self", "owned_array", "owned_segments",
            "owned_time", "perfetto_rematch", "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
@@ -167,6 +167,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_scan_file_args.restype = None
     lib.pv_scan_file_args.argtypes = [c_void_p, c_int]
     lib.pv_owned.restype = c_int
+    lib.pv_nested_self.restype = c_int
+    lib.pv_nested_self.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.pv_owned.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.pv_python_yields.restype = c_int
     lib.pv_python_yields.argtypes = [c_int64, *[c_void_p] * 6]
@@ -302,6 +304,20 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     out = np.zeros(n, np.int64)
     if n and lib.pv_owned(n, track.ctypes.data, start.ctypes.data, end.ctypes.data, out.ctypes.data) != 0:
         raise MemoryError("out of memory in native owned_time")
+    return out
+
+
+def nested_self(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """`jupyter_profview.nesting.nested_self_python` in C (same inputs and output, no
+    temporaries)."""
+    lib = _lib()
+    start, end, parent = (np.ascontiguousarray(a, dtype=np.int64) for a in (start, end, parent))
+    n = len(start)
+    if not len(end) == len(parent) == n:
+        raise ValueError("start, end and parent must have the same length")
+    out = np.empty(n, np.int64)
+    if n and lib.pv_nested_self(n, start.ctypes.data, end.ctypes.data, parent.ctypes.data, out.ctypes.data) != 0:
+        raise ValueError("a parent out of range")
     return out
 
 
