@@ -366,14 +366,14 @@ def perfetto_rematch(rows: tuple[np.ndarray, ...], ends: tuple[np.ndarray, ...],
     flags of the tracks out of time order and the ends left unmatched on them; ``closed_by``
     (one per walk row) is updated in place."""
     lib = _lib()
-    bt, bo, bw, st = (np.ascontiguousarray(a, dtype=d) for a, d in zip(rows, (np.int32, np.int64, np.int64,
+    bt, bo, bw, st = (np.ascontiguousarray(a, dtype=d) for a, d in zip(rows, (np.int32, np.int32, np.int64,
                                                                                np.int8), strict=True))
-    et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int64, np.int64),
+    et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int32, np.int64),
                                                                     strict=True))
     if not len(bt) == len(bo) == len(bw) == len(st) == len(closed_by) or not len(et) == len(eo) == len(ew):
         raise ValueError("the row columns, closed_by and the end columns must have their lengths")
-    if closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
-        raise ValueError("closed_by must be a writable contiguous int64 array")
+    if closed_by.dtype != np.int32 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
+        raise ValueError("closed_by must be a writable contiguous int32 array")
     for track in (bt, et):
         if len(track) and (track.min() < 0 or track.max() >= ntracks):
             raise ValueError("track codes must be in [0, ntracks)")

@@ -235,7 +235,7 @@ static int snapshot(pf_walker *w, span_t s, seq_t *seq) {
             } else {
                 code = pf_domain(w, 0, cid);
             }
-            if (code < 0) return PF_NOMEM;
+            if (code < 0) return code == -2 ? PF_UNSUP : PF_NOMEM;
             PUT(w->col[K_SNAP_PAIRS], int64_t, code);
             PUT(w->col[K_SNAP_PAIRS], int64_t, (int64_t)ns);
             count++;

@@ -37,7 +37,7 @@ enum {
     K_EV_TRACK, K_EV_NAME, K_EV_CAT, K_EV_KIND, K_EV_START, K_EV_START_DOM, K_EV_END, K_EV_END_DOM,
     K_EV_STACKED, K_EV_ORDER, K_END_TRACK, K_END_TIME, K_END_DOM, K_END_ORDER, K_END_ROW, K_CT_TRACK,
     K_CT_TIME, K_CT_DOM, K_CT_VALUE, K_FLOW_ROW, K_FLOW_ID, K_FLOW_END, K_FLOW_AT_END,
-    K_ARG_ROW,   /* int64 per annotation group: the row */
+    K_ARG_ROW,   /* int32 per annotation group: the row */
     K_ARG_SPAN,  /* int64 pairs: offset, length in K_BLOB; an offset < 0: the group's whole
                   * TrackEvent at file byte -offset - 1 (file args, pv_pf_file_args) */
     K_ARG_RES,   /* int64 per group: first entry in K_RES, then K_RES triples (kind, iid, raw code) */

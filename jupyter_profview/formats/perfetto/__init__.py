@@ -200,7 +200,7 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
               "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
     # absolute start and end of each flow entry's event (0 where dropped), before build_events
-    flow_rows = np.frombuffer(c.flow_row, np.int64)
+    flow_rows = np.frombuffer(c.flow_row, np.int32)
     if keep is None:
         at, kept = flow_rows, np.ones(len(flow_rows), bool)
     else:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .schema import BOOTTIME
 
+MAX_DOMAINS = 2**15 - 1  # domain codes are int16 in the walk's columns
 CHUNK = 1 << 18  # values converted at a time by `Clocks.to_trace`
 Domain = Any  # a builtin clock id (int) or (sequence id, clock id)
 
@@ -33,6 +34,8 @@ class Clocks:
     def code(self, domain: Domain) -> int:
         code = self._codes.get(domain)
         if code is None:
+            if len(self.domains) > MAX_DOMAINS:
+                raise OverflowError(f"more than {MAX_DOMAINS:,} clock domains")
             code = self._codes[domain] = len(self.domains)
             self.domains.append(domain)
         return code

@@ -40,12 +40,12 @@ PF_DONE, PF_INFLATE, PF_PAUSE, PF_UNSUP, PF_NOMEM = range(5)
 #: the walker's column ids (perfetto_state.h), with their dtypes
 COLUMNS: tuple[tuple[str, Any], ...] = (
     ("ev_track", np.int32), ("ev_name", np.int32), ("ev_cat", np.int32), ("ev_kind", np.int8),
-    ("ev_start", np.int64), ("ev_start_dom", np.int32), ("ev_end", np.int64), ("ev_end_dom", np.int32),
-    ("ev_stacked", np.int8), ("ev_order", np.int64), ("end_track", np.int32), ("end_time", np.int64),
-    ("end_dom", np.int32), ("end_order", np.int64), ("end_row", np.int64), ("ct_track", np.int32),
-    ("ct_time", np.int64), ("ct_dom", np.int32), ("ct_value", np.float64), ("flow_row", np.int64),
+    ("ev_start", np.int64), ("ev_start_dom", np.int16), ("ev_end", np.int64), ("ev_end_dom", np.int16),
+    ("ev_stacked", np.int8), ("ev_order", np.int32), ("end_track", np.int32), ("end_time", np.int64),
+    ("end_dom", np.int16), ("end_order", np.int32), ("end_row", np.int32), ("ct_track", np.int32),
+    ("ct_time", np.int64), ("ct_dom", np.int16), ("ct_value", np.float64), ("flow_row", np.int32),
     ("flow_id", np.uint64), ("flow_end", np.int8), ("flow_at_end", np.int8),
-    ("arg_row", np.int64), ("arg_span", np.int64), ("arg_res", np.int64), ("res", np.int64),
+    ("arg_row", np.int32), ("arg_span", np.int64), ("arg_res", np.int64), ("res", np.int64),
     ("blob", np.uint8), ("snap", np.int64), ("snap_pairs", np.int64), ("domains", np.int64),
     ("phases", np.int64),
 )

@@ -70,7 +70,7 @@ class Labels:
 def counter_times(c: Columns) -> tuple[np.ndarray, np.ndarray]:
     """Counter sample times in the trace clock, and the mask of those whose clock has no path
     (``c.ct_time`` converted in place: read once)."""
-    return c.clocks.to_trace(np.frombuffer(c.ct_time, np.int64), np.frombuffer(c.ct_dom, np.int32),
+    return c.clocks.to_trace(np.frombuffer(c.ct_time, np.int64), np.frombuffer(c.ct_dom, np.int16),
                              in_place=True)
 
 
@@ -81,15 +81,15 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     again here in time order (stable).  Returns each walk row's end (-1 still open); ``end`` and
     ``end_dom`` of the columns are left as they were.  In C where the native library is there
     (``perfetto_match.c``, the same rule without the temporary copies of every item)."""
-    ends = np.frombuffer(c.end_row, np.int64)
-    closed_by = np.full(len(c.ev_kind), -1, np.int64)  # walk row -> index of its end record
+    ends = np.frombuffer(c.end_row, np.int32)
+    closed_by = np.full(len(c.ev_kind), -1, np.int32)  # walk row -> index of its end record
     matched = ends >= 0
     closed_by[ends[matched]] = np.flatnonzero(matched)
     end_track = np.frombuffer(c.end_track, np.int32)
     if _native.available():
-        walk_rows = (np.frombuffer(c.ev_track, np.int32), np.frombuffer(c.ev_order, np.int64), start,
+        walk_rows = (np.frombuffer(c.ev_track, np.int32), np.frombuffer(c.ev_order, np.int32), start,
                      np.frombuffer(c.ev_stacked, np.int8))
-        bad, unmatched = _native.perfetto_rematch(walk_rows, (end_track, np.frombuffer(c.end_order, np.int64),
+        bad, unmatched = _native.perfetto_rematch(walk_rows, (end_track, np.frombuffer(c.end_order, np.int32),
                                                               end_time), len(c.tracks), closed_by)
         bad_tracks = np.flatnonzero(bad)
         if not len(bad_tracks):
@@ -112,9 +112,9 @@ def _rematch_python(c: Columns, rows: np.ndarray, start: np.ndarray, end_time: n
                     closed_by: np.ndarray) -> tuple[np.ndarray, int] | None:
     """`rematch_out_of_order`'s matching in numpy and Python: the tracks out of time order
     (None where none is) and the ends left unmatched on them."""
-    ends = np.frombuffer(c.end_row, np.int64)
+    ends = np.frombuffer(c.end_row, np.int32)
     track = np.concatenate([np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.end_track, np.int32)])
-    order = np.concatenate([np.frombuffer(c.ev_order, np.int64)[rows], np.frombuffer(c.end_order, np.int64)])
+    order = np.concatenate([np.frombuffer(c.ev_order, np.int32)[rows], np.frombuffer(c.end_order, np.int32)])
     when = np.concatenate([start[rows], end_time])
     by_file = np.lexsort((order, track))
     t, w = track[by_file], when[by_file]
@@ -148,17 +148,17 @@ def event_columns(c: Columns, labels: Labels, quality: Quality,
     place and handed over where no event is dropped (no copies): read them once."""
     clocks = c.clocks
     start, lost = clocks.to_trace(np.frombuffer(c.ev_start, np.int64),
-                                  np.frombuffer(c.ev_start_dom, np.int32), in_place=True)
+                                  np.frombuffer(c.ev_start_dom, np.int16), in_place=True)
     stacked = np.frombuffer(c.ev_stacked, np.int8) == 1
     # X slices and instants: their own end; begins: the end record that closes them
-    end_dom = np.frombuffer(c.ev_end_dom, np.int32).copy()
+    end_dom = np.frombuffer(c.ev_end_dom, np.int16).copy()
     end_dom[stacked] = 0
     end, end_lost = clocks.to_trace(np.frombuffer(c.ev_end, np.int64), end_dom, in_place=True)
     del end_dom
     lost |= end_lost
     del end_lost
     end_time, end_time_lost = clocks.to_trace(np.frombuffer(c.end_time, np.int64),
-                                              np.frombuffer(c.end_dom, np.int32), in_place=True)
+                                              np.frombuffer(c.end_dom, np.int16), in_place=True)
     closed_by = rematch_out_of_order(c, start, end_time, quality)
     has_end = stacked & (closed_by >= 0)
     closing = closed_by[has_end]
@@ -264,7 +264,7 @@ def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: n
                names: pd.Categorical, cats: pd.Categorical, base: int, quality: Quality) -> pd.DataFrame:
     """Arrows of the v2 flows (``event_of_row``: event id of each walk row, -1 if dropped;
     ``starts``/``ends``: absolute times of each flow entry's event, for the time order)."""
-    rows = np.frombuffer(c.flow_row, np.int64)
+    rows = np.frombuffer(c.flow_row, np.int32)
     ids = np.frombuffer(c.flow_id, np.uint64)
     terminating = np.frombuffer(c.flow_end, np.int8)
     at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends, starts)
