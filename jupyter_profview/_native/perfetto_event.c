@@ -370,13 +370,28 @@ static int annotations(pf_walker *w, int64_t row, const seq_t *seq, size_t si, c
         }
         PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)(w->col[K_BLOB].len - start));
     }
-    PUT(w->col[K_ARG_RES], int64_t, (int64_t)NITEMS(w->col[K_RES], int64_t) / 3);
+    /* the group's (kind, iid, raw code) triples; a list seen before is shared, not repeated */
+    w->v_trip.len = 0;
     const uint64_t *res = ITEMS(w->v_res, uint64_t);
     for (size_t i = 0; i + 1 < NITEMS(w->v_res, uint64_t); i += 2) {
-        PUT(w->col[K_RES], int64_t, (int64_t)res[i] - 2);
-        PUT(w->col[K_RES], int64_t, (int64_t)res[i + 1]);
-        PUT(w->col[K_RES], int64_t, interned_raw(w, si, seq, (int)res[i], res[i + 1]));
+        PUT(w->v_trip, int64_t, (int64_t)res[i] - 2);
+        PUT(w->v_trip, int64_t, (int64_t)res[i + 1]);
+        PUT(w->v_trip, int64_t, interned_raw(w, si, seq, (int)res[i], res[i + 1]));
     }
+    uint64_t hash = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < w->v_trip.len; i++) hash = (hash ^ w->v_trip.data[i]) * 1099511628211ull;
+    int64_t count = (int64_t)NITEMS(w->v_trip, int64_t) / 3, first = (int64_t)NITEMS(w->col[K_RES], int64_t) / 3;
+    int fresh;
+    int64_t *seen = map_put(&w->res_of, hash, (uint64_t)count, first, &fresh);
+    if (!seen) return PF_NOMEM;
+    if (!fresh && !memcmp(ITEMS(w->col[K_RES], int64_t) + 3 * *seen, w->v_trip.data, w->v_trip.len)) {
+        first = *seen;
+    } else {
+        *seen = first;
+        if (!buf_append(&w->col[K_RES], w->v_trip.data, w->v_trip.len)) return PF_NOMEM;
+    }
+    PUT(w->col[K_ARG_RES], int64_t, first);
+    PUT(w->col[K_ARG_RES], int64_t, count);
     return 0;
 }
 

@@ -423,7 +423,8 @@ pf_walker *pv_pf_new(void) {
     pf_walker *w = (pf_walker *)calloc(1, sizeof *w);
     if (!w) return NULL;
     if (!dict_init(&w->raw) || !dict_init(&w->out) || !map_init(&w->interned) || !map_init(&w->seq_of) ||
-        !map_init(&w->track_of) || !map_init(&w->stacks) || !map_init(&w->domain_of) || !map_init(&w->counters)) {
+        !map_init(&w->track_of) || !map_init(&w->stacks) || !map_init(&w->domain_of) || !map_init(&w->counters) ||
+        !map_init(&w->res_of)) {
         pv_pf_free(w);
         return NULL;
     }
@@ -442,6 +443,7 @@ void pv_pf_free(pf_walker *w) {
     map_free(&w->stacks);
     map_free(&w->domain_of);
     map_free(&w->counters);
+    map_free(&w->res_of);
     for (size_t i = 0; i < w->nseq; i++) {
         buf_free(&w->seqs[i].extra_tracks);
         buf_free(&w->seqs[i].extra_dbl);
@@ -451,7 +453,7 @@ void pv_pf_free(pf_walker *w) {
     for (size_t i = 0; i < w->nstack; i++) buf_free(&w->stack_bufs[i]);
     free(w->stack_bufs);
     buf_t *v[] = {&w->counter_vals, &w->scratch, &w->v_cat, &w->v_cats, &w->v_xu, &w->v_xv, &w->v_xdu,
-                  &w->v_xdv, &w->v_flow, &w->v_tflow, &w->v_ann, &w->v_res, &w->v_clk};
+                  &w->v_xdv, &w->v_flow, &w->v_tflow, &w->v_ann, &w->v_res, &w->v_clk, &w->v_trip};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) buf_free(v[i]);
     free(w);
 }

@@ -40,7 +40,7 @@ enum {
     K_ARG_ROW,   /* int32 per annotation group: the row */
     K_ARG_SPAN,  /* int64 pairs: offset, length in K_BLOB; an offset < 0: the group's whole
                   * TrackEvent at file byte -offset - 1 (file args, pv_pf_file_args) */
-    K_ARG_RES,   /* int64 per group: first entry in K_RES, then K_RES triples (kind, iid, raw code) */
+    K_ARG_RES,   /* int64 pairs per group: first triple in K_RES, count (groups share equal lists) */
     K_RES,       /* int64 triples: kind (0 arg name, 1 arg string), iid, raw code (-1 unknown) */
     K_BLOB,      /* the groups' debug annotations as TrackEvent field 4 entries */
     K_SNAP,      /* int64 per snapshot: first pair in K_SNAP_PAIRS, count, primary clock */
@@ -118,7 +118,8 @@ typedef struct pf_walker {
     int64_t n_events, n_counters;
     buf_t scratch;
     /* per event vectors */
-    buf_t v_cat, v_cats, v_xu, v_xv, v_xdu, v_xdv, v_flow, v_tflow, v_ann, v_res, v_clk;
+    buf_t v_cat, v_cats, v_xu, v_xv, v_xdu, v_xdv, v_flow, v_tflow, v_ann, v_res, v_clk, v_trip;
+    map_t res_of;    /* (hash, count) of a group's K_RES triples -> the first of an equal list */
     const char *unsup;
     /* the last lookups (most packets repeat them): sequence id, track uuid, clock domain */
     int has_last_seq, has_last_uuid, has_last_dom;

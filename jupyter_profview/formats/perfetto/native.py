@@ -66,7 +66,7 @@ class NativeArgs:
     def __init__(self, cols: dict[str, np.ndarray], raw: list[bytes], file: FileBlob | None = None) -> None:
         self.rows = cols["arg_row"]
         self.spans = cols["arg_span"].reshape(-1, 2)
-        self.res_first = np.append(cols["arg_res"], len(cols["res"]) // 3)
+        self.res_at = cols["arg_res"].reshape(-1, 2)  # per group: first triple, count (lists shared)
         self.res = cols["res"].reshape(-1, 3)
         self.blob = cols["blob"]
         self.raw = raw
@@ -105,7 +105,8 @@ class NativeArgs:
         got: dict[str, Any] = {}
         for g in order[lo:hi].tolist():
             seq = Sequence()
-            for kind, iid, code in self.res[self.res_first[g]:self.res_first[g + 1]].tolist():
+            first, count = self.res_at[g].tolist()
+            for kind, iid, code in self.res[first:first + count].tolist():
                 if code < 0:
                     continue
                 if kind == 0:
