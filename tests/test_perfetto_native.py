@@ -281,3 +281,42 @@ def test_args_of_a_file_rewritten_after_loading(tmp_path: Path) -> None:
     with pytest.raises(ProfviewError, match="changed since it was loaded"):
         for i in ids:
             trace.args(i)
+
+
+def _flow_tracker(ids: list[int], terminating: list[int], order: list[int]) -> tuple[list[int], list[int]]:
+    """Perfetto's FlowTracker as a loop over the entries in time order: a flow_ids entry begins a
+    flow, or steps an open one (an arrow from its last entry); a terminating entry ends an open
+    one with an arrow (none open: nothing)."""
+    active: dict[int, int] = {}
+    src: list[int] = []
+    dst: list[int] = []
+    for k in order:
+        last = active.get(ids[k])
+        if terminating[k]:
+            if last is None:
+                continue
+            del active[ids[k]]
+        else:
+            active[ids[k]] = k
+            if last is None:
+                continue
+        src.append(last)
+        dst.append(k)
+    return src, dst
+
+
+def test_flow_links_are_the_flow_trackers() -> None:
+    from jupyter_profview.formats.perfetto.tables import link_flows
+
+    rng = np.random.default_rng(32)
+    linked = 0
+    for _ in range(300):
+        n = int(rng.integers(0, 60))
+        ids = rng.integers(0, 6, n).astype(np.uint64)
+        terminating = (rng.random(n) < 0.3).astype(np.int8)
+        order = np.argsort(rng.integers(0, 20, n), kind="stable")
+        src, dst = link_flows(ids, terminating, order)
+        want = _flow_tracker(ids.tolist(), terminating.tolist(), order.tolist())
+        assert (src.tolist(), dst.tolist()) == want
+        linked += len(want[0])
+    assert linked > 1_000

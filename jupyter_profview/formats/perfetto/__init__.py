@@ -193,6 +193,7 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     times = counter_times(c)
     counter_end = int(times[0].max()) if len(times[0]) else None
     counters = counter_frame(c, labels, quality, times)
+    counter_time = times[0]  # the frame's time column where no sample was dropped: rebased in place below
     del times
     c.release("ct_track", "ct_time", "ct_dom", "ct_value")
     columns, keep = event_columns(c, labels, quality, counter_end)
@@ -225,9 +226,15 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     if c.notes:
         metadata["notes"] = dict(c.notes)
         log.warning("%s: %s", source.name, "; ".join(f"{k}: {v}" for k, v in c.notes.items()))
+    if counters is not None:
+        if np.shares_memory(counter_time, counters["time"].to_numpy()):
+            counter_time -= base  # the frame's own column (no copy of it; nothing else holds it)
+        else:
+            counters["time"] = counters["time"].to_numpy() - base
+    del counter_time
     return make_trace("perfetto", "ns", events, quality, base=base, flows=flows,
                       counters=counters, metadata=metadata,
-                      args=lookup if args else None)
+                      args=lookup if args else None, absolute=False)
 
 
 FORMAT = TraceFormat("perfetto", "Perfetto protobuf trace (.pftrace, Chrome proto traces)", sniff, load)

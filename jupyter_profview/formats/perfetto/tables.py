@@ -260,6 +260,22 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
     }, copy=False)
 
 
+def link_flows(ids: np.ndarray, terminating: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arrows (source entry, target entry) of flow entries taken in ``order`` (time order),
+    by the rule of the module docstring, in the order of their targets: an entry is linked from
+    the previous entry with its id (in time order) where that one does not terminate (it began
+    or stepped the flow, so the flow is open); after a terminating entry, closed or skipped,
+    the flow is not open.  Vectorised: no Python object per entry."""
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    by_id = np.lexsort((rank, ids))  # each id's entries together, in time order
+    same = ids[by_id[1:]] == ids[by_id[:-1]]
+    linked = same & (terminating[by_id[:-1]] == 0)
+    src, dst = by_id[:-1][linked], by_id[1:][linked]
+    in_time = np.argsort(rank[dst], kind="stable")
+    return src[in_time].astype(np.int64), dst[in_time].astype(np.int64)
+
+
 def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                names: pd.Categorical, cats: pd.Categorical, base: int, quality: Quality) -> pd.DataFrame:
     """Arrows of the v2 flows (``event_of_row``: event id of each walk row, -1 if dropped;
@@ -268,39 +284,17 @@ def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: n
     ids = np.frombuffer(c.flow_id, np.uint64)
     terminating = np.frombuffer(c.flow_end, np.int8)
     at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends, starts)
-    order = np.argsort(at, kind="stable")
-    active: dict[int, int] = {}
+    src_k, dst_k = link_flows(ids, terminating, np.argsort(at, kind="stable"))
     used = np.zeros(len(rows), bool)
-    src: list[int] = []
-    dst: list[int] = []
-    fids: list[int] = []
-    id_list = ids.tolist()
-    ends_flag = terminating.tolist()
-    for k in order.tolist():
-        fid = id_list[k]
-        here = k
-        last = active.get(fid)
-        if ends_flag[k]:
-            if last is None:
-                continue
-            del active[fid]
-        elif last is None:
-            active[fid] = here
-            continue
-        else:
-            active[fid] = here
-        src.append(last)
-        dst.append(here)
-        fids.append(fid)
-        used[last] = used[here] = True
-    src_k, dst_k = np.array(src, np.int64), np.array(dst, np.int64)  # flow entries
+    used[src_k] = used[dst_k] = True
+    fids = ids[dst_k]
     keep = (event_of_row[rows[src_k]] >= 0) & (event_of_row[rows[dst_k]] >= 0)
     quality.unpaired_flows += int((~used).sum())
     s, d = src_k[keep], dst_k[keep]
     source = event_of_row[rows[s]] if len(s) else np.zeros(0, np.int64)
     target = event_of_row[rows[d]] if len(d) else np.zeros(0, np.int64)
     return pd.DataFrame({
-        "flow_id": pd.array(np.array(fids, np.uint64)[keep].astype(str), dtype="string"),
+        "flow_id": pd.array(fids[keep].astype(str), dtype="string"),
         "name": names.take(source) if len(source) else pd.Categorical([]),
         "category": cats.take(source) if len(source) else pd.Categorical([]),
         "source": source.astype(np.int64),
