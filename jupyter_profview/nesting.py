@@ -429,12 +429,13 @@ def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: i
     """In place: events whose code is `other` take their parent's, top down
     (so a chain of `other` descendants all take the nearest known ancestor's).
     `depth` is not used: a parent may be on another lane (module docstring)."""
-    todo = np.flatnonzero((codes == other) & (parent >= 0))
+    index = np.int32 if len(codes) < 2**31 else np.int64  # positions: half the memory where they fit
+    todo = np.flatnonzero((codes == other) & (parent >= 0)).astype(index)
     pending = np.zeros(len(codes), bool)
     pending[todo] = True
     # pointer jumping: `up` of each pending event moves to its pointee's `up` until it is a
     # settled event (its nearest ancestor not pending): log2(chain) rounds, not one per level
-    up = np.arange(len(codes))
+    up = np.arange(len(codes), dtype=index)
     up[todo] = parent[todo]
     for _ in range(64):  # 2**64 levels: every tree; parents never form a cycle
         ptr = up[todo]
