@@ -34,8 +34,8 @@ from jupyter_profview.builder import build_events
 from jupyter_profview.model import Quality
 from jupyter_profview.nesting import (
     nest_python,
-    owned_segments_python,
     nested_self_python,
+    owned_segments_python,
     owned_time_python,
     python_yields_until_python,
 )

@@ -1,16 +1,17 @@
 """The native Perfetto walker (``_native/perfetto_scan.c``) against the pure-Python reader
-(the reference): every column of the walk, the strings, tracks, clocks, quality counts, the
-damage found and every event's args, on the recorded Chromium trace (file mapped and bytes),
-on every case of ``tests/test_perfetto_edges.py`` (each run with the comparison wrapped around
-its loads), and on a corpus of cut and bit-flipped copies.  Where the walker leaves a file to
+(the reference): every column of the walk (values and widths), the strings, tracks, clocks,
+quality counts, the damage found and every event's args, on the recorded Chromium trace (as
+bytes, and as a file read in windows of a few bytes to 8 MB), on every case of
+``tests/test_perfetto_edges.py`` (each run with the comparison wrapped around its loads), and
+on a corpus of cut and bit-flipped copies.  Where the walker leaves a file to
 Python (``walk`` returns None) the load is the reference's by construction; the tests count
 how many files the walker read itself and require it for the fixture and the edge cases."""
 
 from __future__ import annotations
 
 import gzip
-import os
 import inspect
+import os
 import random
 from array import array
 from pathlib import Path
@@ -23,8 +24,8 @@ import jupyter_profview as profview
 from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
 from jupyter_profview.formats import perfetto
-from jupyter_profview.formats.perfetto import native
 from jupyter_profview.formats.file_blob import FileBlob
+from jupyter_profview.formats.perfetto import native
 from jupyter_profview.formats.perfetto.native import COLUMNS
 from jupyter_profview.sources import Source
 
@@ -72,7 +73,7 @@ def compare(data: bytes, path: Path | None = None, window: int | None = None) ->
     assert damage == ref_damage
     for (name, dtype) in COLUMNS[:23]:
         mine, ref_column = getattr(c, name), getattr(r, name)
-        assert mine.dtype == dtype and ref_column.itemsize == np.dtype(dtype).itemsize, name  # the same widths
+        assert mine.dtype == dtype and ref_column.itemsize == np.dtype(dtype).itemsize, name  # same widths
         assert np.array_equal(_array(mine, dtype), _array(ref_column, dtype)), name
     assert c.strings == r.strings
     assert c.tracks == r.tracks
@@ -120,9 +121,10 @@ EDGES = [fn for name, fn in inspect.getmembers(pytest.importorskip("tests.test_p
 
 
 #: a packet that does not parse: which bytes protobuf refuses is protobuf's to say, so the
-#: walker leaves such a file to the reader (its error text and offset are the reference's)
+#: walker leaves such a file to the reader (its error text and offset are the reference's);
 #: more clock domains than the int16 codes hold: the reader's clear error
-LEFT_TO_PYTHON = {"test_corrupt_packet_stops_with_the_offset", "test_more_clock_domains_than_the_columns_hold"}
+LEFT_TO_PYTHON = {"test_corrupt_packet_stops_with_the_offset",
+                  "test_more_clock_domains_than_the_columns_hold"}
 NO_LOAD = {"test_sniffing_tells_perfetto_from_other_protobuf_formats"}
 
 

@@ -34,8 +34,9 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "nested_self", "owned_array", "owned_segments",
-           "owned_time", "perfetto_rematch", "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "nested_self", "owned_array",
+           "owned_segments", "owned_time", "perfetto_rematch", "python_yields", "status",
+           "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
 ABI_VERSION = 12  # PV_ABI_VERSION in scan_internal.h
@@ -316,7 +317,8 @@ def nested_self(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.nd
     if not len(end) == len(parent) == n:
         raise ValueError("start, end and parent must have the same length")
     out = np.empty(n, np.int64)
-    if n and lib.pv_nested_self(n, start.ctypes.data, end.ctypes.data, parent.ctypes.data, out.ctypes.data) != 0:
+    pointers = (a.ctypes.data for a in (start, end, parent, out))
+    if n and lib.pv_nested_self(n, *pointers) != 0:
         raise ValueError("a parent out of range")
     return out
 

@@ -4,7 +4,8 @@ The native Chrome scanner records where each event's ``args`` text is in the inp
 (``pv_scan_file_args``) instead of copying it: on a PyTorch trace the args
 are ~80 % of the file, so holding them would cost most of the file's size
 in memory.  The Perfetto walker does the same with debug annotations
-(``pv_pf_file_args``) and reads the file itself in windows (`FileBlob.read_into`).  `FileBlob` stands in for the in-memory blob
+(``pv_pf_file_args``) and reads the file itself in windows (`FileBlob.read_into`).
+`FileBlob` stands in for the in-memory blob
 (``ChromeColumns.args_blob``): ``blob[a:b]`` is a ``pread`` of those bytes,
 and `segments` reads the ranges a search needs in large pieces.
 
@@ -69,7 +70,7 @@ class FileBlob:
         if not want:
             got = 0
         elif hasattr(os, "preadv"):
-            got = os.preadv(self._fd, [memoryview(buffer)[:want]], offset)
+            got = os.preadv(self._fd, [buffer[:want].data], offset)
         else:  # no preadv: one copy
             data = os.pread(self._fd, want, offset)
             got = len(data)

@@ -183,7 +183,7 @@ def _run_bytes(lib: ctypes.CDLL, handle: int, buf: np.ndarray, skipped: Counter[
 
 def _run_file(lib: ctypes.CDLL, handle: int, blob: FileBlob, skipped: Counter[str]) -> int:
     """The walk of a file read in `WINDOW` pieces (``pread``: a file cut or rewritten while it is
-    read is a ProfviewError from `FileBlob.read`, never a fault on a mapped page), each piece
+    read is a ProfviewError from `FileBlob.read_into`, never a fault on a mapped page), each piece
     from the first packet the last one did not hold whole (a bigger piece for a bigger packet)."""
     pos = c_int64(0)
     inflate = np.zeros(2, np.int64)

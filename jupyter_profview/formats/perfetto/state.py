@@ -66,7 +66,8 @@ class Sequence:
 @dataclass
 class Columns:
     """The walk's output.  Events: one row per slice or instant, ``start``/``end`` as (ns value,
-    clock domain code) pairs (codes int16: `.clocks.MAX_DOMAINS`; rows and places int32), ``end_dom`` -1 for a begin never ended.  Counters: one row per
+    clock domain code) pairs (codes int16: `.clocks.MAX_DOMAINS`; rows and places int32),
+    ``end_dom`` -1 for a begin never ended.  Counters: one row per
     sample.  Flows: (event row, flow id, terminating) in file order."""
 
     ev_track: array = field(default_factory=lambda: array("i"))
