@@ -19,7 +19,7 @@ import numpy as np
 from .schema import BOOTTIME
 
 MAX_DOMAINS = 2**15 - 1  # domain codes are int16 in the walk's columns
-CHUNK = 1 << 18  # values converted at a time by `Clocks.to_trace`
+CHUNK = 1 << 19  # values converted at a time by `Clocks.to_trace`
 Domain = Any  # a builtin clock id (int) or (sequence id, clock id)
 
 
