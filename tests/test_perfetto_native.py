@@ -109,6 +109,9 @@ def test_fixture_loads_the_same_trace(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(rows) > 1_000
     for i in rows[:: max(1, len(rows) // 300)].tolist():
         assert got.args(i) == ref.args(i)
+    bare = np.flatnonzero(~ref.events["has_args"].to_numpy())  # args keyed by event id: none here
+    for i in bare[:: max(1, len(bare) // 100)].tolist():
+        assert got.args(i) == ref.args(i) == {}
 
 
 def test_disabled_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,9 +79,9 @@ class NativeArgs:
         return len(self.rows) > 0
 
     def row_array(self) -> np.ndarray:
-        """The rows with args, ascending, once each."""
+        """The rows with args, ascending, once each (not the groups of dropped rows, -1)."""
         if self._rows is None:
-            self._rows = np.unique(self.rows)
+            self._rows = np.unique(self.rows[self.rows >= 0])
         return self._rows
 
     def __len__(self) -> int:
