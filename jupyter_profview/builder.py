@@ -156,10 +156,12 @@ def _nest_events(track_code: np.ndarray, start: np.ndarray, dur: np.ndarray,
     depth = np.empty(n, np.int32)
     depth[order] = tree_depth(depth_s, parent_s, lane_s)
     del depth_s
+    own = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
+                     None if python is None else python[order])
+    del sorted_start, sorted_track, sorted_end  # before the scatter: not held with its output
     self_time = np.empty(n, np.int64)
-    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
-                                  None if python is None else python[order])
-    del sorted_start, sorted_track, sorted_end
+    self_time[order] = own
+    del own
     parent = np.full(n, -1, np.int64)
     has_parent = parent_s >= 0
     parent[order[has_parent]] = order[parent_s[has_parent]]
