@@ -71,6 +71,8 @@ def build_events(
     thread = _categorical(columns["thread"])
     nthreads = len(thread.categories) + 1
     pair_values, track_code = dense_codes(process.codes.astype(np.int64) * nthreads + thread.codes)
+    if len(pair_values) < 2**31:  # track codes as int32 through the nesting (less memory at its peak)
+        track_code = track_code.astype(np.int32)
     depth, parent, lane, self_time = _nest_events(track_code, start, dur, _python_frames(columns["category"]))
     quality.overlaps += int((lane > 0).sum())
     track = _track_labels(process, thread, pair_values, track_code, lane)
@@ -144,16 +146,22 @@ def _nest_events(track_code: np.ndarray, start: np.ndarray, dur: np.ndarray,
     nesting order (``python``: the Python frames, for self time)."""
     n = len(start)
     order = nest_order(track_code, start, dur)
+    if n < 2**31:  # positions as int32: the same scatters, half the memory while nesting
+        order = order.astype(np.int32)
     sorted_start = start[order]
     sorted_track = track_code[order]
-    sorted_end = sorted_start + dur[order]
+    sorted_end = dur[order]
+    sorted_end += sorted_start
     depth_s, parent_s, lane_s = nest(sorted_track, sorted_start, sorted_end)
-    self_time = np.empty(n, np.int64)
-    self_time[order] = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
-                                  None if python is None else python[order])
-    del sorted_start, sorted_track, sorted_end
     depth = np.empty(n, np.int32)
     depth[order] = tree_depth(depth_s, parent_s, lane_s)
+    del depth_s
+    own = self_times(sorted_track, sorted_start, sorted_end, parent_s, lane_s,
+                     None if python is None else python[order])
+    del sorted_start, sorted_track, sorted_end  # before the scatter: not held with its output
+    self_time = np.empty(n, np.int64)
+    self_time[order] = own
+    del own
     parent = np.full(n, -1, np.int64)
     has_parent = parent_s >= 0
     parent[order[has_parent]] = order[parent_s[has_parent]]
@@ -240,7 +248,7 @@ def _track_labels(process: pd.Categorical, thread: pd.Categorical, pair_values: 
     factorising one string per event)."""
     nthreads = len(thread.categories) + 1
     lanes_per = int(lane.max()) + 1 if len(lane) else 1
-    lane_values, lane_code = dense_codes(track_code * lanes_per + lane)
+    lane_values, lane_code = dense_codes(track_code.astype(np.int64) * lanes_per + lane)
     labels = []
     processes, threads = list(process.categories), list(thread.categories)  # not an Index lookup per track
     for value in lane_values.tolist():
@@ -277,6 +285,7 @@ def make_trace(
     launches: pd.DataFrame | None = None,
     metadata: dict[str, Any] | None = None,
     args: Any = None,
+    absolute: bool = True,
 ) -> Trace:
     """The Trace from built ``events`` (see [build_events][jupyter_profview.builder.build_events])
     and the other tables: ``memory``, ``allocations`` and ``counters`` with *absolute* times
@@ -284,13 +293,15 @@ def make_trace(
     built events) as they are.  A table not given is empty (``counters``: None).  The
     [TraceInfo][jupyter_profview.model.TraceInfo] keys of ``metadata`` go to ``trace.info``
     (``base_time_ns`` defaults to ``base`` for a trace with a clock), the rest stays in
-    ``trace.metadata``."""
+    ``trace.metadata``.  ``absolute=False``: those times are relative to ``base`` already
+    (rebased by the loader in place: no second copy of a large column)."""
     info, metadata = TraceInfo.split(metadata)
     if time_unit == "ns" and info.base_time_ns is None:
         info = info.replace(base_time_ns=base)
-    memory = _rebase(memory, ["time"], base)
-    allocations = _rebase(allocations, ["alloc_time", "free_time"], base)
-    counters = _rebase(counters, ["time"], base)
+    if absolute:
+        memory = _rebase(memory, ["time"], base)
+        allocations = _rebase(allocations, ["alloc_time", "free_time"], base)
+        counters = _rebase(counters, ["time"], base)
     return Trace(
         format=format,
         time_unit=time_unit,

@@ -165,13 +165,18 @@ def nest_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndar
     s = start[order]
     tied = np.zeros(len(s), bool)
     tied[1:] = s[1:] == s[:-1]
+    del s  # (each temporary goes as soon as it is read: this runs on every event of a trace)
     tied[:-1] |= tied[1:]
     tied = np.flatnonzero(tied)  # runs of equal starts, each contiguous
     if len(tied):
         sub = order[tied]
         order[tied] = sub[np.lexsort((-dur[sub], start[sub]))]
-    small = track.astype(np.int16) if len(track) and int(track.max()) < 2**15 else track
-    return order[np.argsort(small[order], kind="stable")]
+        del sub
+    del tied
+    key = (track.astype(np.int16) if len(track) and int(track.max()) < 2**15 else track)[order]
+    by_track = np.argsort(key, kind="stable")
+    del key
+    return order[by_track]
 
 
 def tree_depth(depth: np.ndarray, parent: np.ndarray, lane: np.ndarray) -> np.ndarray:
@@ -196,10 +201,7 @@ def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np
     or `yielding_owned_time` where Python frames
     (`python`, a mask) partly overlap ops or ranges).  The result is >= 0 and sums, per track, to
     the track's busy time."""
-    weight = end - start
-    child = parent >= 0
-    children = np.bincount(parent[child], weights=weight[child], minlength=len(weight))
-    out = weight - children.astype(np.int64)
+    out = nested_self(start, end, parent)
     tangled = np.isin(track, np.unique(track[lane > 0]))
     if tangled.any():
         pick = np.flatnonzero(tangled)
@@ -215,6 +217,26 @@ def self_times(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np
             out[pick] = yielding_owned_time(t, s, e, python[pick], yields)  # type: ignore[index]
         else:
             out[pick] = owned_time(t, s, e)
+    return out
+
+
+def nested_self(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """`nested_self_python`, in native code when the extension is built (no temporaries: it
+    runs on every event of a trace)."""
+    from . import _native
+
+    if _native.available():
+        return _native.nested_self(start, end, parent)
+    return nested_self_python(start, end, parent)
+
+
+def nested_self_python(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Each event's duration minus its children's (``parent``: its index, -1 none), the
+    children's summed as floats (``bincount``) and truncated to int64."""
+    weight = end - start
+    child = parent >= 0
+    children = np.bincount(parent[child], weights=weight[child], minlength=len(weight))
+    out: np.ndarray = weight - children.astype(np.int64)
     return out
 
 
@@ -407,12 +429,13 @@ def fill_down(codes: np.ndarray, depth: np.ndarray, parent: np.ndarray, other: i
     """In place: events whose code is `other` take their parent's, top down
     (so a chain of `other` descendants all take the nearest known ancestor's).
     `depth` is not used: a parent may be on another lane (module docstring)."""
-    todo = np.flatnonzero((codes == other) & (parent >= 0))
+    index = np.int32 if len(codes) < 2**31 else np.int64  # positions: half the memory where they fit
+    todo = np.flatnonzero((codes == other) & (parent >= 0)).astype(index)
     pending = np.zeros(len(codes), bool)
     pending[todo] = True
     # pointer jumping: `up` of each pending event moves to its pointee's `up` until it is a
     # settled event (its nearest ancestor not pending): log2(chain) rounds, not one per level
-    up = np.arange(len(codes))
+    up = np.arange(len(codes), dtype=index)
     up[todo] = parent[todo]
     for _ in range(64):  # 2**64 levels: every tree; parents never form a cycle
         ptr = up[todo]

@@ -1,4 +1,4 @@
-"""Args read back from an uncompressed trace file (``formats/chrome/file_blob.py``).
+"""Args read back from an uncompressed trace file (``formats/file_blob.py``).
 
 The native scanner leaves the args of an uncompressed file in the file; the
 expected values are the args of the same bytes loaded from memory (where the
@@ -21,7 +21,7 @@ import pytest
 import jupyter_profview as profview
 from jupyter_profview import _native
 from jupyter_profview.errors import ProfviewError
-from jupyter_profview.formats.chrome.file_blob import FileBlob
+from jupyter_profview.formats.file_blob import FileBlob
 
 HTA = Path(__file__).parent / "data" / "hta"
 native_only = pytest.mark.skipif(not _native.available(), reason="native library not built")

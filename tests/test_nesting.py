@@ -34,6 +34,7 @@ from jupyter_profview.builder import build_events
 from jupyter_profview.model import Quality
 from jupyter_profview.nesting import (
     nest_python,
+    nested_self_python,
     owned_segments_python,
     owned_time_python,
     python_yields_until_python,
@@ -483,6 +484,23 @@ def test_native_owned_time_matches_python(rows: list[tuple[int, int, int]]) -> N
     order = np.lexsort((-arr[:, 2], arr[:, 1], arr[:, 0]))
     track, start, end = arr[order, 0], arr[order, 1], arr[order, 1] + arr[order, 2]
     np.testing.assert_array_equal(_native.owned_time(track, start, end), owned_time_python(track, start, end))
+
+
+@pytest.mark.skipif(not _native.available(), reason="native library not built")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 40), st.integers(0, 40)), max_size=80),
+       st.sampled_from([1, 3, 2**40 + 1, 2**53 - 7, 2**60 + 3]))
+def test_native_nested_self_matches_python(rows: list[tuple[int, int, int]], scale: int) -> None:
+    """Durations minus the children's: the same float sums (past 2**53 too, where they round)
+    and the same truncation as the bincount reference."""
+    arr = np.asarray(rows, np.int64).reshape(-1, 3)
+    order = np.lexsort((-arr[:, 2], arr[:, 1], arr[:, 0]))
+    track, start, end = arr[order, 0], arr[order, 1] * scale, (arr[order, 1] + arr[order, 2]) * scale
+    _, parent, _ = nest_python(track, start, end)
+    want = nested_self_python(start, end, parent)
+    got = _native.nested_self(start, end, parent)
+    assert got.dtype == want.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.skipif(not _native.available(), reason="native library not built")

@@ -251,3 +251,22 @@ def test_times_are_exact_beyond_float_precision() -> None:
     trace = profview.load(b.serialize())
     assert _names(trace) == [("exact", big, 1)]
     assert np.int64(trace.info.base_time_ns) == big
+
+
+def test_more_clock_domains_than_the_columns_hold() -> None:
+    """Clock domain codes are int16 in the walk's columns: a file naming more than 32,767
+    clocks is a clear ProfviewError on both walks (the native one leaves it to the reader),
+    never a wrapped code."""
+    b = _builder()
+    snap = b.add_packet()
+    snap.trusted_packet_sequence_id = SEQ
+    for cid in range(200, 200 + 32_800):  # builtin-scoped ids: one domain each
+        clock = snap.clock_snapshot.clocks.add()
+        clock.clock_id, clock.timestamp = cid, 1000
+    _event(b, 1000, TE.TYPE_INSTANT, flags=0)
+    data = b.serialize()
+    for native in ("1", "0"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("PROFVIEW_NATIVE", native)
+            with pytest.raises(ProfviewError, match="more than 32,767 clock domains"):
+                profview.load(data)

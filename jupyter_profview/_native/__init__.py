@@ -34,11 +34,12 @@ import numpy as np
 
 from ..errors import NativeUnavailableWarning
 
-__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "owned_array", "owned_segments",
-           "owned_time", "perfetto_rematch", "python_yields", "status", "warn_if_unavailable", "xplane_lines"]
+__all__ = ["ABI_VERSION", "NativeUnavailableWarning", "available", "nest", "nested_self", "owned_array",
+           "owned_segments", "owned_time", "perfetto_rematch", "python_yields", "status",
+           "warn_if_unavailable", "xplane_lines"]
 
 LIBRARY = Path(__file__).with_name("_profview_native.so")
-ABI_VERSION = 11  # PV_ABI_VERSION in scan_internal.h
+ABI_VERSION = 12  # PV_ABI_VERSION in scan_internal.h
 HOW_TO_BUILD = (
     "install a C compiler (e.g. `apt install gcc` or Xcode command line tools) and reinstall "
     "with `pip install --force-reinstall --no-binary jupyter_profview jupyter_profview`, or in a "
@@ -167,6 +168,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.pv_scan_file_args.restype = None
     lib.pv_scan_file_args.argtypes = [c_void_p, c_int]
     lib.pv_owned.restype = c_int
+    lib.pv_nested_self.restype = c_int
+    lib.pv_nested_self.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.pv_owned.argtypes = [c_int64, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.pv_python_yields.restype = c_int
     lib.pv_python_yields.argtypes = [c_int64, *[c_void_p] * 6]
@@ -182,7 +185,10 @@ def _declare_perfetto(lib: ctypes.CDLL) -> None:
     lib.pv_pf_free.restype = None
     lib.pv_pf_free.argtypes = [c_void_p]
     lib.pv_pf_walk.restype = c_int
-    lib.pv_pf_walk.argtypes = [c_void_p, c_void_p, c_size_t, POINTER(c_int64), c_void_p, c_size_t]
+    lib.pv_pf_walk.argtypes = [c_void_p, c_void_p, c_int64, c_size_t, c_size_t, POINTER(c_int64), c_void_p,
+                               c_size_t]
+    lib.pv_pf_file_args.restype = None
+    lib.pv_pf_file_args.argtypes = [c_void_p, c_int]
     lib.pv_pf_inner.restype = c_int
     lib.pv_pf_inner.argtypes = [c_void_p, c_void_p, c_size_t]
     lib.pv_pf_unsupported.restype = c_char_p
@@ -302,6 +308,21 @@ def owned_time(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     return out
 
 
+def nested_self(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """`jupyter_profview.nesting.nested_self_python` in C (same inputs and output, no
+    temporaries)."""
+    lib = _lib()
+    start, end, parent = (np.ascontiguousarray(a, dtype=np.int64) for a in (start, end, parent))
+    n = len(start)
+    if not len(end) == len(parent) == n:
+        raise ValueError("start, end and parent must have the same length")
+    out = np.empty(n, np.int64)
+    pointers = (a.ctypes.data for a in (start, end, parent, out))
+    if n and lib.pv_nested_self(n, *pointers) != 0:
+        raise ValueError("a parent out of range")
+    return out
+
+
 def python_yields(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
                   python: np.ndarray) -> np.ndarray:
     """`jupyter_profview.nesting.python_yields_until_python` in C (same inputs and output)."""
@@ -347,14 +368,14 @@ def perfetto_rematch(rows: tuple[np.ndarray, ...], ends: tuple[np.ndarray, ...],
     flags of the tracks out of time order and the ends left unmatched on them; ``closed_by``
     (one per walk row) is updated in place."""
     lib = _lib()
-    bt, bo, bw, st = (np.ascontiguousarray(a, dtype=d) for a, d in zip(rows, (np.int32, np.int64, np.int64,
+    bt, bo, bw, st = (np.ascontiguousarray(a, dtype=d) for a, d in zip(rows, (np.int32, np.int32, np.int64,
                                                                                np.int8), strict=True))
-    et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int64, np.int64),
+    et, eo, ew = (np.ascontiguousarray(a, dtype=d) for a, d in zip(ends, (np.int32, np.int32, np.int64),
                                                                     strict=True))
     if not len(bt) == len(bo) == len(bw) == len(st) == len(closed_by) or not len(et) == len(eo) == len(ew):
         raise ValueError("the row columns, closed_by and the end columns must have their lengths")
-    if closed_by.dtype != np.int64 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
-        raise ValueError("closed_by must be a writable contiguous int64 array")
+    if closed_by.dtype != np.int32 or not closed_by.flags.c_contiguous or not closed_by.flags.writeable:
+        raise ValueError("closed_by must be a writable contiguous int32 array")
     for track in (bt, et):
         if len(track) and (track.min() < 0 or track.max() >= ntracks):
             raise ValueError("track codes must be in [0, ntracks)")

@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     int64_t *items;
@@ -288,4 +289,33 @@ int64_t pv_owned_segments(int64_t n, const int64_t *track, const int64_t *start,
     }
     free(stack);
     return m;
+}
+
+/*
+ * pv_nested_self -- native version of jupyter_profview.nesting.nested_self_python: each
+ * event's duration minus its children's (parent[i] >= 0: i is a child of parent[i]), the
+ * children's durations summed as doubles in index order (numpy's bincount with weights) and
+ * truncated to int64 (astype).  The sums are kept in `out` itself until they are read: no
+ * temporary the size of the input.  Returns 0, or -1 for a parent out of range.
+ */
+int pv_nested_self(int64_t n, const int64_t *start, const int64_t *end, const int64_t *parent, int64_t *out) {
+    const double zero = 0.0;
+    for (int64_t i = 0; i < n; i++) memcpy(&out[i], &zero, sizeof zero);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = parent[i];
+        if (p < 0) continue;
+        if (p >= n) return -1;
+        double sum;
+        memcpy(&sum, &out[p], sizeof sum);
+        sum += (double)(end[i] - start[i]);
+        memcpy(&out[p], &sum, sizeof sum);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double sum;
+        memcpy(&sum, &out[i], sizeof sum);
+        /* numpy's cast of a double past int64 (x86): INT64_MIN */
+        int64_t children = sum > -9223372036854775808.0 && sum < 9223372036854775808.0 ? (int64_t)sum : INT64_MIN;
+        out[i] = (end[i] - start[i]) - children;
+    }
+    return 0;
 }

@@ -272,7 +272,7 @@ static int sample(pf_walker *w, int32_t track, num_v value, int64_t ts, int64_t 
     }
     PUT(w->col[K_CT_TRACK], int32_t, track);
     PUT(w->col[K_CT_TIME], int64_t, ts);
-    PUT(w->col[K_CT_DOM], int32_t, (int32_t)dom);
+    PUT(w->col[K_CT_DOM], int16_t, (int16_t)dom);
     PUT(w->col[K_CT_VALUE], double, out);
     return 0;
 }
@@ -283,6 +283,10 @@ static int64_t domain(pf_walker *w, int64_t sid_plus1, uint32_t cid) {
     int64_t *v = map_put(&w->domain_of, (uint64_t)sid_plus1, cid, w->ndomain + 1, &fresh);
     if (!v) return -1;
     if (fresh) {
+        if (w->ndomain >= INT16_MAX) { /* codes are int16: the file goes to the reader, which refuses it */
+            pf_unsup(w, "more than 32,767 clock domains");
+            return -2;
+        }
         w->ndomain++;
         int64_t pair[2] = {sid_plus1 - 1, cid};
         if (!buf_append(&w->col[K_DOMAINS], (const uint8_t *)pair, sizeof pair)) return -1;
@@ -322,7 +326,7 @@ static int event_time(pf_walker *w, int has_ts, uint64_t ts, uint32_t clock_id, 
     } else {
         *dom = domain(w, 0, cid);
     }
-    if (*dom < 0) return PF_NOMEM;
+    if (*dom < 0) return *dom == -2 ? PF_UNSUP : PF_NOMEM;
     *out = value;
     w->latest_ts = value;
     w->latest_dom = *dom;
@@ -334,7 +338,7 @@ static int flows(pf_walker *w, int64_t row, int at_end) {
     for (int t = 0; t < 2; t++) {
         const uint64_t *ids = ITEMS(*lists[t], uint64_t);
         for (size_t i = 0; i < NITEMS(*lists[t], uint64_t); i++) {
-            PUT(w->col[K_FLOW_ROW], int64_t, row);
+            PUT(w->col[K_FLOW_ROW], int32_t, (int32_t)row);
             PUT(w->col[K_FLOW_ID], uint64_t, ids[i]);
             PUT(w->col[K_FLOW_END], int8_t, (int8_t)t);
             PUT(w->col[K_FLOW_AT_END], int8_t, (int8_t)at_end);
@@ -343,31 +347,51 @@ static int flows(pf_walker *w, int64_t row, int at_end) {
     return 0;
 }
 
-static int annotations(pf_walker *w, int64_t row, const seq_t *seq, size_t si) {
-    PUT(w->col[K_ARG_ROW], int64_t, row);
-    PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)w->col[K_BLOB].len);
-    const span_t *ann = ITEMS(w->v_ann, span_t);
-    size_t start = w->col[K_BLOB].len;
-    for (size_t i = 0; i < NITEMS(w->v_ann, span_t); i++) {
-        uint8_t head[11];
-        size_t k = 0;
-        head[k++] = 0x22;
-        size_t n = ann[i].n;
-        do {
-            head[k++] = (uint8_t)((n & 0x7F) | (n > 0x7F ? 0x80 : 0));
-            n >>= 7;
-        } while (n);
-        if (!buf_append(&w->col[K_BLOB], head, k) || !buf_append(&w->col[K_BLOB], ann[i].p, ann[i].n))
-            return PF_NOMEM;
+static int annotations(pf_walker *w, int64_t row, const seq_t *seq, size_t si, const uint8_t *te, size_t te_n) {
+    PUT(w->col[K_ARG_ROW], int32_t, (int32_t)row);
+    if (w->file_args && !w->inner) { /* the TrackEvent is in the file: read back from there when asked */
+        PUT(w->col[K_ARG_SPAN], int64_t, -(w->win_off + (int64_t)(te - w->win)) - 1);
+        PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)te_n);
+    } else {
+        PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)w->col[K_BLOB].len);
+        const span_t *ann = ITEMS(w->v_ann, span_t);
+        size_t start = w->col[K_BLOB].len;
+        for (size_t i = 0; i < NITEMS(w->v_ann, span_t); i++) {
+            uint8_t head[11];
+            size_t k = 0;
+            head[k++] = 0x22;
+            size_t n = ann[i].n;
+            do {
+                head[k++] = (uint8_t)((n & 0x7F) | (n > 0x7F ? 0x80 : 0));
+                n >>= 7;
+            } while (n);
+            if (!buf_append(&w->col[K_BLOB], head, k) || !buf_append(&w->col[K_BLOB], ann[i].p, ann[i].n))
+                return PF_NOMEM;
+        }
+        PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)(w->col[K_BLOB].len - start));
     }
-    PUT(w->col[K_ARG_SPAN], int64_t, (int64_t)(w->col[K_BLOB].len - start));
-    PUT(w->col[K_ARG_RES], int64_t, (int64_t)NITEMS(w->col[K_RES], int64_t) / 3);
+    /* the group's (kind, iid, raw code) triples; a list seen before is shared, not repeated */
+    w->v_trip.len = 0;
     const uint64_t *res = ITEMS(w->v_res, uint64_t);
     for (size_t i = 0; i + 1 < NITEMS(w->v_res, uint64_t); i += 2) {
-        PUT(w->col[K_RES], int64_t, (int64_t)res[i] - 2);
-        PUT(w->col[K_RES], int64_t, (int64_t)res[i + 1]);
-        PUT(w->col[K_RES], int64_t, interned_raw(w, si, seq, (int)res[i], res[i + 1]));
+        PUT(w->v_trip, int64_t, (int64_t)res[i] - 2);
+        PUT(w->v_trip, int64_t, (int64_t)res[i + 1]);
+        PUT(w->v_trip, int64_t, interned_raw(w, si, seq, (int)res[i], res[i + 1]));
     }
+    uint64_t hash = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < w->v_trip.len; i++) hash = (hash ^ w->v_trip.data[i]) * 1099511628211ull;
+    int64_t count = (int64_t)NITEMS(w->v_trip, int64_t) / 3, first = (int64_t)NITEMS(w->col[K_RES], int64_t) / 3;
+    int fresh;
+    int64_t *seen = map_put(&w->res_of, hash, (uint64_t)count, first, &fresh);
+    if (!seen) return PF_NOMEM;
+    if (!fresh && !memcmp(ITEMS(w->col[K_RES], int64_t) + 3 * *seen, w->v_trip.data, w->v_trip.len)) {
+        first = *seen;
+    } else {
+        *seen = first;
+        if (!buf_append(&w->col[K_RES], w->v_trip.data, w->v_trip.len)) return PF_NOMEM;
+    }
+    PUT(w->col[K_ARG_RES], int64_t, first);
+    PUT(w->col[K_ARG_RES], int64_t, count);
     return 0;
 }
 
@@ -437,21 +461,22 @@ int pf_event(pf_walker *w, const uint8_t *b, size_t n, int has_ts, uint64_t ts, 
         at_end = 1;
         int64_t *sidx = map_get(&w->stacks, (uint64_t)track, 0);
         buf_t *stack = sidx ? &w->stack_bufs[*sidx] : NULL;
-        int64_t n_order = (int64_t)(NITEMS(w->col[K_END_ORDER], int64_t) + NITEMS(w->col[K_EV_ORDER], int64_t));
+        int64_t n_order = (int64_t)(NITEMS(w->col[K_END_ORDER], int32_t) + NITEMS(w->col[K_EV_ORDER], int32_t));
+        if (n_order >= INT32_MAX) return pf_unsup(w, "more than 2**31 slice begins and ends");
         PUT(w->col[K_END_TRACK], int32_t, track);
         PUT(w->col[K_END_TIME], int64_t, t);
-        PUT(w->col[K_END_DOM], int32_t, (int32_t)dom);
-        PUT(w->col[K_END_ORDER], int64_t, n_order);
+        PUT(w->col[K_END_DOM], int16_t, (int16_t)dom);
+        PUT(w->col[K_END_ORDER], int32_t, (int32_t)n_order);
         if (!stack || stack->len == 0) {
-            PUT(w->col[K_END_ROW], int64_t, -1);
+            PUT(w->col[K_END_ROW], int32_t, -1);
             w->q[Q_UNMATCHED]++;
             return 0;
         }
         stack->len -= sizeof(int64_t);
         memcpy(&row, stack->data + stack->len, sizeof row);
-        PUT(w->col[K_END_ROW], int64_t, row);
+        PUT(w->col[K_END_ROW], int32_t, (int32_t)row);
         ITEMS(w->col[K_EV_END], int64_t)[row] = t;
-        ITEMS(w->col[K_EV_END_DOM], int32_t)[row] = (int32_t)dom;
+        ITEMS(w->col[K_EV_END_DOM], int16_t)[row] = (int16_t)dom;
         w->n_events++;
     } else if (kind == TYPE_COUNTER) {
         num_v v = {e.has_dcv, e.cv, e.dcv};
@@ -461,6 +486,8 @@ int pf_event(pf_walker *w, const uint8_t *b, size_t n, int has_ts, uint64_t ts, 
     } else if (kind == TYPE_SLICE_BEGIN || kind == TYPE_INSTANT || phase == 'I' || phase == 'i' || phase == 'R' ||
                phase == 'n' || phase == 'B' || phase == 'X') {
         row = (int64_t)NITEMS(w->col[K_EV_KIND], int8_t);
+        int64_t n_order = (int64_t)(NITEMS(w->col[K_END_ORDER], int32_t) + NITEMS(w->col[K_EV_ORDER], int32_t));
+        if (n_order >= INT32_MAX) return pf_unsup(w, "more than 2**31 slice begins and ends");
         int32_t nc = name_code(w, &e, seq, si);
         int32_t cc = nc < 0 ? -1 : cat_code(w, seq, si);
         if (cc < 0) return PF_NOMEM;
@@ -468,14 +495,13 @@ int pf_event(pf_walker *w, const uint8_t *b, size_t n, int has_ts, uint64_t ts, 
         PUT(w->col[K_EV_NAME], int32_t, nc);
         PUT(w->col[K_EV_CAT], int32_t, cc);
         PUT(w->col[K_EV_START], int64_t, t);
-        PUT(w->col[K_EV_START_DOM], int32_t, (int32_t)dom);
-        PUT(w->col[K_EV_ORDER], int64_t,
-            (int64_t)(NITEMS(w->col[K_END_ORDER], int64_t) + NITEMS(w->col[K_EV_ORDER], int64_t)));
+        PUT(w->col[K_EV_START_DOM], int16_t, (int16_t)dom);
+        PUT(w->col[K_EV_ORDER], int32_t, (int32_t)n_order);
         if (kind == TYPE_SLICE_BEGIN || phase == 'B') {
             PUT(w->col[K_EV_KIND], int8_t, SLICE);
             PUT(w->col[K_EV_STACKED], int8_t, 1);
             PUT(w->col[K_EV_END], int64_t, t);
-            PUT(w->col[K_EV_END_DOM], int32_t, -1);
+            PUT(w->col[K_EV_END_DOM], int16_t, -1);
             int fresh;
             int64_t *sidx = map_put(&w->stacks, (uint64_t)track, 0, (int64_t)w->nstack, &fresh);
             if (!sidx) return PF_NOMEM;
@@ -501,7 +527,7 @@ int pf_event(pf_walker *w, const uint8_t *b, size_t n, int has_ts, uint64_t ts, 
             PUT(w->col[K_EV_KIND], int8_t, complete ? SLICE : INSTANT);
             PUT(w->col[K_EV_STACKED], int8_t, 0);
             PUT(w->col[K_EV_END], int64_t, end);
-            PUT(w->col[K_EV_END_DOM], int32_t, (int32_t)dom);
+            PUT(w->col[K_EV_END_DOM], int16_t, (int16_t)dom);
         }
         w->n_events++;
     } else {
@@ -516,7 +542,7 @@ int pf_event(pf_walker *w, const uint8_t *b, size_t n, int has_ts, uint64_t ts, 
         ITEMS(w->col[K_PHASES], int64_t)[2 * *count + 1]++;
         return 0;
     }
-    if (NITEMS(w->v_ann, span_t)) TRY(annotations(w, row, seq, si));
+    if (NITEMS(w->v_ann, span_t)) TRY(annotations(w, row, seq, si, b, n));
     if (w->v_flow.len || w->v_tflow.len) TRY(flows(w, row, at_end));
     return 0;
 }

@@ -15,7 +15,8 @@
  * updated (a begin's end index, -1 none).  Returns the unmatched ends on those tracks, -1
  * out of memory. */
 typedef struct {
-    const int64_t *bw, *bo, *ew, *eo;
+    const int64_t *bw, *ew;
+    const int32_t *bo, *eo;
     int64_t nb;
 } keys_t; /* items: walk rows 0..nb-1, then ends nb.. */
 
@@ -39,9 +40,9 @@ static void sort_items(const keys_t *k, int64_t *x, int64_t *tmp, int64_t n) {
     }
 }
 
-int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *border, const int64_t *bwhen,
-                             const int8_t *stacked, int64_t ne, const int32_t *etrack, const int64_t *eorder,
-                             const int64_t *ewhen, int64_t ntracks, uint8_t *bad, int64_t *closed_by) {
+int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int32_t *border, const int64_t *bwhen,
+                             const int8_t *stacked, int64_t ne, const int32_t *etrack, const int32_t *eorder,
+                             const int64_t *ewhen, int64_t ntracks, uint8_t *bad, int32_t *closed_by) {
     size_t nt = (size_t)(ntracks > 0 ? ntracks : 1);
     int64_t *last = (int64_t *)malloc(nt * sizeof *last);
     int64_t *start = (int64_t *)calloc(nt + 1, sizeof *start);
@@ -83,7 +84,7 @@ int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *b
     memcpy(fill, start, nt * sizeof *fill);
     for (i = 0; i < nb; i++) if (stacked[i] == 1 && bad[btrack[i]]) x[fill[btrack[i]]++] = i;
     for (j = 0; j < ne; j++) if (bad[etrack[j]]) x[fill[etrack[j]]++] = nb + j;
-    keys_t k = {bwhen, border, ewhen, eorder, nb};
+    keys_t k = {.bw = bwhen, .ew = ewhen, .bo = border, .eo = eorder, .nb = nb};
     int64_t unmatched = 0;
     for (size_t t = 0; t < nt; t++) {
         int64_t lo = start[t], n = start[t + 1] - lo, depth = 0;
@@ -96,7 +97,7 @@ int64_t pv_pf_rematch_tracks(int64_t nb, const int32_t *btrack, const int64_t *b
                 closed_by[it] = -1;
                 stack[depth++] = it;
             } else if (depth) {
-                closed_by[stack[--depth]] = it - nb;
+                closed_by[stack[--depth]] = (int32_t)(it - nb);
             } else {
                 unmatched++;
             }

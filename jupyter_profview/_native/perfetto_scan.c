@@ -235,7 +235,7 @@ static int snapshot(pf_walker *w, span_t s, seq_t *seq) {
             } else {
                 code = pf_domain(w, 0, cid);
             }
-            if (code < 0) return PF_NOMEM;
+            if (code < 0) return code == -2 ? PF_UNSUP : PF_NOMEM;
             PUT(w->col[K_SNAP_PAIRS], int64_t, code);
             PUT(w->col[K_SNAP_PAIRS], int64_t, (int64_t)ns);
             count++;
@@ -423,7 +423,8 @@ pf_walker *pv_pf_new(void) {
     pf_walker *w = (pf_walker *)calloc(1, sizeof *w);
     if (!w) return NULL;
     if (!dict_init(&w->raw) || !dict_init(&w->out) || !map_init(&w->interned) || !map_init(&w->seq_of) ||
-        !map_init(&w->track_of) || !map_init(&w->stacks) || !map_init(&w->domain_of) || !map_init(&w->counters)) {
+        !map_init(&w->track_of) || !map_init(&w->stacks) || !map_init(&w->domain_of) || !map_init(&w->counters) ||
+        !map_init(&w->res_of)) {
         pv_pf_free(w);
         return NULL;
     }
@@ -442,6 +443,7 @@ void pv_pf_free(pf_walker *w) {
     map_free(&w->stacks);
     map_free(&w->domain_of);
     map_free(&w->counters);
+    map_free(&w->res_of);
     for (size_t i = 0; i < w->nseq; i++) {
         buf_free(&w->seqs[i].extra_tracks);
         buf_free(&w->seqs[i].extra_dbl);
@@ -451,7 +453,7 @@ void pv_pf_free(pf_walker *w) {
     for (size_t i = 0; i < w->nstack; i++) buf_free(&w->stack_bufs[i]);
     free(w->stack_bufs);
     buf_t *v[] = {&w->counter_vals, &w->scratch, &w->v_cat, &w->v_cats, &w->v_xu, &w->v_xv, &w->v_xdu,
-                  &w->v_xdv, &w->v_flow, &w->v_tflow, &w->v_ann, &w->v_res, &w->v_clk};
+                  &w->v_xdv, &w->v_flow, &w->v_tflow, &w->v_ann, &w->v_res, &w->v_clk, &w->v_trip};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) buf_free(v[i]);
     free(w);
 }
@@ -464,32 +466,45 @@ static int damage(pf_walker *w, int kind, size_t at, int64_t value, int64_t left
     return PF_DONE;
 }
 
-/* Walk the packets of data[*pos..len) (wire.batches' framing), pausing (PF_PAUSE, *pos the
- * next packet) at the first packet starting at or after limit.  PF_DONE at the end or at
- * damage (recorded), PF_INFLATE with inflate[0..1] = the bundle's offset and length in data
- * and *pos past its packet, PF_UNSUP (pv_pf_unsupported says why), PF_NOMEM. */
-int pv_pf_walk(pf_walker *w, const uint8_t *b, size_t limit, int64_t *ppos, int64_t *inflate, size_t len) {
-    size_t pos = (size_t)*ppos;
+/* Walk the packets of the file's bytes [*pos, len) (wire.batches' framing), positions in file
+ * bytes; the window b holds the bytes [b_off, b_off + b_len) (all of them where b_off + b_len
+ * == len).  PF_PAUSE (*pos the next packet): a packet starts at or after limit, or is not whole
+ * in the window (inflate[1]: the bytes from *pos the next window must hold, 0 any).  PF_DONE at
+ * the end or at damage (recorded), PF_INFLATE with inflate[0..1] = the bundle's offset (in file
+ * bytes) and length and *pos past its packet, PF_UNSUP (pv_pf_unsupported says why), PF_NOMEM. */
+int pv_pf_walk(pf_walker *w, const uint8_t *b, int64_t b_off, size_t b_len, size_t limit, int64_t *ppos,
+               int64_t *inflate, size_t len) {
+    size_t pos = (size_t)*ppos, off = (size_t)b_off, have = off + b_len; /* window: [off, have) */
     w->inner = 0;
+    w->win = b;
+    w->win_off = b_off;
+    inflate[1] = 0;
+    if (pos < off || have > len) return pf_unsup(w, "a window outside the file");
+#define AT(i) b[(i) - off]
+#define MORE(need) \
+    do { \
+        *ppos = (int64_t)pos; \
+        inflate[1] = (int64_t)(need); \
+        return PF_PAUSE; \
+    } while (0)
     while (pos < len) {
-        if (pos >= limit) {
-            *ppos = (int64_t)pos;
-            return PF_PAUSE;
-        }
-        if (b[pos] != 0x0A) return damage(w, 1, pos, b[pos], (int64_t)(len - pos));
+        if (pos >= limit) MORE(0);
+        if (pos >= have) MORE(16);
+        if (AT(pos) != 0x0A) return damage(w, 1, pos, AT(pos), (int64_t)(len - pos));
         uint64_t size;
         size_t body;
-        if (pos + 1 < len && b[pos + 1] < 0x80) {
-            size = b[pos + 1];
+        if (pos + 1 < have && AT(pos + 1) < 0x80) {
+            size = AT(pos + 1);
             body = pos + 2;
         } else {
             size_t q = pos + 1;
             uint64_t v = 0;
             int ok = 0;
             for (int i = 0; i < 10 && q < len; i++, q++) {
-                if (i == 9 && b[q] > 1) return pf_unsup(w, "packet length past 64 bits");
-                v |= (uint64_t)(b[q] & 0x7F) << (7 * i);
-                if (b[q] < 0x80) {
+                if (q >= have) MORE(16);
+                if (i == 9 && AT(q) > 1) return pf_unsup(w, "packet length past 64 bits");
+                v |= (uint64_t)(AT(q) & 0x7F) << (7 * i);
+                if (AT(q) < 0x80) {
                     ok = 1;
                     q++;
                     break;
@@ -504,20 +519,27 @@ int pv_pf_walk(pf_walker *w, const uint8_t *b, size_t limit, int64_t *ppos, int6
             w->q[Q_DAMAGE_BODY_LEFT] = (int64_t)(len - body);
             return damage(w, 3, pos, (int64_t)size, (int64_t)(len - pos));
         }
-        span_t s = {b + body, (size_t)size}, comp;
+        if (size > have - body) MORE(body - pos + size);
+        span_t s = {&AT(body), (size_t)size}, comp;
         pos = body + (size_t)size;
         int rc = packet(w, s, &comp);
         if (rc == PF_INFLATE) {
             *ppos = (int64_t)pos;
-            inflate[0] = (int64_t)(comp.p - b);
+            inflate[0] = (int64_t)(comp.p - b) + b_off;
             inflate[1] = (int64_t)comp.n;
             return PF_INFLATE;
         }
         if (rc) return rc;
     }
+#undef AT
+#undef MORE
     *ppos = (int64_t)pos;
     return PF_DONE;
 }
+
+/* Annotations as the file offsets of their TrackEvents (read back from the file when asked)
+ * instead of copies: for a walk of the file itself (not of bytes inflated from it). */
+void pv_pf_file_args(pf_walker *w, int on) { w->file_args = on != 0; }
 
 /* The packets of an inflated compressed bundle (a Trace message). */
 int pv_pf_inner(pf_walker *w, const uint8_t *b, size_t len) {
@@ -534,54 +556,4 @@ int pv_pf_inner(pf_walker *w, const uint8_t *b, size_t len) {
     }
     w->inner = 0;
     return r < 0 ? pf_unsup(w, "a compressed bundle that may not parse") : PF_DONE;
-}
-
-const char *pv_pf_unsupported(pf_walker *w) { return w->unsup ? w->unsup : ""; }
-
-void pv_pf_quality(pf_walker *w, int64_t *out) {
-    w->q[Q_EVENTS] = w->n_events;
-    w->q[Q_COUNTERS] = w->n_counters;
-    memcpy(out, w->q, sizeof w->q);
-}
-
-int pv_pf_ntracks(pf_walker *w) { return (int)w->ntrack; }
-
-#define TRACK_FIELDS 16
-/* TRACK_FIELDS int64 per track: kind, uuid, key pid, key tid, name, parent, has_pid, pid,
- * has_tid, tid, process name, thread name, counter, incremental, multiplier, counter type. */
-void pv_pf_tracks(pf_walker *w, int64_t *out) {
-    for (size_t i = 0; i < w->ntrack; i++) {
-        const track_t *t = &w->tracks[i];
-        int64_t *o = out + i * TRACK_FIELDS;
-        o[0] = t->kind, o[1] = (int64_t)t->uuid, o[2] = t->kpid, o[3] = t->ktid, o[4] = t->name;
-        o[5] = (int64_t)t->parent, o[6] = t->has_pid, o[7] = t->pid, o[8] = t->has_tid, o[9] = t->tid;
-        o[10] = t->pname, o[11] = t->tname, o[12] = t->counter, o[13] = t->incremental, o[14] = t->mult;
-        o[15] = t->ctype;
-    }
-}
-
-/* Dictionary which (0: raw strings, 1: event strings): its count, arena and entries. */
-int64_t pv_pf_dict(pf_walker *w, int which, const uint8_t **arena, size_t *arena_len, const int64_t **offsets,
-                   const int32_t **lengths) {
-    const dict_t *d = which ? &w->out : &w->raw;
-    *arena = d->arena.data;
-    *arena_len = d->arena.len;
-    *offsets = (const int64_t *)d->offsets.data;
-    *lengths = (const int32_t *)d->lengths.data;
-    return (int64_t)d->count;
-}
-
-/* Hand column c over (the caller frees it with pv_free); NULL if empty. */
-void *pv_pf_detach(pf_walker *w, int c, size_t *nbytes) {
-    *nbytes = 0;
-    if (c < 0 || c >= K_NCOLS) return NULL;
-    buf_t b = w->col[c];
-    memset(&w->col[c], 0, sizeof b);
-    if (!b.data || !b.len) {
-        free(b.data);
-        return NULL;
-    }
-    void *q = realloc(b.data, b.len);
-    *nbytes = b.len;
-    return q ? q : b.data;
 }

@@ -1,7 +1,8 @@
 /*
  * perfetto_state.c -- the Perfetto walker's shared state helpers, used by the packet walk
  * (perfetto_scan.c) and the event decoder (perfetto_event.c): the (a, b) -> int64 map, the
- * raw-string and track tables, and pf_unsup (the file goes to the Python reader).
+ * raw-string and track tables, pf_unsup (the file goes to the Python reader), and the exported
+ * read-back of the walk's output (quality, tracks, dictionaries, columns).
  */
 
 #include "perfetto_state.h"
@@ -118,4 +119,56 @@ int32_t pf_track(pf_walker *w, int kind, uint64_t uuid, int64_t pid, int64_t tid
         w->last_track = (int32_t)*v;
     }
     return (int32_t)*v;
+}
+
+/* -- what Python reads back after the walk (exported) ------------------------------------- */
+
+const char *pv_pf_unsupported(pf_walker *w) { return w->unsup ? w->unsup : ""; }
+
+void pv_pf_quality(pf_walker *w, int64_t *out) {
+    w->q[Q_EVENTS] = w->n_events;
+    w->q[Q_COUNTERS] = w->n_counters;
+    memcpy(out, w->q, sizeof w->q);
+}
+
+int pv_pf_ntracks(pf_walker *w) { return (int)w->ntrack; }
+
+#define TRACK_FIELDS 16
+/* TRACK_FIELDS int64 per track: kind, uuid, key pid, key tid, name, parent, has_pid, pid,
+ * has_tid, tid, process name, thread name, counter, incremental, multiplier, counter type. */
+void pv_pf_tracks(pf_walker *w, int64_t *out) {
+    for (size_t i = 0; i < w->ntrack; i++) {
+        const track_t *t = &w->tracks[i];
+        int64_t *o = out + i * TRACK_FIELDS;
+        o[0] = t->kind, o[1] = (int64_t)t->uuid, o[2] = t->kpid, o[3] = t->ktid, o[4] = t->name;
+        o[5] = (int64_t)t->parent, o[6] = t->has_pid, o[7] = t->pid, o[8] = t->has_tid, o[9] = t->tid;
+        o[10] = t->pname, o[11] = t->tname, o[12] = t->counter, o[13] = t->incremental, o[14] = t->mult;
+        o[15] = t->ctype;
+    }
+}
+
+/* Dictionary which (0: raw strings, 1: event strings): its count, arena and entries. */
+int64_t pv_pf_dict(pf_walker *w, int which, const uint8_t **arena, size_t *arena_len, const int64_t **offsets,
+                   const int32_t **lengths) {
+    const dict_t *d = which ? &w->out : &w->raw;
+    *arena = d->arena.data;
+    *arena_len = d->arena.len;
+    *offsets = (const int64_t *)d->offsets.data;
+    *lengths = (const int32_t *)d->lengths.data;
+    return (int64_t)d->count;
+}
+
+/* Hand column c over (the caller frees it with pv_free); NULL if empty. */
+void *pv_pf_detach(pf_walker *w, int c, size_t *nbytes) {
+    *nbytes = 0;
+    if (c < 0 || c >= K_NCOLS) return NULL;
+    buf_t b = w->col[c];
+    memset(&w->col[c], 0, sizeof b);
+    if (!b.data || !b.len) {
+        free(b.data);
+        return NULL;
+    }
+    void *q = realloc(b.data, b.len);
+    *nbytes = b.len;
+    return q ? q : b.data;
 }

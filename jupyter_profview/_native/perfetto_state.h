@@ -37,9 +37,10 @@ enum {
     K_EV_TRACK, K_EV_NAME, K_EV_CAT, K_EV_KIND, K_EV_START, K_EV_START_DOM, K_EV_END, K_EV_END_DOM,
     K_EV_STACKED, K_EV_ORDER, K_END_TRACK, K_END_TIME, K_END_DOM, K_END_ORDER, K_END_ROW, K_CT_TRACK,
     K_CT_TIME, K_CT_DOM, K_CT_VALUE, K_FLOW_ROW, K_FLOW_ID, K_FLOW_END, K_FLOW_AT_END,
-    K_ARG_ROW,   /* int64 per annotation group: the row */
-    K_ARG_SPAN,  /* int64 pairs: offset, length in K_BLOB */
-    K_ARG_RES,   /* int64 per group: first entry in K_RES, then K_RES triples (kind, iid, raw code) */
+    K_ARG_ROW,   /* int32 per annotation group: the row */
+    K_ARG_SPAN,  /* int64 pairs: offset, length in K_BLOB; an offset < 0: the group's whole
+                  * TrackEvent at file byte -offset - 1 (file args, pv_pf_file_args) */
+    K_ARG_RES,   /* int64 pairs per group: first triple in K_RES, count (groups share equal lists) */
     K_RES,       /* int64 triples: kind (0 arg name, 1 arg string), iid, raw code (-1 unknown) */
     K_BLOB,      /* the groups' debug annotations as TrackEvent field 4 entries */
     K_SNAP,      /* int64 per snapshot: first pair in K_SNAP_PAIRS, count, primary clock */
@@ -111,10 +112,14 @@ typedef struct pf_walker {
     buf_t counter_vals; /* num_v */
     int64_t latest_ts, latest_dom;
     int inner;       /* walking the packets of a compressed bundle */
+    int file_args;   /* annotations as file offsets of their TrackEvent, not copied (pv_pf_file_args) */
+    const uint8_t *win; /* the window pv_pf_walk reads: file bytes [win_off, win_off + its length) */
+    int64_t win_off;
     int64_t n_events, n_counters;
     buf_t scratch;
     /* per event vectors */
-    buf_t v_cat, v_cats, v_xu, v_xv, v_xdu, v_xdv, v_flow, v_tflow, v_ann, v_res, v_clk;
+    buf_t v_cat, v_cats, v_xu, v_xv, v_xdu, v_xdv, v_flow, v_tflow, v_ann, v_res, v_clk, v_trip;
+    map_t res_of;    /* (hash, count) of a group's K_RES triples -> the first of an equal list */
     const char *unsup;
     /* the last lookups (most packets repeat them): sequence id, track uuid, clock domain */
     int has_last_seq, has_last_uuid, has_last_dom;

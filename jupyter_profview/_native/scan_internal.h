@@ -39,7 +39,7 @@
 /* Version of the exported pv_* interface (pv_abi_version); the Python side
  * refuses a library with another one.  Bump it with any change of the
  * exported functions, their arguments, the column ids or the status codes. */
-#define PV_ABI_VERSION 11
+#define PV_ABI_VERSION 12
 
 /* Limits on hostile input (the same as jupyter_profview.sources): a JSON
  * string longer than PV_MAX_STRING bytes (as written, escapes included), or

@@ -10,8 +10,8 @@ import numpy as np
 import orjson
 
 from ..._native.keys import LOOKUP_NUMERIC
+from ..file_blob import FileBlob, segments
 from .columns import UNPARSED, ChromeColumns, _index_dtype, args_at
-from .file_blob import FileBlob, segments
 
 
 class ArgsRows:

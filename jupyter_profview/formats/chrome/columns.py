@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._native.keys import NUMERIC_ARGS as _NUMERIC_ARGS
 from ..._native.keys import VALUE_ARGS as _VALUE_ARGS
-from .file_blob import FileBlob
+from ..file_blob import FileBlob
 
 ABSENT_TIME = np.iinfo(np.int64).min  # marker in ts_ns / dur_ns for "field absent"
 

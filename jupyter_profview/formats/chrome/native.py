@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._native import _OK, _UNSUP, CHUNK_SIZE, _lib
-from .file_blob import FileBlob
+from ..file_blob import FileBlob
 from .native_columns import _check_status, _columns
 
 if TYPE_CHECKING:

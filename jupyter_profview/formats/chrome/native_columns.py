@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._native import _COLUMNS, _ERR, _NOMEM, _OK, owned_array
 from ...errors import ProfviewError
-from .file_blob import FileBlob
+from ..file_blob import FileBlob
 
 if TYPE_CHECKING:
     from ...sources import Source

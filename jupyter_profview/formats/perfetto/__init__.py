@@ -40,6 +40,7 @@ from ...model import Quality, Trace
 from ...sources import Source
 from .. import TraceFormat
 from . import native
+from .native import renumber_args
 from .reader import Reader
 from .state import Columns
 from .tables import Labels, counter_frame, counter_times, event_columns, flow_frame
@@ -192,6 +193,7 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     times = counter_times(c)
     counter_end = int(times[0].max()) if len(times[0]) else None
     counters = counter_frame(c, labels, quality, times)
+    counter_time = times[0]  # the frame's time column where no sample was dropped: rebased in place below
     del times
     c.release("ct_track", "ct_time", "ct_dom", "ct_value")
     columns, keep = event_columns(c, labels, quality, counter_end)
@@ -199,29 +201,40 @@ def _trace(c: Columns, damage: list[Damage], source: Source) -> Trace:
     c.release("ev_track", "ev_name", "ev_cat", "ev_kind", "ev_start", "ev_start_dom", "ev_end", "ev_end_dom",
               "ev_stacked", "ev_order", "end_track", "end_time", "end_dom", "end_order", "end_row")
     # absolute start and end of each flow entry's event (0 where dropped), before build_events
-    flow_rows = np.frombuffer(c.flow_row, np.int64)
-    at = np.minimum(np.searchsorted(keep, flow_rows), max(len(keep) - 1, 0))
-    kept = (keep[at] == flow_rows) if len(keep) else np.zeros(len(flow_rows), bool)
-    flow_start = np.where(kept, columns["start"][at] if len(keep) else 0, 0)
-    flow_end = np.where(kept, flow_start + (columns["dur"][at] if len(keep) else 0), 0)
+    flow_rows = np.frombuffer(c.flow_row, np.int32)
+    if keep is None:
+        at, kept = flow_rows, np.ones(len(flow_rows), bool)
+    else:
+        at = np.minimum(np.searchsorted(keep, flow_rows), max(len(keep) - 1, 0))
+        kept = (keep[at] == flow_rows) if len(keep) else np.zeros(len(flow_rows), bool)
+    flow_start = np.where(kept, columns["start"][at] if len(at) and len(columns["start"]) else 0, 0)
+    flow_end = np.where(kept, flow_start + (columns["dur"][at] if len(at) and len(columns["dur"]) else 0), 0)
+    del at, kept
     events, raw_index, base = build_events(columns, quality, consume=True)
-    walk_row = keep[raw_index]  # walk row of each event id
+    # event id of each walk row (-1: dropped); the args are looked up by event id from here on
+    event_of_row = np.full(n_rows, -1, np.int32 if n_rows < 1 << 31 else np.int64)
+    event_of_row[raw_index if keep is None else keep[raw_index]] = np.arange(len(raw_index))
     del keep, raw_index
-    event_of_row = np.full(n_rows, -1, np.int64)
-    event_of_row[walk_row] = np.arange(len(walk_row))
     flows = flow_frame(c, event_of_row, flow_start, flow_end, events["name"].array,
                        events["category"].array, base, quality)
-    args = c.args
+    args = renumber_args(c.args, event_of_row)
+    del event_of_row
 
     def lookup(event_id: int) -> dict[str, object]:
-        return dict(args.get(int(walk_row[event_id]), {}))
+        return dict(args.get(event_id, {}))
 
     if c.notes:
         metadata["notes"] = dict(c.notes)
         log.warning("%s: %s", source.name, "; ".join(f"{k}: {v}" for k, v in c.notes.items()))
+    if counters is not None:
+        if np.shares_memory(counter_time, counters["time"].to_numpy()):
+            counter_time -= base  # the frame's own column (no copy of it; nothing else holds it)
+        else:
+            counters["time"] = counters["time"].to_numpy() - base
+    del counter_time
     return make_trace("perfetto", "ns", events, quality, base=base, flows=flows,
                       counters=counters, metadata=metadata,
-                      args=lookup if args else None)
+                      args=lookup if args else None, absolute=False)
 
 
 FORMAT = TraceFormat("perfetto", "Perfetto protobuf trace (.pftrace, Chrome proto traces)", sniff, load)

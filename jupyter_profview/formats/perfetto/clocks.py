@@ -18,6 +18,8 @@ import numpy as np
 
 from .schema import BOOTTIME
 
+MAX_DOMAINS = 2**15 - 1  # domain codes are int16 in the walk's columns
+CHUNK = 1 << 19  # values converted at a time by `Clocks.to_trace`
 Domain = Any  # a builtin clock id (int) or (sequence id, clock id)
 
 
@@ -27,10 +29,13 @@ class Clocks:
         self._codes: dict[Domain, int] = {}
         self.snapshots: list[dict[int, int]] = []  # domain code -> ns
         self.trace_clock: int | None = None
+        self._pairs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, int]] = {}  # `_step`'s
 
     def code(self, domain: Domain) -> int:
         code = self._codes.get(domain)
         if code is None:
+            if len(self.domains) > MAX_DOMAINS:
+                raise OverflowError(f"more than {MAX_DOMAINS:,} clock domains")
             code = self._codes[domain] = len(self.domains)
             self.domains.append(domain)
         return code
@@ -72,31 +77,42 @@ class Clocks:
         return None
 
     def _step(self, values: np.ndarray, a: int, b: int) -> np.ndarray:
-        pairs = sorted((s[a], s[b]) for s in self.snapshots if a in s and b in s)
-        src = np.array([p[0] for p in pairs], np.int64)
-        dst = np.array([p[1] for p in pairs], np.int64)
+        got = self._pairs.get((a, b), None)
+        if got is None or got[2] != len(self.snapshots):
+            pairs = sorted((s[a], s[b]) for s in self.snapshots if a in s and b in s)
+            got = self._pairs[a, b] = (np.array([p[0] for p in pairs], np.int64),
+                                       np.array([p[1] for p in pairs], np.int64), len(self.snapshots))
+        src, dst = got[0], got[1]
         at = np.maximum(np.searchsorted(src, values, side="right") - 1, 0)
         return values + (dst[at] - src[at])
 
-    def to_trace(self, values: np.ndarray, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def to_trace(self, values: np.ndarray, domains: np.ndarray,
+                 in_place: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``values`` (ns in their ``domains``) in the trace clock, and a mask of those with no
-        chain of snapshots to it (left as they were)."""
-        out = values.astype(np.int64, copy=True)
+        chain of snapshots to it (left as they were).  ``in_place``: ``values`` itself (int64,
+        writable) is converted and returned, no copy.  Worked in pieces of `CHUNK` values:
+        the temporaries of a step are a piece's, never the whole column's."""
+        out = values if in_place else values.astype(np.int64, copy=True)
         lost = np.zeros(len(values), bool)
         target = self._codes.get(self.trace_clock if self.trace_clock is not None else BOOTTIME)
         edges = self._edges()
-        small = len(domains) and domains.min() >= 0  # codes are small: counted, not sorted
-        present = np.flatnonzero(np.bincount(domains)) if small else np.unique(domains)
-        for code in present.tolist():
-            if code == 0 or code == target:
-                continue
-            rows = np.flatnonzero(domains == code)
-            path = self._path(code, target, edges) if target is not None else None
-            if path is None:
-                lost[rows] = True
-                continue
-            converted = out[rows]
-            for a, b in zip(path, path[1:], strict=False):
-                converted = self._step(converted, a, b)
-            out[rows] = converted
+        paths: dict[int, list[int] | None] = {}
+        for lo in range(0, len(values), CHUNK):
+            dom = domains[lo:lo + CHUNK]
+            small = dom.min() >= 0  # codes are small: counted, not sorted
+            present = np.flatnonzero(np.bincount(dom)) if small else np.unique(dom)
+            for code in present.tolist():
+                if code == 0 or code == target:
+                    continue
+                rows = np.flatnonzero(dom == code) + lo
+                if code not in paths:
+                    paths[code] = self._path(code, target, edges) if target is not None else None
+                path = paths[code]
+                if path is None:
+                    lost[rows] = True
+                    continue
+                converted = out[rows]
+                for a, b in zip(path, path[1:], strict=False):
+                    converted = self._step(converted, a, b)
+                out[rows] = converted
         return out, lost

@@ -2,14 +2,16 @@
 filled by the native walker straight into C buffers that become numpy arrays (no Python object
 per packet, no dict per event).
 
-* The file is mapped (``mmap``), not read into a bytes copy; the pages behind the walk are
-  dropped as it goes (``MADV_DONTNEED``), so the file never has to be resident as a whole.
-  A ``.gz`` (or bytes) source is inflated in Python first, as on the Python path.
+* The file is read in windows (``pread``, 8 MB), not mapped or read whole: the walk holds one
+  window at a time.  A file cut or rewritten while it is read is a ProfviewError (`FileBlob`),
+  never a fault.  A ``.gz`` (or bytes) source is inflated in Python first, as on the Python path.
 * ``compressed_packets``: the walker stops at a bundle, Python inflates it (zlib, with the
   reader's limits and skip reasons) and hands its packets back to the walker.
-* Debug annotations stay bytes (`NativeArgs`): one buffer of the events' annotations and, per
-  event, the interned names and strings they referred to when read; ``trace.args(id)``
-  decodes an event's on demand with the reader's own `.reader.arg_value`.
+* Debug annotations stay bytes (`NativeArgs`): per event, where its ``TrackEvent`` is in the
+  file (read back from it when asked, as the Chrome scanner's file args: a file rewritten since
+  is a ProfviewError, never wrong args), or a copy of its annotations where they are not in
+  the file (inflated bytes), and the interned names and strings they referred to when read;
+  ``trace.args(id)`` decodes an event's on demand with the reader's own `.reader.arg_value`.
 * Whatever the walker is not sure protobuf reads the same way (a malformed or unusual
   encoding, a value past int64, a string that is not UTF-8) makes `walk` return None: the
   caller then reads the file with the Python reader, which stays the reference.
@@ -18,7 +20,6 @@ per packet, no dict per event).
 from __future__ import annotations
 
 import ctypes
-import mmap
 import zlib
 from collections import Counter
 from ctypes import c_int64, c_size_t, c_void_p
@@ -28,6 +29,7 @@ import numpy as np
 
 from ... import _native
 from ...sources import Source
+from ..file_blob import FileBlob
 from .clocks import Clocks
 from .reader import MAX_DECOMPRESSED, UNMATCHED_END, arg_name, arg_value
 from .schema import message_class
@@ -38,12 +40,12 @@ PF_DONE, PF_INFLATE, PF_PAUSE, PF_UNSUP, PF_NOMEM = range(5)
 #: the walker's column ids (perfetto_state.h), with their dtypes
 COLUMNS: tuple[tuple[str, Any], ...] = (
     ("ev_track", np.int32), ("ev_name", np.int32), ("ev_cat", np.int32), ("ev_kind", np.int8),
-    ("ev_start", np.int64), ("ev_start_dom", np.int32), ("ev_end", np.int64), ("ev_end_dom", np.int32),
-    ("ev_stacked", np.int8), ("ev_order", np.int64), ("end_track", np.int32), ("end_time", np.int64),
-    ("end_dom", np.int32), ("end_order", np.int64), ("end_row", np.int64), ("ct_track", np.int32),
-    ("ct_time", np.int64), ("ct_dom", np.int32), ("ct_value", np.float64), ("flow_row", np.int64),
+    ("ev_start", np.int64), ("ev_start_dom", np.int16), ("ev_end", np.int64), ("ev_end_dom", np.int16),
+    ("ev_stacked", np.int8), ("ev_order", np.int32), ("end_track", np.int32), ("end_time", np.int64),
+    ("end_dom", np.int16), ("end_order", np.int32), ("end_row", np.int32), ("ct_track", np.int32),
+    ("ct_time", np.int64), ("ct_dom", np.int16), ("ct_value", np.float64), ("flow_row", np.int32),
     ("flow_id", np.uint64), ("flow_end", np.int8), ("flow_at_end", np.int8),
-    ("arg_row", np.int64), ("arg_span", np.int64), ("arg_res", np.int64), ("res", np.int64),
+    ("arg_row", np.int32), ("arg_span", np.int64), ("arg_res", np.int64), ("res", np.int64),
     ("blob", np.uint8), ("snap", np.int64), ("snap_pairs", np.int64), ("domains", np.int64),
     ("phases", np.int64),
 )
@@ -51,7 +53,7 @@ COLUMNS: tuple[tuple[str, Any], ...] = (
  Q_INTERN_IGNORED, Q_EXTRA_NO_TRACK, Q_DAMAGE_KIND, Q_DAMAGE_AT, Q_DAMAGE_VALUE, Q_DAMAGE_LEFT,
  Q_DAMAGE_BODY_LEFT, Q_COUNT) = range(17)
 TRACK_FIELDS = 16
-STEP = 32 << 20  # bytes walked between two drops of the pages behind the walk
+WINDOW = 8 << 20  # bytes of the file read at a time (a packet longer than that: its length)
 
 
 class NativeArgs:
@@ -61,13 +63,14 @@ class NativeArgs:
     reader's ``{row: {name: value}}`` for what the tables use: truth, iteration over rows,
     ``get``."""
 
-    def __init__(self, cols: dict[str, np.ndarray], raw: list[bytes]) -> None:
+    def __init__(self, cols: dict[str, np.ndarray], raw: list[bytes], file: FileBlob | None = None) -> None:
         self.rows = cols["arg_row"]
         self.spans = cols["arg_span"].reshape(-1, 2)
-        self.res_first = np.append(cols["arg_res"], len(cols["res"]) // 3)
+        self.res_at = cols["arg_res"].reshape(-1, 2)  # per group: first triple, count (lists shared)
         self.res = cols["res"].reshape(-1, 3)
         self.blob = cols["blob"]
         self.raw = raw
+        self.file = file  # where the spans with an offset < 0 are (``-offset - 1``: the TrackEvent)
         self._order: np.ndarray | None = None
         self._rows: np.ndarray | None = None
         self._message = message_class("TrackEvent")
@@ -76,9 +79,9 @@ class NativeArgs:
         return len(self.rows) > 0
 
     def row_array(self) -> np.ndarray:
-        """The rows with args, ascending, once each."""
+        """The rows with args, ascending, once each (not the groups of dropped rows, -1)."""
         if self._rows is None:
-            self._rows = np.unique(self.rows)
+            self._rows = np.unique(self.rows[self.rows >= 0])
         return self._rows
 
     def __len__(self) -> int:
@@ -86,6 +89,11 @@ class NativeArgs:
 
     def __iter__(self) -> Any:
         return iter(self.row_array().tolist())
+
+    def renumber(self, new_of_old: np.ndarray) -> None:
+        """Key the groups by ``new_of_old[row]`` (event ids), in place."""
+        self.rows = new_of_old[self.rows]
+        self._order = self._rows = None
 
     def get(self, row: int, default: Any = None) -> Any:
         if self._order is None:
@@ -97,7 +105,8 @@ class NativeArgs:
         got: dict[str, Any] = {}
         for g in order[lo:hi].tolist():
             seq = Sequence()
-            for kind, iid, code in self.res[self.res_first[g]:self.res_first[g + 1]].tolist():
+            first, count = self.res_at[g].tolist()
+            for kind, iid, code in self.res[first:first + count].tolist():
                 if code < 0:
                     continue
                 if kind == 0:
@@ -105,10 +114,23 @@ class NativeArgs:
                 else:
                     seq.arg_strings[iid] = self.raw[code].decode("utf-8", "replace")
             off, size = self.spans[g].tolist()
-            event = self._message.FromString(self.blob[off:off + size].tobytes())
+            if off >= 0:
+                event = self._message.FromString(self.blob[off:off + size].tobytes())
+            else:
+                assert self.file is not None
+                event = self._message.FromString(self.file.read(-off - 1, size))
             for ann in event.debug_annotations:
                 got[arg_name(ann, seq)] = arg_value(ann, seq)
         return got
+
+
+def renumber_args(args: Any, new_of_old: np.ndarray) -> Any:
+    """The args (`NativeArgs`, or the reader's ``{row: {name: value}}``) keyed by
+    ``new_of_old[row]`` (rows mapped to -1 are dropped)."""
+    if isinstance(args, NativeArgs):
+        args.renumber(new_of_old)
+        return args
+    return {int(new_of_old[row]): value for row, value in args.items() if new_of_old[row] >= 0}
 
 
 def walk(source: Source, data: bytes | bytearray | None) -> tuple[Columns, list[Damage]] | None:
@@ -129,50 +151,61 @@ def walk(source: Source, data: bytes | bytearray | None) -> tuple[Columns, list[
 def _walk(lib: ctypes.CDLL, handle: int, source: Source, data: bytes | bytearray | None) -> \
         tuple[Columns, list[Damage]] | None:
     skipped: Counter[str] = Counter()
-    mapped = None
+    blob: FileBlob | None = None
     if data is None:
         assert source.path is not None
-        with open(source.path, "rb") as f:
-            size = f.seek(0, 2)
-            if size:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        buf = np.frombuffer(mapped, np.uint8) if mapped is not None else np.zeros(0, np.uint8)
-        if mapped is not None and hasattr(mmap, "MADV_SEQUENTIAL"):
-            mapped.madvise(mmap.MADV_SEQUENTIAL)
+        blob = FileBlob(source.path)  # kept open: the annotations are read back from it when asked
+        lib.pv_pf_file_args(handle, 1)
+        status = _run_file(lib, handle, blob, skipped)
     else:
-        buf = np.frombuffer(data, np.uint8)
-    try:
-        status = _run(lib, handle, buf, mapped, skipped)
-    finally:
-        del buf
-        if mapped is not None:
-            mapped.close()
+        status = _run_bytes(lib, handle, np.frombuffer(data, np.uint8), skipped)
     if status == PF_UNSUP:
         return None
     if status == PF_NOMEM:
         raise MemoryError("out of memory in the native Perfetto walker")
-    return _columns(lib, handle, skipped)
+    return _columns(lib, handle, skipped, blob)
 
 
-def _run(lib: ctypes.CDLL, handle: int, buf: np.ndarray, mapped: mmap.mmap | None,
-         skipped: Counter[str]) -> int:
+def _run_bytes(lib: ctypes.CDLL, handle: int, buf: np.ndarray, skipped: Counter[str]) -> int:
+    """The walk of bytes in memory (one window: all of them)."""
     pos = c_int64(0)
     inflate = np.zeros(2, np.int64)
-    base, end = buf.ctypes.data, len(buf)
-    dropped = 0
     while True:
-        limit = min(end, pos.value + STEP) if mapped is not None else end
-        status = lib.pv_pf_walk(handle, base, limit, ctypes.byref(pos), inflate.ctypes.data, end)
-        if status == PF_PAUSE:
-            page = (pos.value // mmap.PAGESIZE) * mmap.PAGESIZE
-            if mapped is not None and page > dropped and hasattr(mmap, "MADV_DONTNEED"):
-                mapped.madvise(mmap.MADV_DONTNEED, dropped, page - dropped)
-                dropped = page
-            continue
+        status = lib.pv_pf_walk(handle, buf.ctypes.data, 0, len(buf), len(buf), ctypes.byref(pos),
+                                inflate.ctypes.data, len(buf))
         if status != PF_INFLATE:
             return int(status)
         off, size = inflate.tolist()
         status = _inflate(lib, handle, bytes(buf[off:off + size]), skipped)
+        if status != PF_DONE:
+            return status
+
+
+def _run_file(lib: ctypes.CDLL, handle: int, blob: FileBlob, skipped: Counter[str]) -> int:
+    """The walk of a file read in `WINDOW` pieces (``pread``: a file cut or rewritten while it is
+    read is a ProfviewError from `FileBlob.read_into`, never a fault on a mapped page), each piece
+    from the first packet the last one did not hold whole (a bigger piece for a bigger packet)."""
+    pos = c_int64(0)
+    inflate = np.zeros(2, np.int64)
+    size = len(blob)
+    buffer = np.empty(min(WINDOW, size), np.uint8)  # one buffer for every window (a bigger one if need be)
+    window, win_off = buffer[:0], 0
+    while True:
+        status = lib.pv_pf_walk(handle, window.ctypes.data, win_off, len(window), size, ctypes.byref(pos),
+                                inflate.ctypes.data, size)
+        if status == PF_PAUSE:
+            need = min(max(WINDOW, int(inflate[1])), size - pos.value)
+            if pos.value == win_off and len(window) >= need:
+                raise RuntimeError(f"the native Perfetto walker paused at byte {win_off} holding it")
+            if need > len(buffer):
+                buffer = np.empty(need, np.uint8)
+            win_off = pos.value
+            window = buffer[:blob.read_into(win_off, buffer[:need])]
+            continue
+        if status != PF_INFLATE:
+            return int(status)
+        off, length = inflate.tolist()
+        status = _inflate(lib, handle, window[off - win_off:off - win_off + length].tobytes(), skipped)
         if status != PF_DONE:
             return status
 
@@ -234,7 +267,8 @@ def _clocks(cols: dict[str, np.ndarray]) -> Clocks:
     return clocks
 
 
-def _columns(lib: ctypes.CDLL, handle: int, skipped: Counter[str]) -> tuple[Columns, list[Damage]]:
+def _columns(lib: ctypes.CDLL, handle: int, skipped: Counter[str],
+             blob: FileBlob | None) -> tuple[Columns, list[Damage]]:
     q = np.zeros(Q_COUNT, np.int64)
     lib.pv_pf_quality(handle, q.ctypes.data)
     cols: dict[str, np.ndarray] = {}
@@ -247,7 +281,7 @@ def _columns(lib: ctypes.CDLL, handle: int, skipped: Counter[str]) -> tuple[Colu
     c.strings = [s.decode("utf-8") for s in _dict(lib, handle, 1)]
     c.tracks = _tracks(lib, handle, raw)
     c.clocks = _clocks(cols)
-    c.args = NativeArgs(cols, raw) if len(cols["arg_row"]) else {}  # type: ignore[assignment]
+    c.args = NativeArgs(cols, raw, blob) if len(cols["arg_row"]) else {}  # type: ignore[assignment]
     c.records, c.dropped = int(q[Q_RECORDS]), int(q[Q_DROPPED])
     c.placed["events"] += int(q[Q_EVENTS])
     c.placed["counters"] += int(q[Q_COUNTERS])

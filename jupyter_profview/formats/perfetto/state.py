@@ -66,7 +66,8 @@ class Sequence:
 @dataclass
 class Columns:
     """The walk's output.  Events: one row per slice or instant, ``start``/``end`` as (ns value,
-    clock domain code) pairs, ``end_dom`` -1 for a begin never ended.  Counters: one row per
+    clock domain code) pairs (codes int16: `.clocks.MAX_DOMAINS`; rows and places int32),
+    ``end_dom`` -1 for a begin never ended.  Counters: one row per
     sample.  Flows: (event row, flow id, terminating) in file order."""
 
     ev_track: array = field(default_factory=lambda: array("i"))
@@ -74,21 +75,21 @@ class Columns:
     ev_cat: array = field(default_factory=lambda: array("i"))
     ev_kind: array = field(default_factory=lambda: array("b"))
     ev_start: array = field(default_factory=lambda: array("q"))
-    ev_start_dom: array = field(default_factory=lambda: array("i"))
+    ev_start_dom: array = field(default_factory=lambda: array("h"))
     ev_end: array = field(default_factory=lambda: array("q"))
-    ev_end_dom: array = field(default_factory=lambda: array("i"))
+    ev_end_dom: array = field(default_factory=lambda: array("h"))
     ev_stacked: array = field(default_factory=lambda: array("b"))  # 1: a begin, ended by an end record
-    ev_order: array = field(default_factory=lambda: array("q"))  # begins: place among begins+ends
+    ev_order: array = field(default_factory=lambda: array("i"))  # begins: place among begins+ends
     end_track: array = field(default_factory=lambda: array("i"))  # every slice end read
     end_time: array = field(default_factory=lambda: array("q"))
-    end_dom: array = field(default_factory=lambda: array("i"))
-    end_order: array = field(default_factory=lambda: array("q"))
-    end_row: array = field(default_factory=lambda: array("q"))  # the slice it closed, -1 none
+    end_dom: array = field(default_factory=lambda: array("h"))
+    end_order: array = field(default_factory=lambda: array("i"))
+    end_row: array = field(default_factory=lambda: array("i"))  # the slice it closed, -1 none
     ct_track: array = field(default_factory=lambda: array("i"))
     ct_time: array = field(default_factory=lambda: array("q"))
-    ct_dom: array = field(default_factory=lambda: array("i"))
+    ct_dom: array = field(default_factory=lambda: array("h"))
     ct_value: array = field(default_factory=lambda: array("d"))
-    flow_row: array = field(default_factory=lambda: array("q"))
+    flow_row: array = field(default_factory=lambda: array("i"))
     flow_id: array = field(default_factory=lambda: array("Q"))
     flow_end: array = field(default_factory=lambda: array("b"))
     flow_at_end: array = field(default_factory=lambda: array("b"))  # bound at the slice's end

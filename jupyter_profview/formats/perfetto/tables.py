@@ -68,8 +68,10 @@ class Labels:
 
 
 def counter_times(c: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """Counter sample times in the trace clock, and the mask of those whose clock has no path."""
-    return c.clocks.to_trace(np.frombuffer(c.ct_time, np.int64), np.frombuffer(c.ct_dom, np.int32))
+    """Counter sample times in the trace clock, and the mask of those whose clock has no path
+    (``c.ct_time`` converted in place: read once)."""
+    return c.clocks.to_trace(np.frombuffer(c.ct_time, np.int64), np.frombuffer(c.ct_dom, np.int16),
+                             in_place=True)
 
 
 def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, quality: Quality) -> np.ndarray:
@@ -79,21 +81,21 @@ def rematch_out_of_order(c: Columns, start: np.ndarray, end_time: np.ndarray, qu
     again here in time order (stable).  Returns each walk row's end (-1 still open); ``end`` and
     ``end_dom`` of the columns are left as they were.  In C where the native library is there
     (``perfetto_match.c``, the same rule without the temporary copies of every item)."""
-    rows = np.flatnonzero(np.frombuffer(c.ev_stacked, np.int8) == 1)
-    ends = np.frombuffer(c.end_row, np.int64)
-    closed_by = np.full(len(c.ev_kind), -1, np.int64)  # walk row -> index of its end record
+    ends = np.frombuffer(c.end_row, np.int32)
+    closed_by = np.full(len(c.ev_kind), -1, np.int32)  # walk row -> index of its end record
     matched = ends >= 0
     closed_by[ends[matched]] = np.flatnonzero(matched)
     end_track = np.frombuffer(c.end_track, np.int32)
     if _native.available():
-        walk_rows = (np.frombuffer(c.ev_track, np.int32), np.frombuffer(c.ev_order, np.int64), start,
+        walk_rows = (np.frombuffer(c.ev_track, np.int32), np.frombuffer(c.ev_order, np.int32), start,
                      np.frombuffer(c.ev_stacked, np.int8))
-        bad, unmatched = _native.perfetto_rematch(walk_rows, (end_track, np.frombuffer(c.end_order, np.int64),
+        bad, unmatched = _native.perfetto_rematch(walk_rows, (end_track, np.frombuffer(c.end_order, np.int32),
                                                               end_time), len(c.tracks), closed_by)
         bad_tracks = np.flatnonzero(bad)
         if not len(bad_tracks):
             return closed_by
     else:
+        rows = np.flatnonzero(np.frombuffer(c.ev_stacked, np.int8) == 1)
         got = _rematch_python(c, rows, start, end_time, closed_by)
         if got is None:
             return closed_by
@@ -110,9 +112,9 @@ def _rematch_python(c: Columns, rows: np.ndarray, start: np.ndarray, end_time: n
                     closed_by: np.ndarray) -> tuple[np.ndarray, int] | None:
     """`rematch_out_of_order`'s matching in numpy and Python: the tracks out of time order
     (None where none is) and the ends left unmatched on them."""
-    ends = np.frombuffer(c.end_row, np.int64)
+    ends = np.frombuffer(c.end_row, np.int32)
     track = np.concatenate([np.frombuffer(c.ev_track, np.int32)[rows], np.frombuffer(c.end_track, np.int32)])
-    order = np.concatenate([np.frombuffer(c.ev_order, np.int64)[rows], np.frombuffer(c.end_order, np.int64)])
+    order = np.concatenate([np.frombuffer(c.ev_order, np.int32)[rows], np.frombuffer(c.end_order, np.int32)])
     when = np.concatenate([start[rows], end_time])
     by_file = np.lexsort((order, track))
     t, w = track[by_file], when[by_file]
@@ -139,39 +141,52 @@ def _rematch_python(c: Columns, rows: np.ndarray, start: np.ndarray, end_time: n
 
 
 def event_columns(c: Columns, labels: Labels, quality: Quality,
-                  counter_end: int | None = None) -> tuple[dict[str, Any], np.ndarray]:
-    """The columns for `build_events` and the walk rows they hold (events whose clock has no
-    path to the trace clock are dropped and counted).  ``counter_end``: the last counter
-    sample's time where the counter columns were read (and released) already."""
+                  counter_end: int | None) -> tuple[dict[str, Any], np.ndarray | None]:
+    """The columns for `build_events` and the walk rows they hold (None: all of them; events
+    whose clock has no path to the trace clock are dropped and counted).  ``counter_end``: the
+    last counter sample's time (None: no samples).  The walk's time columns are converted in
+    place and handed over where no event is dropped (no copies): read them once."""
     clocks = c.clocks
     start, lost = clocks.to_trace(np.frombuffer(c.ev_start, np.int64),
-                                  np.frombuffer(c.ev_start_dom, np.int32))
+                                  np.frombuffer(c.ev_start_dom, np.int16), in_place=True)
     stacked = np.frombuffer(c.ev_stacked, np.int8) == 1
     # X slices and instants: their own end; begins: the end record that closes them
-    end, end_lost = clocks.to_trace(np.frombuffer(c.ev_end, np.int64),
-                                    np.where(stacked, 0, np.frombuffer(c.ev_end_dom, np.int32)))
+    end_dom = np.frombuffer(c.ev_end_dom, np.int16).copy()
+    end_dom[stacked] = 0
+    end, end_lost = clocks.to_trace(np.frombuffer(c.ev_end, np.int64), end_dom, in_place=True)
+    del end_dom
     lost |= end_lost
+    del end_lost
     end_time, end_time_lost = clocks.to_trace(np.frombuffer(c.end_time, np.int64),
-                                              np.frombuffer(c.end_dom, np.int32))
+                                              np.frombuffer(c.end_dom, np.int16), in_place=True)
     closed_by = rematch_out_of_order(c, start, end_time, quality)
     has_end = stacked & (closed_by >= 0)
-    end[has_end] = end_time[closed_by[has_end]]
-    lost[has_end] |= end_time_lost[closed_by[has_end]]
+    closing = closed_by[has_end]
+    del closed_by
+    end[has_end] = end_time[closing]
+    lost[has_end] |= end_time_lost[closing]
+    del closing, end_time, end_time_lost
     open_ = stacked & ~has_end
-    if counter_end is None and len(c.ct_time):
-        counter_end = int(counter_times(c)[0].max())
+    del stacked
     trace_end = max([int(x.max()) for x in (start, end[~open_]) if len(x)] +
                     ([] if counter_end is None else [counter_end]), default=0)
     incomplete = open_ & ~lost
+    del open_
     end[incomplete] = trace_end
     quality.unmatched_begin += int(incomplete.sum())
+    keep: np.ndarray | None = None  # every walk row kept: the columns as they are
     if lost.any():  # the packets of those events: a begin and its end, or one
         packets = int(lost.sum() + (lost & has_end).sum())
         quality.placed["events"] -= packets
         quality.skipped["event in a clock with no snapshot linking it to the trace clock"] += packets
-    keep = np.flatnonzero(~lost)
-    tracks = np.frombuffer(c.ev_track, np.int32)
-    used = np.flatnonzero(np.bincount(tracks[keep], minlength=1))  # track codes are small: counted
+        keep = np.flatnonzero(~lost)
+    del lost, has_end
+
+    def kept(values: np.ndarray) -> np.ndarray:
+        return values if keep is None else values[keep]
+
+    tracks = kept(np.frombuffer(c.ev_track, np.int32))
+    used = np.flatnonzero(np.bincount(tracks, minlength=1))  # track codes are small: counted
     proc = np.zeros(len(c.tracks), np.int32)
     thread = np.zeros(len(c.tracks), np.int32)
     proc_labels: dict[str, int] = {}
@@ -181,24 +196,26 @@ def event_columns(c: Columns, labels: Labels, quality: Quality,
         proc[t] = proc_labels.setdefault(labels.process_of(info), len(proc_labels))
         thread[t] = thread_labels.setdefault(labels.thread_of(info), len(thread_labels))
     strings = pd.Index(c.strings)
-    kind = np.frombuffer(c.ev_kind, np.int8)[keep]
+    kind = kept(np.frombuffer(c.ev_kind, np.int8))
+    start, end = kept(start), kept(end)
+    end -= start  # the durations, in place
     columns: dict[str, Any] = {
-        "name": pd.Categorical.from_codes(np.frombuffer(c.ev_name, np.int32)[keep], categories=strings),
-        "category": pd.Categorical.from_codes(np.frombuffer(c.ev_cat, np.int32)[keep], categories=strings),
-        "process": pd.Categorical.from_codes(proc[tracks[keep]], categories=pd.Index(list(proc_labels))),
-        "thread": pd.Categorical.from_codes(thread[tracks[keep]], categories=pd.Index(list(thread_labels))),
-        "start": start[keep],
-        "dur": end[keep] - start[keep],
+        "name": pd.Categorical.from_codes(kept(np.frombuffer(c.ev_name, np.int32)), categories=strings),
+        "category": pd.Categorical.from_codes(kept(np.frombuffer(c.ev_cat, np.int32)), categories=strings),
+        "process": pd.Categorical.from_codes(proc[tracks], categories=pd.Index(list(proc_labels))),
+        "thread": pd.Categorical.from_codes(thread[tracks], categories=pd.Index(list(thread_labels))),
+        "start": start,
+        "dur": end,
         "kind": pd.Categorical.from_codes(  # codes: no string per event
-            np.where(kind == INSTANT, KINDS.index("instant"), KINDS.index("slice")),
+            np.where(kind == INSTANT, KINDS.index("instant"), KINDS.index("slice")).astype(np.int8),
             dtype=pd.CategoricalDtype(list(KINDS))),
-        "incomplete": incomplete[keep],
+        "incomplete": kept(incomplete),
     }
     if c.args:
         has = np.zeros(len(c.ev_kind), bool)
         rows = getattr(c.args, "row_array", None)  # the native walk's args: rows as an array
         has[rows() if rows is not None else np.fromiter(c.args, np.int64, len(c.args))] = True
-        columns["has_args"] = has[keep]
+        columns["has_args"] = kept(has)
     return columns, keep
 
 
@@ -243,47 +260,41 @@ def counter_frame(c: Columns, labels: Labels, quality: Quality,
     }, copy=False)
 
 
+def link_flows(ids: np.ndarray, terminating: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arrows (source entry, target entry) of flow entries taken in ``order`` (time order),
+    by the rule of the module docstring, in the order of their targets: an entry is linked from
+    the previous entry with its id (in time order) where that one does not terminate (it began
+    or stepped the flow, so the flow is open); after a terminating entry, closed or skipped,
+    the flow is not open.  Vectorised: no Python object per entry."""
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    by_id = np.lexsort((rank, ids))  # each id's entries together, in time order
+    same = ids[by_id[1:]] == ids[by_id[:-1]]
+    linked = same & (terminating[by_id[:-1]] == 0)
+    src, dst = by_id[:-1][linked], by_id[1:][linked]
+    in_time = np.argsort(rank[dst], kind="stable")
+    return src[in_time].astype(np.int64), dst[in_time].astype(np.int64)
+
+
 def flow_frame(c: Columns, event_of_row: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                names: pd.Categorical, cats: pd.Categorical, base: int, quality: Quality) -> pd.DataFrame:
     """Arrows of the v2 flows (``event_of_row``: event id of each walk row, -1 if dropped;
     ``starts``/``ends``: absolute times of each flow entry's event, for the time order)."""
-    rows = np.frombuffer(c.flow_row, np.int64)
+    rows = np.frombuffer(c.flow_row, np.int32)
     ids = np.frombuffer(c.flow_id, np.uint64)
     terminating = np.frombuffer(c.flow_end, np.int8)
     at = np.where(np.frombuffer(c.flow_at_end, np.int8) == 1, ends, starts)
-    order = np.argsort(at, kind="stable")
-    active: dict[int, int] = {}
+    src_k, dst_k = link_flows(ids, terminating, np.argsort(at, kind="stable"))
     used = np.zeros(len(rows), bool)
-    src: list[int] = []
-    dst: list[int] = []
-    fids: list[int] = []
-    id_list = ids.tolist()
-    ends_flag = terminating.tolist()
-    for k in order.tolist():
-        fid = id_list[k]
-        here = k
-        last = active.get(fid)
-        if ends_flag[k]:
-            if last is None:
-                continue
-            del active[fid]
-        elif last is None:
-            active[fid] = here
-            continue
-        else:
-            active[fid] = here
-        src.append(last)
-        dst.append(here)
-        fids.append(fid)
-        used[last] = used[here] = True
-    src_k, dst_k = np.array(src, np.int64), np.array(dst, np.int64)  # flow entries
+    used[src_k] = used[dst_k] = True
+    fids = ids[dst_k]
     keep = (event_of_row[rows[src_k]] >= 0) & (event_of_row[rows[dst_k]] >= 0)
     quality.unpaired_flows += int((~used).sum())
     s, d = src_k[keep], dst_k[keep]
     source = event_of_row[rows[s]] if len(s) else np.zeros(0, np.int64)
     target = event_of_row[rows[d]] if len(d) else np.zeros(0, np.int64)
     return pd.DataFrame({
-        "flow_id": pd.array(np.array(fids, np.uint64)[keep].astype(str), dtype="string"),
+        "flow_id": pd.array(fids[keep].astype(str), dtype="string"),
         "name": names.take(source) if len(source) else pd.Categorical([]),
         "category": cats.take(source) if len(source) else pd.Categorical([]),
         "source": source.astype(np.int64),

@@ -1,9 +1,11 @@
 """The args of an uncompressed trace file, read back from the file when asked.
 
-The native scanner records where each event's ``args`` text is in the input
+The native Chrome scanner records where each event's ``args`` text is in the input
 (``pv_scan_file_args``) instead of copying it: on a PyTorch trace the args
 are ~80 % of the file, so holding them would cost most of the file's size
-in memory.  `FileBlob` stands in for the in-memory blob
+in memory.  The Perfetto walker does the same with debug annotations
+(``pv_pf_file_args``) and reads the file itself in windows (`FileBlob.read_into`).
+`FileBlob` stands in for the in-memory blob
 (``ChromeColumns.args_blob``): ``blob[a:b]`` is a ``pread`` of those bytes,
 and `segments` reads the ranges a search needs in large pieces.
 
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ...errors import ProfviewError
+from ..errors import ProfviewError
 
 SEGMENT = 64 * 1024 * 1024  # bytes read at a time by `FileBlob.segments`
 
@@ -59,6 +61,25 @@ class FileBlob:
                 "the file changed since it was loaded (its args are read from it when asked)",
                 source=self.path, position=f"byte {offset}", expected="the file as loaded: load it again")
         return data
+
+    def read_into(self, offset: int, buffer: np.ndarray) -> int:
+        """Fill ``buffer`` (uint8, writable) from ``offset``: the bytes read, all of it or to the
+        end of the file (a ProfviewError if the file changed).  No new buffer per read."""
+        st = os.fstat(self._fd)
+        want = max(0, min(len(buffer), self.size - offset))
+        if not want:
+            got = 0
+        elif hasattr(os, "preadv"):
+            got = os.preadv(self._fd, [buffer[:want].data], offset)
+        else:  # no preadv: one copy
+            data = os.pread(self._fd, want, offset)
+            got = len(data)
+            buffer[:got] = np.frombuffer(data, np.uint8)
+        if (st.st_size, st.st_mtime_ns) != self._identity or got != want:
+            raise ProfviewError(
+                "the file changed since it was loaded (it is read from the file as it goes)",
+                source=self.path, position=f"byte {offset}", expected="the file as loaded: load it again")
+        return got
 
     def __getitem__(self, key: slice) -> bytes:
         if not isinstance(key, slice) or key.step not in (None, 1):
