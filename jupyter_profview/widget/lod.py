@@ -21,6 +21,8 @@ import pandas as pd
 
 from .. import derived, kinds
 from ..model import OVERLAP_TAG, Trace
+from . import blocks
+from .blocks import changes, gather, running_max
 from .codec import encode_frame
 from .legend import LEGEND_TOP, Legend, build_legend
 
@@ -170,7 +172,14 @@ def track_table(trace: Trace) -> pd.DataFrame:
 
 
 class TimelineIndex:
-    """Events sorted per row for fast windowed level-of-detail queries."""
+    """Events sorted per row for fast windowed level-of-detail queries.
+
+    Per event, in row order, it keeps only what every query reads: ``start``, ``dur``, ``end``
+    (float64), ``end_max``, ``row``, ``position`` and ``color``.  These are filled block by block
+    (`.blocks`), so that building the index touches no full-size temporary; the
+    ids, names and lanes of events are read from the trace for the boxes a frame sends
+    (``id``, ``name`` and ``event_track`` are computed on first use).
+    """
 
     def __init__(self, trace: Trace, legend: Legend | None = None) -> None:
         ev = trace.events
@@ -178,23 +187,28 @@ class TimelineIndex:
         self.tracks = track_table(trace)
         n = len(ev)
         self.n = n
-        self.names = [str(c) for c in pd.Categorical(ev["name"]).categories] if n else []
+        self._trace = trace
+        self._index = ev.index
+        names = pd.Categorical(ev["name"]) if n else pd.Categorical([])
+        self.names = [str(c) for c in names.categories]
+        self._name_codes = np.asarray(names.codes)  # by event position
+        self._ranked = bool(trace.info.ranks)
+        self._lazy: dict[str, np.ndarray] = {}
         if n == 0:
             self.order = np.zeros(0, np.int64)
             self.row_bounds = np.zeros(1, np.int64)
-            self.event_track = np.zeros(0, np.uint32)
+            self._lazy["event_track"] = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
-        ranked = bool(trace.info.ranks)
-        codes = lane_codes(ev, ranked)[0]
-        rank = np.zeros(int(codes.max()) + 1, np.uint32)
-        rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
-        self.event_track = rank[codes]  # by event position
-        del codes
-        depth = lane_rows(ev, ranked)
+        depth = lane_rows(ev, self._ranked)
         self.depth_span = int(depth.max()) + 1
         wide = len(self.tracks) * self.depth_span >= 2**31
-        row = self.event_track.astype(np.int64 if wide else np.int32) * self.depth_span
+        # each lane code's first row (its track's place in display order times the depth span)
+        codes = self._lane_codes()
+        lane_row = np.zeros(int(codes.max()) + 1, np.int64 if wide else np.int32)
+        lane_row[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks)) * self.depth_span
+        row = lane_row[codes]
+        del codes
         np.add(row, depth, out=row, casting="unsafe")
         del depth
         start = ev["start"].to_numpy(np.int64)
@@ -204,33 +218,66 @@ class TimelineIndex:
             order = np.lexsort((start, row))
         del start
         self.order = order
-        row_sorted = row[order]
-        cuts = np.flatnonzero(np.diff(row_sorted)) + 1
-        self.row_bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
+        row_sorted = gather(row, order, row.dtype)
+        del row
+        self.row_bounds = np.concatenate(([0], changes(row_sorted), [n])).astype(np.int64)
         self._set_sorted(order, ev, row_sorted)
 
+    def _lane_codes(self) -> np.ndarray:
+        """Each event's lane code (`lane_codes`), in the trace's order."""
+        ev = self._trace.events
+        if not self._ranked and isinstance(ev["track"].dtype, pd.CategoricalDtype):
+            return np.asarray(ev["track"].cat.codes)  # the categorical's own codes: no copy
+        return lane_codes(ev, self._ranked)[0]
+
     def _set_sorted(self, order: np.ndarray, ev: pd.DataFrame, row_sorted: np.ndarray) -> None:
-        start = ev["start"].to_numpy(np.int64)[order]
-        dur = ev["dur"].to_numpy(np.int64)[order]
-        end = start + dur
-        self.start = start.astype(np.float64)
-        self.dur = dur.astype(np.float64)
-        self.end = end.astype(np.float64)
+        start_ns = ev["start"].to_numpy(np.int64)
+        dur_ns = ev["dur"].to_numpy(np.int64)
+        n = len(order)
+        self.start = np.empty(n, np.float64)
+        self.dur = np.empty(n, np.float64)
+        self.end = np.empty(n, np.float64)
+        for a, b in blocks.blocks(n):  # block by block: no full-size int64 temporaries
+            o = order[a:b]
+            s, d = start_ns[o], dur_ns[o]
+            self.start[a:b] = s
+            self.dur[a:b] = d
+            np.add(s, d, out=s)
+            self.end[a:b] = s  # the end summed in integers, then as float (as before)
         self.row = row_sorted
-        self.id = ev.index.to_numpy()[order].astype(np.int32)
         self.position = order  # positional index into trace.events
         self.set_legend(self.legend)
-        self.name = (pd.Categorical(ev["name"]).codes[order].astype(np.int32)
-                     if len(order) else np.zeros(0, np.int32))
-        # Per-row running maximum of the end time (robust even if a row had overlaps):
-        # offset each row by its index times a span larger than any time, accumulate, undo.
-        if len(order):
-            span = int(end.max()) - int(min(0, start.min())) + 1
-            row_id = np.repeat(np.arange(len(self.row_bounds) - 1), np.diff(self.row_bounds))
-            shifted = end + row_id.astype(np.int64) * span
-            self.end_max = (np.maximum.accumulate(shifted) - row_id * span).astype(np.float64)
-        else:
-            self.end_max = np.zeros(0, np.float64)
+        self.end_max = running_max(self.end, row_sorted, self.row_bounds)
+        #: the earliest start and the latest end
+        self._span = (float(self.start.min()), float(self.end.max())) if n else (0.0, 0.0)
+
+    @property
+    def id(self) -> np.ndarray:
+        """Each event's id (``trace.events.index``) in row order (int32)."""
+        if "id" not in self._lazy:
+            self._lazy["id"] = self.ids_at(np.arange(self.n))
+        return self._lazy["id"]
+
+    @property
+    def name(self) -> np.ndarray:
+        """Each event's name code (into `names`) in row order (int32)."""
+        if "name" not in self._lazy:
+            self._lazy["name"] = self._name_codes[self.position].astype(np.int32)
+        return self._lazy["name"]
+
+    @property
+    def event_track(self) -> np.ndarray:
+        """Each event's lane (its row in `tracks`), by position in ``trace.events`` (uint32)."""
+        if "event_track" not in self._lazy:
+            codes = self._lane_codes()
+            rank = np.zeros(int(codes.max()) + 1, np.uint32)
+            rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
+            self._lazy["event_track"] = rank[codes]
+        return self._lazy["event_track"]
+
+    def ids_at(self, sorted_pos: np.ndarray) -> np.ndarray:
+        """The ids (``trace.events.index``, int32) of the events at row-order positions `sorted_pos`."""
+        return np.asarray(self._index[self.position[sorted_pos]]).astype(np.int32)
 
     def set_legend(self, legend: Legend) -> None:
         """Recolour (e.g. switching between category and phase colours)."""
@@ -242,7 +289,7 @@ class TimelineIndex:
         if self.n == 0:
             return np.zeros(0, np.int64)
         bounds = self.row_bounds
-        if t0 <= float(self.start.min()) and t1 >= float(self.end.max()):
+        if self._covers(t0, t1):
             return np.arange(self.n)
         parts = []
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
@@ -254,25 +301,32 @@ class TimelineIndex:
             return np.zeros(0, np.int64)
         return np.concatenate(parts)
 
+    def _covers(self, t0: float, t1: float) -> bool:
+        """Whether ``[t0, t1]`` holds every event (the whole trace's window)."""
+        lo, hi = self._span
+        return self.n > 0 and t0 <= lo and t1 >= hi
+
     def slices_columns(
         self, t0: float, t1: float, width: int
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The slices frame's columns and meta for ``[t0, t1]`` at ``width`` pixels."""
-        idx = self.window(t0, t1)
-        m = len(idx)
+        idx = None if self._covers(t0, t1) else self.window(t0, t1)
+        m = self.n if idx is None else len(idx)
         px = (t1 - t0) / width
         meta: dict[str, Any] = {"t0": t0, "t1": t1, "width": width, "labels": [], "total": m}
         if m == 0:
             empty = {k: np.zeros(0, dt) for k, dt in _SLICE_DTYPES.items()}
             return empty, meta
-        if m == self.n:  # the whole trace (idx is 0..n-1): use the arrays, no gathers
+        if idx is None or m == self.n:  # the whole trace (idx is 0..n-1): the arrays, no gathers
+            idx = None
             st, du, en, rk = self.start, self.dur, self.end, self.row
         else:
             st, du, en, rk = self.start[idx], self.dur[idx], self.end[idx], self.row[idx]
         box = merge_sorted(rk, st, du, en, t0, px)
         first, single = box["first"], box["single"]
-        head = idx[first]
-        names = self.name[head]
+        head = first if idx is None else idx[first]
+        pick = box["pick"] if idx is None else idx[box["pick"]]
+        names = self._name_codes[self.position[head]]
         uniq, inverse = np.unique(names[single], return_inverse=True)
         label = np.full(len(first), -1, np.int32)
         label[single] = inverse
@@ -283,10 +337,10 @@ class TimelineIndex:
             "depth": (row % self.depth_span).astype(np.uint16),
             "start": box["start"],
             "dur": box["dur"],
-            "id": np.where(single, self.id[head], -1).astype(np.int32),
+            "id": np.where(single, self.ids_at(head), -1).astype(np.int32),
             "count": box["count"].astype(np.uint32),
             "busy": box["busy"],
-            "color": self.color[idx[box["pick"]]].astype(np.uint16),
+            "color": self.color[pick].astype(np.uint16),
             "label": label,
             "longest": box["longest"],
         }
@@ -306,7 +360,7 @@ class TimelineIndex:
     def extent(self) -> tuple[float, float]:
         if self.n == 0:
             return 0.0, 1.0
-        t0, t1 = float(self.start.min()), float(self.end.max())
+        t0, t1 = self._span
         return t0, t1 if t1 > t0 else t0 + 1.0
 
     def overview(self, width: int = OVERVIEW_WIDTH, budget: int = OVERVIEW_BUDGET) -> bytes:
@@ -351,7 +405,43 @@ def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.nd
     Events are boxes with ``count = 1``, ``busy = longest = dur`` (the defaults); merged boxes
     carry their ``count``, ``busy`` and ``longest``, so merging again (the front end does, for
     the view) follows the same rule.  ``single``: the output box is one input box, unchanged.
+
+    Many boxes are merged in runs of about `blocks.BLOCK` cut where a box starts a new output box
+    (`blocks.group_cuts`): the same result, without full-size temporaries.
     """
+    m = len(start)
+    if m <= blocks.BLOCK:
+        return _merge_run(row, start, dur, end, t0, px, count, busy, longest)
+
+    def starts_box(lo: int, hi: int) -> np.ndarray:
+        r, big = row[lo - 1:hi], dur[lo - 1:hi] >= px
+        col = np.floor((start[lo - 1:hi] - t0) / px)
+        return (r[1:] != r[:-1]) | big[1:] | big[:-1] | (col[1:] != col[:-1])
+
+    cuts = blocks.group_cuts(m, starts_box)
+
+    def part(a: int, b: int) -> dict[str, np.ndarray]:
+        return _merge_run(row[a:b], start[a:b], dur[a:b], end[a:b], t0, px,
+                          *(None if x is None else x[a:b] for x in (count, busy, longest)))
+
+    runs = [(a, part(a, b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    out = {"first": np.concatenate([r["first"] + a for a, r in runs]),
+           "single": np.concatenate([r["single"] for _, r in runs]),
+           "pick": np.concatenate([r["pick"] + a for a, r in runs])}
+    if out["single"].all():  # every box alone: the inputs themselves, as `_merge_run` gives them
+        return {**out, "start": start, "dur": dur,
+                "count": np.ones(m, np.int64) if count is None else np.asarray(count, np.int64),
+                "busy": dur if busy is None else np.asarray(busy, np.float64),
+                "longest": dur if longest is None else np.asarray(longest, np.float64)}
+    for key in ("start", "dur", "count", "busy", "longest"):
+        out[key] = np.concatenate([r[key] for _, r in runs])
+    return out
+
+
+def _merge_run(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.ndarray, t0: float,
+               px: float, count: np.ndarray | None = None, busy: np.ndarray | None = None,
+               longest: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """`merge_sorted` on whole arrays."""
     m = len(start)
     count = np.ones(m, np.int64) if count is None else np.asarray(count, np.int64)
     busy = dur if busy is None else np.asarray(busy, np.float64)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Trace
+from . import blocks
 from .codec import encode_frame
 from .counters import counter_series
 from .lod import OVERVIEW_WIDTH, compact_times, natural_key
@@ -130,7 +131,25 @@ class MemoryIndex:
 
 
 def downsample(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
-    """Indices of the first, min, max and last point of each pixel column (sorted, unique)."""
+    """Indices of the first, min, max and last point of each pixel column (sorted, unique).
+
+    Many points are taken in runs of about `blocks.BLOCK` cut where a new column starts
+    (`blocks.group_cuts`): the same indices, without full-size temporaries."""
+    m = len(t)
+    if m <= blocks.BLOCK:
+        return _downsample_run(t, b, t0, px)
+
+    def starts_column(lo: int, hi: int) -> np.ndarray:
+        col = np.floor((t[lo - 1:hi] - t0) / px)
+        return col[1:] != col[:-1]
+
+    cuts = blocks.group_cuts(m, starts_column)
+    return np.concatenate([_downsample_run(t[a:e], b[a:e], t0, px) + a
+                           for a, e in zip(cuts[:-1], cuts[1:], strict=True)])
+
+
+def _downsample_run(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
+    """`downsample` on whole arrays."""
     m = len(t)
     col = np.floor((t - t0) / px)
     brk = np.ones(m, bool)
