@@ -336,3 +336,34 @@ def test_downsample_keeps_first_min_max_last_of_each_column(monkeypatch: pytest.
         expected |= {members[0], members[-1], members[values.index(min(values))],
                      members[values.index(max(values))]}
     assert downsample(t, b, t0, px).tolist() == sorted(expected)
+
+
+def test_memory_series_per_rank_device_and_kind_of_an_unsorted_table() -> None:
+    # two ranks, two devices, two kinds, rows interleaved and out of time order (a NaN device
+    # is no series): each series is its group's points sorted by time, as a plain loop finds them
+    rng = np.random.default_rng(12)
+    n = 4000
+    mem = pd.DataFrame({
+        "time": rng.integers(0, 10_000, n), "bytes": rng.integers(0, 1 << 40, n),
+        "device": pd.Categorical(rng.choice(["cuda:1", "cuda:0", None], n, p=[.45, .45, .1]),
+                                 categories=["cuda:0", "cuda:1", "cpu"]),
+        "kind": pd.Categorical(rng.choice(["measured", "simulated"], n)),
+        "rank": rng.choice([3, 1], n),
+    })
+    trace = flat_trace(100, with_memory=False)
+    trace.memory = mem
+    trace.info = trace.info.replace(ranks=(1, 3))
+    got = {(s.rank, s.device, s.kind): (s.time.tolist(), s.bytes.tolist())
+           for s in MemoryIndex(trace).series if s.unit == "bytes"}
+    expected: dict[tuple, tuple[list[float], list[float]]] = {}
+    for rank, device, kind, t, b in zip(mem["rank"], mem["device"], mem["kind"], mem["time"],
+                                        mem["bytes"], strict=True):
+        if isinstance(device, str):
+            times, values = expected.setdefault((int(rank), device, kind), ([], []))
+            times.append(float(t))
+            values.append(float(b))
+    for key, (times, values) in expected.items():
+        order = sorted(range(len(times)), key=lambda i: times[i])  # stable, as the table's order
+        expected[key] = ([times[i] for i in order], [values[i] for i in order])
+    assert got == expected
+    assert len(got) == 8

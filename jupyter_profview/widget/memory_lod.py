@@ -31,11 +31,36 @@ class MemorySeries:
     axis: str = ""  # the trace's own counters: the counter's name (one y axis per name)
 
 
-def _by_time(part: pd.DataFrame) -> pd.DataFrame:
-    """``part`` sorted by time (stable); as it is when it already is (a memory table is sorted by
-    device and time: no sort of millions of points at open)."""
-    t = part["time"].to_numpy()
-    return part if not (t[1:] < t[:-1]).any() else part.sort_values("time", kind="stable")
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A numeric column's values: its own numpy array (no copy), or as float64."""
+    values = column.to_numpy()
+    return values if values.dtype.kind in "iuf" else column.to_numpy(np.float64)
+
+
+def _groups(mem: pd.DataFrame, ranked: bool) -> list[tuple[str, str, int | None, np.ndarray]]:
+    """The memory table's points per ``(rank, device, kind)``: each group's device, kind, rank
+    (None without ranks) and rows (in table order), grouped by the categoricals' codes (no string
+    per point, no copy of the table)."""
+    device = pd.Categorical(mem["device"])
+    kind = pd.Categorical(mem["kind"])
+    nd, nk = len(device.categories) + 1, len(kind.categories) + 1
+    key = (np.asarray(device.codes, np.int64) + 1) * nk + np.asarray(kind.codes, np.int64) + 1
+    rank = mem["rank"].to_numpy(np.int64) if ranked else None
+    if rank is not None:
+        ranks, rank_code = np.unique(rank, return_inverse=True)
+        key += rank_code.astype(np.int64) * (nd * nk)
+    order = np.argsort(key, kind="stable")  # rows of a group in table order
+    sorted_key = blocks.gather(key, order, key.dtype)
+    cuts = [0, *blocks.changes(sorted_key).tolist(), len(key)]
+    out = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        k = int(sorted_key[a])
+        d, c = divmod(k % (nd * nk), nk)
+        if d == 0 or c == 0:  # a point without device or kind: no series (as groupby drops NaN)
+            continue
+        r = None if rank is None else int(ranks[k // (nd * nk)])
+        out.append((str(device.categories[d - 1]), str(kind.categories[c - 1]), r, order[a:b]))
+    return out
 
 
 class MemoryIndex:
@@ -55,18 +80,14 @@ class MemoryIndex:
                                             c["unit"], c.get("busy"), axis=c.get("axis", "")))
         if len(mem) == 0:
             return
-        frame = pd.DataFrame({
-            "rank": mem["rank"].to_numpy(np.int64) if trace.info.ranks else np.full(len(mem), -1),
-            "device": mem["device"], "kind": mem["kind"],  # grouped as they are: no string per point
-            "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
-        })
-        for (_, device, kind), part in frame.groupby(["rank", "device", "kind"], sort=False, observed=True):
-            part = _by_time(part)
-            rank = int(part["rank"].to_numpy(np.int64)[0])
-            t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
+        for device, kind, rank, rows in _groups(mem, bool(trace.info.ranks)):
+            t = blocks.gather(_numbers(mem["time"]), rows, np.float64)
+            b = blocks.gather(_numbers(mem["bytes"]), rows, np.float64)
+            if (t[1:] < t[:-1]).any():  # a memory table is sorted by device and time: seldom
+                order = np.argsort(t, kind="stable")
+                t, b = t[order], b[order]
             at = int(np.argmax(b))
-            self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at]),
-                                            rank=None if rank < 0 else int(rank)))
+            self.series.append(MemorySeries(device, kind, t, b, float(b[at]), float(t[at]), rank=rank))
         # memory first, by rank and device
         self.series.sort(key=lambda s: (s.unit != "bytes", -1 if s.rank is None else s.rank,
                                         natural_key(s.device), s.kind))
