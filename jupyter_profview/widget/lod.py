@@ -357,6 +357,10 @@ class TimelineIndex:
             columns = compact_times(columns, meta, t0, ("start",), ("dur", "busy", "longest"))
         return encode_frame(columns, meta)
 
+    def span(self) -> tuple[float, float]:
+        """The earliest start and the latest end of the events (0, 0 without events)."""
+        return self._span
+
     def extent(self) -> tuple[float, float]:
         if self.n == 0:
             return 0.0, 1.0

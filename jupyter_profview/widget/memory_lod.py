@@ -31,35 +31,45 @@ class MemorySeries:
     axis: str = ""  # the trace's own counters: the counter's name (one y axis per name)
 
 
-def _numbers(column: pd.Series) -> np.ndarray:
-    """A numeric column's values: its own numpy array (no copy), or as float64."""
+def _floats(column: pd.Series, rows: slice | np.ndarray) -> np.ndarray:
+    """A numeric column's values at `rows`, as float64 (its own array read: no full-size copy)."""
     values = column.to_numpy()
-    return values if values.dtype.kind in "iuf" else column.to_numpy(np.float64)
+    if values.dtype.kind not in "iuf":
+        values = column.to_numpy(np.float64)
+    return values[rows].astype(np.float64) if isinstance(rows, slice) else \
+        blocks.gather(values, rows, np.float64)
 
 
-def _groups(mem: pd.DataFrame, ranked: bool) -> list[tuple[str, str, int | None, np.ndarray]]:
+def _groups(mem: pd.DataFrame, ranked: bool) -> list[tuple[str, str, int | None, slice | np.ndarray]]:
     """The memory table's points per ``(rank, device, kind)``: each group's device, kind, rank
-    (None without ranks) and rows (in table order), grouped by the categoricals' codes (no string
-    per point, no copy of the table)."""
+    (None without ranks) and rows (in table order: a slice where the table holds the group in one
+    run, as `model.memory_frame` sorts it), grouped by the categoricals' codes (no string per
+    point, no copy of the table)."""
     device = pd.Categorical(mem["device"])
     kind = pd.Categorical(mem["kind"])
     nd, nk = len(device.categories) + 1, len(kind.categories) + 1
-    key = (np.asarray(device.codes, np.int64) + 1) * nk + np.asarray(kind.codes, np.int64) + 1
     rank = mem["rank"].to_numpy(np.int64) if ranked else None
-    if rank is not None:
-        ranks, rank_code = np.unique(rank, return_inverse=True)
-        key += rank_code.astype(np.int64) * (nd * nk)
-    order = np.argsort(key, kind="stable")  # rows of a group in table order
-    sorted_key = blocks.gather(key, order, key.dtype)
-    cuts = [0, *blocks.changes(sorted_key).tolist(), len(key)]
-    out = []
+    ranks, rank_code = np.unique(rank, return_inverse=True) if rank is not None else (None, None)
+    wide = nd * nk * (1 if ranks is None else len(ranks)) >= 2**31
+    key: np.ndarray = np.asarray(device.codes, np.int64 if wide else np.int32) + 1
+    np.multiply(key, nk, out=key)
+    np.add(key, np.asarray(kind.codes, key.dtype) + 1, out=key)
+    if rank_code is not None:
+        np.add(key, rank_code.astype(key.dtype) * (nd * nk), out=key)
+    order: np.ndarray | None = None
+    if (key[1:] < key[:-1]).any():
+        order = np.argsort(key, kind="stable")  # rows of a group in table order
+        key = blocks.gather(key, order, key.dtype)
+    cuts = [0, *blocks.changes(key).tolist(), len(key)]
+    out: list[tuple[str, str, int | None, slice | np.ndarray]] = []
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        k = int(sorted_key[a])
+        k = int(key[a])
         d, c = divmod(k % (nd * nk), nk)
         if d == 0 or c == 0:  # a point without device or kind: no series (as groupby drops NaN)
             continue
-        r = None if rank is None else int(ranks[k // (nd * nk)])
-        out.append((str(device.categories[d - 1]), str(kind.categories[c - 1]), r, order[a:b]))
+        r = None if ranks is None else int(ranks[k // (nd * nk)])
+        out.append((str(device.categories[d - 1]), str(kind.categories[c - 1]), r,
+                    slice(a, b) if order is None else order[a:b]))
     return out
 
 
@@ -81,8 +91,8 @@ class MemoryIndex:
         if len(mem) == 0:
             return
         for device, kind, rank, rows in _groups(mem, bool(trace.info.ranks)):
-            t = blocks.gather(_numbers(mem["time"]), rows, np.float64)
-            b = blocks.gather(_numbers(mem["bytes"]), rows, np.float64)
+            t = _floats(mem["time"], rows)
+            b = _floats(mem["bytes"], rows)
             if (t[1:] < t[:-1]).any():  # a memory table is sorted by device and time: seldom
                 order = np.argsort(t, kind="stable")
                 t, b = t[order], b[order]
