@@ -367,3 +367,14 @@ def test_memory_series_per_rank_device_and_kind_of_an_unsorted_table() -> None:
         expected[key] = ([times[i] for i in order], [values[i] for i in order])
     assert got == expected
     assert len(got) == 8
+
+
+@pytest.mark.parametrize("lanes", [3, 500])  # few codes (found one by one) and many (a sort)
+def test_first_positions_equal_numpy_unique(monkeypatch: pytest.MonkeyPatch, lanes: int) -> None:
+    monkeypatch.setattr(blocks, "BLOCK", 1000)
+    rng = np.random.default_rng(lanes)
+    # five codes first, then all (many begin in a later block); every other code absent
+    codes = np.concatenate([rng.integers(0, 5, 5000), rng.integers(0, lanes, 15_000)]) * 2
+    present, first = blocks.first_positions(codes, 2 * lanes)
+    uniq, at = np.unique(codes, return_index=True)
+    assert present.tolist() == uniq.tolist() and first.tolist() == at.tolist()

@@ -39,6 +39,26 @@ def changes(values: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros(0, np.int64), *parts])
 
 
+def first_positions(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_index=True)`` of integer codes below `size`: the codes present
+    and where each first occurs, block by block (a sort of every code is ~0.1-0.4 s at 4M)."""
+    if len(codes) == 0 or int(codes.min()) < 0:
+        return np.unique(codes, return_index=True)
+    first = np.full(size, -1, np.int64)
+    for a, b in blocks(len(codes)):
+        part = codes[a:b]
+        new = np.flatnonzero((np.bincount(part, minlength=size) > 0) & (first < 0))
+        if len(new) > 64:  # many codes begin here: one sort of the block
+            uniq, at = np.unique(part, return_index=True)
+            fresh = first[uniq] < 0
+            first[uniq[fresh]] = at[fresh] + a
+        else:
+            for c in new.tolist():
+                first[c] = a + int(np.argmax(part == c))
+    present = np.flatnonzero(first >= 0)
+    return present, first[present]
+
+
 def group_cuts(m: int, starts_group: Callable[[int, int], np.ndarray]) -> list[int]:
     """Cut ``[0, m)`` into runs of about `BLOCK` elements, each cut where a new group starts.
 

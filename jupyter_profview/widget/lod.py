@@ -22,7 +22,7 @@ import pandas as pd
 from .. import derived, kinds
 from ..model import OVERLAP_TAG, Trace
 from . import blocks
-from .blocks import changes, gather, running_max
+from .blocks import changes, first_positions, gather, running_max
 from .codec import encode_frame
 from .legend import LEGEND_TOP, Legend, build_legend
 
@@ -96,13 +96,17 @@ def lane_codes(ev: pd.DataFrame, ranked: bool) -> tuple[np.ndarray, list[str], n
         pairs // max(len(labels), 1)
 
 
-def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
+Lanes = tuple[np.ndarray, list[str], "np.ndarray | None"]
+
+
+def lane_rows(ev: pd.DataFrame, ranked: bool, lanes: Lanes | None = None) -> np.ndarray:
     """The row of each event within its track: its ``depth`` (tree level), but
     on an overlap sub-lane the number of its ancestors drawn on that sub-lane,
     so that a sub-lane starts at its top row (``nesting`` module docstring:
-    main-lane events only nest in main-lane events)."""
+    main-lane events only nest in main-lane events).  `lanes`: `lane_codes`' answer, where the
+    caller has it."""
     rows = ev["depth"].to_numpy(np.int32).copy()
-    codes, labels, _ = lane_codes(ev, ranked)
+    codes, labels, _ = lanes if lanes is not None else lane_codes(ev, ranked)
     moved = np.flatnonzero(kinds.code_mask(labels, codes, _OVERLAP.search))
     if not len(moved):
         return rows
@@ -115,7 +119,7 @@ def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
     return rows
 
 
-def track_table(trace: Trace) -> pd.DataFrame:
+def track_table(trace: Trace, lanes: Lanes | None = None, depth: np.ndarray | None = None) -> pd.DataFrame:
     """One row per lane in display order: ``label, process, thread, lane, depths``,
     the on-screen ``group`` and ``name`` (`group_name`, `lane_name`), how many ``events``
     the lane holds and how many of them are ``wrappers`` (`derived.wrapper_mask`: the
@@ -126,6 +130,8 @@ def track_table(trace: Trace) -> pd.DataFrame:
     The order is the rank, then ``trace.info.track_order`` (track labels; with ranks each
     rank's own, ``info.rank_track_order``) where given, then process, thread (natural
     sort) and overlap sub-lane.
+
+    `lanes` and `depth`: `lane_codes` and `lane_rows` of the trace, where the caller has them.
     """
     ev = trace.events
     if len(ev) == 0:
@@ -134,13 +140,15 @@ def track_table(trace: Trace) -> pd.DataFrame:
     own = trace.info.process_labels
     labels_of: dict[Any, Any] = trace.info.rank_process_labels
     ranked = bool(trace.info.ranks)
-    codes, track_labels, ranks = lane_codes(ev, ranked)
-    present, first = np.unique(codes, return_index=True)
-    depth = lane_rows(ev, ranked)
+    lanes = lanes if lanes is not None else lane_codes(ev, ranked)
+    codes, track_labels, ranks = lanes
+    present, first = first_positions(codes, len(track_labels))
+    depth = depth if depth is not None else lane_rows(ev, ranked, lanes)
     max_depth = np.zeros(len(track_labels), np.int64)
-    np.maximum.at(max_depth, codes, np.asarray(depth, np.int64))  # same dtypes: numpy's fast path (30x)
+    for a, b in blocks.blocks(len(codes)):  # same dtypes: numpy's fast path (30x)
+        np.maximum.at(max_depth, codes[a:b], depth[a:b].astype(np.int64))
     counts = np.bincount(codes, minlength=len(track_labels))
-    wrappers = np.bincount(codes, weights=derived.wrapper_mask(ev), minlength=len(track_labels))
+    wrappers = np.bincount(codes[derived.wrapper_mask(ev)], minlength=len(track_labels))
     rows = []
     # each lane's process and thread, read once for all lanes (not per lane: linear in lanes)
     processes = ev["process"].iloc[first].astype(str).tolist()
@@ -184,7 +192,10 @@ class TimelineIndex:
     def __init__(self, trace: Trace, legend: Legend | None = None) -> None:
         ev = trace.events
         self.legend = legend if legend is not None else build_legend(ev, launches=trace.launches)
-        self.tracks = track_table(trace)
+        self._ranked = bool(trace.info.ranks)
+        lanes = lane_codes(ev, self._ranked) if len(ev) else None
+        depth = lane_rows(ev, self._ranked, lanes) if lanes is not None else None
+        self.tracks = track_table(trace, lanes, depth)
         n = len(ev)
         self.n = n
         self._trace = trace
@@ -192,7 +203,6 @@ class TimelineIndex:
         names = pd.Categorical(ev["name"]) if n else pd.Categorical([])
         self.names = [str(c) for c in names.categories]
         self._name_codes = np.asarray(names.codes)  # by event position
-        self._ranked = bool(trace.info.ranks)
         self._lazy: dict[str, np.ndarray] = {}
         if n == 0:
             self.order = np.zeros(0, np.int64)
@@ -200,11 +210,12 @@ class TimelineIndex:
             self._lazy["event_track"] = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
-        depth = lane_rows(ev, self._ranked)
+        assert lanes is not None and depth is not None
         self.depth_span = int(depth.max()) + 1
         wide = len(self.tracks) * self.depth_span >= 2**31
         # each lane code's first row (its track's place in display order times the depth span)
-        codes = self._lane_codes()
+        codes = lanes[0]
+        del lanes
         lane_row = np.zeros(int(codes.max()) + 1, np.int64 if wide else np.int32)
         lane_row[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks)) * self.depth_span
         row = lane_row[codes]
