@@ -375,6 +375,6 @@ def test_first_positions_equal_numpy_unique(monkeypatch: pytest.MonkeyPatch, lan
     rng = np.random.default_rng(lanes)
     # five codes first, then all (many begin in a later block); every other code absent
     codes = np.concatenate([rng.integers(0, 5, 5000), rng.integers(0, lanes, 15_000)]) * 2
-    present, first = blocks.first_positions(codes, 2 * lanes)
+    present, first = blocks.first_positions(codes, 2 * max(lanes, 5))
     uniq, at = np.unique(codes, return_index=True)
     assert present.tolist() == uniq.tolist() and first.tolist() == at.tolist()
