@@ -1,4 +1,5 @@
-"""Level of detail (widget/lod.py) checked from first principles and against the shared fixture."""
+"""Level of detail (widget/lod.py, merge.py, blocks.py) checked from first principles and against
+the shared fixture."""
 
 from __future__ import annotations
 
