@@ -1,4 +1,5 @@
-"""Level of detail (widget/lod.py) checked from first principles and against the shared fixture."""
+"""Level of detail (widget/lod.py, merge.py, blocks.py) checked from first principles and against
+the shared fixture."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 from jupyter_profview.model import memory_frame
+from jupyter_profview.widget import blocks
 from jupyter_profview.widget.codec import decode_frame
 from jupyter_profview.widget.lod import (
     LEGEND_TOP,
@@ -21,7 +23,7 @@ from jupyter_profview.widget.lod import (
     merge_sorted,
     track_table,
 )
-from jupyter_profview.widget.memory_lod import MemoryIndex
+from jupyter_profview.widget.memory_lod import MemoryIndex, downsample
 from tests.widget_helpers import flat_trace, trace_from_rows
 
 
@@ -87,9 +89,12 @@ def nested_trace(seed: int = 0, n_top: int = 60):
     return trace_from_rows(rows)
 
 
+@pytest.mark.parametrize("block", [5, 1 << 18])  # 5: merged in runs cut between boxes
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("width", [7, 64, 900])
-def test_boxes_match_the_rule_written_as_a_loop(seed: int, width: int) -> None:
+def test_boxes_match_the_rule_written_as_a_loop(seed: int, width: int, block: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blocks, "BLOCK", block)
     trace = nested_trace(seed)
     index = TimelineIndex(trace)
     labels = index.tracks["label"].tolist()
@@ -271,3 +276,106 @@ def test_timeline_index_colours_a_merged_box_by_its_longest_event() -> None:
     keys = [e["key"] for e in index.legend.entries]
     assert keys[int(columns["color"][0])] == "y"
     assert columns["longest"].tolist() == [40.0]
+
+
+def test_index_filled_block_by_block_equals_the_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # blocks of 7 events: every block edge falls inside a row somewhere
+    monkeypatch.setattr(blocks, "BLOCK", 7)
+    trace = nested_trace(3)
+    index = TimelineIndex(trace)
+    ev = trace.events
+    lane = {label: i for i, label in enumerate(index.tracks["label"].tolist())}
+    key = ev.assign(_lane=ev["track"].astype(str).map(lane)).sort_values(["_lane", "depth", "start"],
+                                                                          kind="stable")
+    np.testing.assert_array_equal(index.start, key["start"].to_numpy(np.float64))
+    np.testing.assert_array_equal(index.dur, key["dur"].to_numpy(np.float64))
+    np.testing.assert_array_equal(index.end, (key["start"] + key["dur"]).to_numpy(np.float64))
+    np.testing.assert_array_equal(index.id, key.index.to_numpy())
+    np.testing.assert_array_equal(np.array(index.names, object)[index.name], key["name"].astype(str))
+    rows = key["_lane"].to_numpy() * 1000 + key["depth"].to_numpy()
+    assert index.row_bounds.tolist() == [0, *(np.flatnonzero(np.diff(rows)) + 1).tolist(), len(ev)]
+    assert index.event_track.tolist() == ev["track"].astype(str).map(lane).tolist()
+    end = ev["start"] + ev["dur"]
+    t0, t1 = index.extent()
+    for a, b in [(t0, t1), (t0 + (t1 - t0) * 0.4, t0 + (t1 - t0) * 0.45), (t1 - 1, t1)]:
+        got = index.id[index.window(a, b)]
+        assert sorted(got.tolist()) == ev.index[(ev["start"] <= b) & (end >= a)].tolist()
+
+
+@pytest.mark.parametrize("block", [3, 1 << 18])
+def test_running_max_of_row_ends_equals_a_loop(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    monkeypatch.setattr(blocks, "BLOCK", block)
+    rng = np.random.default_rng(4)
+    row = np.sort(rng.integers(0, 9, 200))
+    end = rng.integers(0, 1000, 200).astype(np.float64)
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(row)) + 1, [len(row)]))
+    expected = end.copy()
+    for i in range(1, len(end)):
+        if row[i] == row[i - 1]:
+            expected[i] = max(expected[i - 1], end[i])
+    got = blocks.running_max(end, row, bounds)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(got, end)  # the random ends do fall: the accumulation ran
+    ordered = np.sort(end)  # ends that never fall: the index keeps the array itself
+    assert blocks.running_max(ordered, row, bounds) is ordered
+
+
+@pytest.mark.parametrize("block", [4, 1 << 18])
+def test_downsample_keeps_first_min_max_last_of_each_column(monkeypatch: pytest.MonkeyPatch,
+                                                            block: int) -> None:
+    monkeypatch.setattr(blocks, "BLOCK", block)
+    rng = np.random.default_rng(8)
+    t = np.sort(rng.uniform(0, 1000, 300))
+    b = rng.integers(0, 20, 300).astype(np.float64)  # ties: the first point of the min / max
+    t0, px = 3.0, 17.0
+    expected: set[int] = set()
+    columns: dict[int, list[int]] = {}
+    for i, x in enumerate(t.tolist()):
+        columns.setdefault(math.floor((x - t0) / px), []).append(i)
+    for members in columns.values():
+        values = [b[i] for i in members]
+        expected |= {members[0], members[-1], members[values.index(min(values))],
+                     members[values.index(max(values))]}
+    assert downsample(t, b, t0, px).tolist() == sorted(expected)
+
+
+def test_memory_series_per_rank_device_and_kind_of_an_unsorted_table() -> None:
+    # two ranks, two devices, two kinds, rows interleaved and out of time order (a NaN device
+    # is no series): each series is its group's points sorted by time, as a plain loop finds them
+    rng = np.random.default_rng(12)
+    n = 4000
+    mem = pd.DataFrame({
+        "time": rng.integers(0, 10_000, n), "bytes": rng.integers(0, 1 << 40, n),
+        "device": pd.Categorical(rng.choice(["cuda:1", "cuda:0", None], n, p=[.45, .45, .1]),
+                                 categories=["cuda:0", "cuda:1", "cpu"]),
+        "kind": pd.Categorical(rng.choice(["measured", "simulated"], n)),
+        "rank": rng.choice([3, 1], n),
+    })
+    trace = flat_trace(100, with_memory=False)
+    trace.memory = mem
+    trace.info = trace.info.replace(ranks=(1, 3))
+    got = {(s.rank, s.device, s.kind): (s.time.tolist(), s.bytes.tolist())
+           for s in MemoryIndex(trace).series if s.unit == "bytes"}
+    expected: dict[tuple, tuple[list[float], list[float]]] = {}
+    for rank, device, kind, t, b in zip(mem["rank"], mem["device"], mem["kind"], mem["time"],
+                                        mem["bytes"], strict=True):
+        if isinstance(device, str):
+            times, values = expected.setdefault((int(rank), device, kind), ([], []))
+            times.append(float(t))
+            values.append(float(b))
+    for key, (times, values) in expected.items():
+        order = sorted(range(len(times)), key=lambda i: times[i])  # stable, as the table's order
+        expected[key] = ([times[i] for i in order], [values[i] for i in order])
+    assert got == expected
+    assert len(got) == 8
+
+
+@pytest.mark.parametrize("lanes", [3, 500])  # few codes (found one by one) and many (a sort)
+def test_first_positions_equal_numpy_unique(monkeypatch: pytest.MonkeyPatch, lanes: int) -> None:
+    monkeypatch.setattr(blocks, "BLOCK", 1000)
+    rng = np.random.default_rng(lanes)
+    # five codes first, then all (many begin in a later block); every other code absent
+    codes = np.concatenate([rng.integers(0, 5, 5000), rng.integers(0, lanes, 15_000)]) * 2
+    present, first = blocks.first_positions(codes, 2 * max(lanes, 5))
+    uniq, at = np.unique(codes, return_index=True)
+    assert present.tolist() == uniq.tolist() and first.tolist() == at.tolist()

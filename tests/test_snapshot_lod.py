@@ -106,3 +106,34 @@ def test_detail_of_a_window_is_bounded_and_exact(big: Any) -> None:
     assert len(inside) > 4 * (width + 1)
     assert int(got.max()) == int(inside.max())
     assert int(got.min()) == int(min(inside.min(), level[1:][t_ns < lo][-1]))
+
+
+@pytest.mark.parametrize("top", [5, 400])
+def test_alloc_timeline_bands_are_the_largest_alive_and_the_rest_is_the_remainder(
+        big: tuple[dict[str, Any], WidgetData], top: int) -> None:
+    from jupyter_profview.widget.alloc_timeline import timeline_frame
+
+    trace = big[1].trace
+    t = trace.memory["time"].to_numpy(np.int64)
+    lo, hi = int(t.min()), int(t.max())
+    ws, we = lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.45
+    frame = decode_frame(timeline_frame(trace, "cuda:0", (ws, we), token=1, top=top, columns=50))
+    # the definition, in pandas: alive in the window, largest first (the earlier row on a tie)
+    al = trace.allocations.reset_index(drop=True)
+    al = al[al["device"].astype(str) == "cuda:0"]
+    start = al["alloc_time"].astype("float64").fillna(lo)
+    free = al["free_time"].astype("float64").fillna(np.inf)
+    alive = al[(start <= we) & (free > ws) & (free > start)]
+    assert frame.meta["bands"] == len(alive)
+    chosen = alive.assign(_row=alive.index).sort_values(["bytes", "_row"], ascending=[False, True]).head(top)
+    chosen = chosen.assign(_start=start[chosen.index]).sort_values(["_start", "_row"])
+    assert frame["row"].tolist() == chosen["_row"].tolist()
+    assert frame["size"].tolist() == chosen["bytes"].astype(float).tolist()
+    # each point of the rest curve: the allocated total there minus the bands alive there
+    mem = trace.memory[trace.memory["device"].astype(str) == "cuda:0"]
+    level = mem.groupby("time")["bytes"].last()
+    assert frame["rest_time"][0] == level.index[level.index <= ws].max()  # the level at ws
+    assert frame["rest_time"][-1] == level.index[level.index <= we].max()
+    for time, rest in zip(frame["rest_time"].tolist(), frame["rest_bytes"].tolist(), strict=True):
+        on = (chosen["_start"] <= time) & (free[chosen.index] > time)
+        assert rest == max(float(level[int(time)]) - float(chosen.loc[on, "bytes"].sum()), 0.0)

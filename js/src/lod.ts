@@ -1,5 +1,5 @@
 // Slices frames and the level-of-detail merge rule (docs/widget-protocol.md, same rule as
-// merge_sorted in jupyter_profview/widget/lod.py; both checked against
+// merge_sorted in jupyter_profview/widget/merge.py; both checked against
 // tests/shared_fixtures/lod_merge.json): with px = (t1 - t0) / width, a box with dur >= px stays
 // its own box; consecutive boxes of one (track, depth) row that are each shorter than px
 // and whose starts fall in the same pixel column floor((start - t0) / px) merge into one

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Trace
+from .blocks import blocks
 from .codec import encode_frame
 from .memory_lod import downsample
 
@@ -71,14 +72,18 @@ def busiest_device(trace: Trace) -> str:
 def total_curve(trace: Trace, device: str) -> tuple[np.ndarray, np.ndarray]:
     """(time, bytes) of the device's allocated total after every entry at each distinct time."""
     mem = trace.memory
-    m = mem[((mem["device"] == device) & (mem["kind"] == "measured")).to_numpy(bool)]
-    t = m["time"].to_numpy(np.int64)
-    b = m["bytes"].to_numpy(np.int64)
-    order = np.argsort(t, kind="stable")
-    t, b = t[order], b[order]
+    pick = np.flatnonzero(((mem["device"] == device) & (mem["kind"] == "measured")).to_numpy(bool))
+    at: slice | np.ndarray = pick
+    if len(pick) and int(pick[-1]) - int(pick[0]) + 1 == len(pick):  # one run of rows: no copies
+        at = slice(int(pick[0]), int(pick[-1]) + 1)
+    t = mem["time"].to_numpy(np.int64)[at]
+    b = mem["bytes"].to_numpy(np.int64)[at]
+    if (t[1:] < t[:-1]).any():
+        order = np.argsort(t, kind="stable")
+        t, b = t[order], b[order]
     last = np.ones(len(t), bool)
     last[:-1] = t[1:] != t[:-1]
-    return t[last], b[last]
+    return (t, b) if last.all() else (t[last], b[last])
 
 
 def _alive_sum(t: np.ndarray, start: np.ndarray, end: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -87,7 +92,40 @@ def _alive_sum(t: np.ndarray, start: np.ndarray, end: np.ndarray, size: np.ndarr
     eo = np.argsort(end, kind="stable")
     cs = np.concatenate([[0], np.cumsum(size[so])])
     ce = np.concatenate([[0], np.cumsum(size[eo])])
-    return cs[np.searchsorted(start[so], t, side="right")] - ce[np.searchsorted(end[eo], t, side="right")]
+    starts, ends = start[so], end[eo]
+    out = np.empty(len(t), cs.dtype)
+    for a, b in blocks(len(t)):
+        at = t[a:b]
+        out[a:b] = cs[np.searchsorted(starts, at, side="right")] - ce[np.searchsorted(ends, at, side="right")]
+    return out
+
+
+def _times(al: pd.DataFrame, rows: np.ndarray, lo: float) -> tuple[np.ndarray, np.ndarray]:
+    """``alloc_time`` (``lo`` when unknown) and ``free_time`` (inf: never freed) of the
+    allocations at `rows`, as float64."""
+    return (al["alloc_time"].array[rows].to_numpy(np.float64, na_value=lo),
+            al["free_time"].array[rows].to_numpy(np.float64, na_value=np.inf))
+
+
+def _alive(al: pd.DataFrame, rows: np.ndarray, lo: float, ws: float, we: float) -> np.ndarray:
+    """Which of the allocations at `rows` are alive in ``[ws, we]`` (positions into `rows`),
+    read block by block."""
+    parts = [np.zeros(0, np.int64)]
+    for a, b in blocks(len(rows)):
+        start, free = _times(al, rows[a:b], lo)
+        parts.append(np.flatnonzero((start <= we) & (free > ws) & (free > start)) + a)
+    return np.concatenate(parts)
+
+
+def _largest(cand: np.ndarray, size: np.ndarray, top: int) -> np.ndarray:
+    """The `top` entries of `cand` of the largest `size` (the earlier entry of `cand` first on a
+    tie), in `cand`'s order: ``cand[np.lexsort((cand, -size))[:top]]`` as a set, found by
+    partition rather than a sort of every candidate."""
+    if len(cand) <= top:
+        return cand
+    kth = np.partition(size, len(size) - top)[len(size) - top]  # the top-th largest size
+    above = cand[size > kth]
+    return np.sort(np.concatenate([above, cand[size == kth][:top - len(above)]]))
 
 
 def timeline_frame(trace: Trace, device: str, window: tuple[float, float] | None, *, token: int,
@@ -101,31 +139,28 @@ def timeline_frame(trace: Trace, device: str, window: tuple[float, float] | None
     if we < ws:
         ws, we = we, ws
     rows = np.flatnonzero((al["device"] == device).to_numpy(bool))
-    start = al["alloc_time"].to_numpy(np.float64, na_value=lo)[rows]
-    free = al["free_time"].to_numpy(np.float64, na_value=np.inf)[rows]
-    size = al["bytes"].to_numpy(np.int64)[rows]
-    alive = (start <= we) & (free > ws) & (free > start)
-    cand = np.flatnonzero(alive)
-    chosen = cand[np.lexsort((cand, -size[cand]))[:top]] if len(cand) > top else cand
-    chosen = chosen[np.lexsort((chosen, start[chosen]))]  # stacking order: allocated earlier, lower
-    is_top = np.zeros(len(rows), bool)
-    is_top[chosen] = True
+    cand = _alive(al, rows, lo, ws, we)
+    size_all = al["bytes"].to_numpy(np.int64)
+    chosen = _largest(cand, size_all[rows[cand]], top)
+    start, free = _times(al, rows[chosen], lo)
+    size = size_all[rows[chosen]]
+    stacking = np.lexsort((chosen, start))  # stacking order: allocated earlier, lower
+    chosen, start, free, size = chosen[stacking], start[stacking], free[stacking], size[stacking]
 
-    # the rest: total minus the top bands alive, over the window's points
-    keep = (t_all >= ws) & (t_all <= we)
-    first = int(np.searchsorted(t_all, ws, side="right")) - 1  # the level at the window's start
-    idx = np.flatnonzero(keep)
-    if first >= 0 and (not len(idx) or idx[0] != first):
-        idx = np.concatenate([[first], idx])
-    t_w = t_all[idx].astype(np.float64)
-    total_w = total_all[idx]
-    top_w = _alive_sum(t_w, start[chosen], free[chosen], size[chosen])
-    rest_w = np.maximum(total_w - top_w, 0)
+    # the rest: total minus the top bands alive, over the window's points (t_all is sorted): the
+    # points in [ws, we] and the level at the window's start (the last point at or before ws)
+    first = int(np.searchsorted(t_all, ws, side="right")) - 1
+    end_at = int(np.searchsorted(t_all, we, side="right"))
+    t_w = t_all[max(first, 0):end_at].astype(np.float64)
+    total_w = total_all[max(first, 0):end_at]
+    rest_w = _alive_sum(t_w, start, free, size)
+    np.subtract(total_w, rest_w, out=rest_w)
+    np.maximum(rest_w, 0, out=rest_w)
     complete = len(cand) <= top
     if len(t_w) > 4 * columns:
         px = max((we - ws) / columns, 1e-9)
-        sel = np.union1d(downsample(t_w, total_w.astype(np.float64), ws, px),
-                         downsample(t_w, rest_w.astype(np.float64), ws, px))
+        # bytes are exact integers: their order is the same as float64's
+        sel = np.union1d(downsample(t_w, total_w, ws, px), downsample(t_w, rest_w, ws, px))
         t_w, rest_w = t_w[sel], rest_w[sel]
         complete = False
 
@@ -137,16 +172,16 @@ def timeline_frame(trace: Trace, device: str, window: tuple[float, float] | None
         fr = fr if isinstance(fr, list) else []
         key = tuple(frame_ids.setdefault(str(f), len(frame_ids)) for f in fr)
         stack_of[k] = stack_ids.setdefault(key, len(stack_ids))
-    addr = al["address"].to_numpy(np.float64, na_value=np.nan)[rows[chosen]]
+    addr = al["address"].array[rows[chosen]].to_numpy(np.float64, na_value=np.nan)
     meta: dict[str, Any] = {
         "device": device, "devices": devices(trace), "window": [ws, we], "extent": [lo, hi],
         "bands": int(len(cand)), "complete": bool(complete),
         "frames": list(frame_ids), "stacks": [list(s) for s in stack_ids], "token": token,
     }
     return encode_frame({
-        "start": np.maximum(start[chosen], lo), "end": np.where(np.isfinite(free[chosen]), free[chosen], hi),
-        "size": size[chosen].astype(np.float64), "addr": addr,
-        "open": (~np.isfinite(free[chosen])).astype(np.uint8), "row": rows[chosen].astype(np.uint32),
+        "start": np.maximum(start, lo), "end": np.where(np.isfinite(free), free, hi),
+        "size": size.astype(np.float64), "addr": addr,
+        "open": (~np.isfinite(free)).astype(np.uint8), "row": rows[chosen].astype(np.uint32),
         "stack": stack_of, "rest_time": t_w, "rest_bytes": rest_w.astype(np.float64),
     }, meta)
 

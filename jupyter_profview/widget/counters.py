@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import derived
 from ..analysis import gpu
@@ -74,9 +75,7 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
     counters = trace.counters
     if counters is not None and len(counters):
         memory = {str(d) for d in trace.memory["device"].unique()} if len(trace.memory) else set()
-        frame = counters.assign(label=[n if s == n else f"{n}: {s}" for n, s in
-                                       zip(counters["name"].astype(str), counters["series"].astype(str),
-                                           strict=True)])
+        frame = counters.assign(label=_labels(counters))
         for (label, counter), part in frame.groupby(["label", "name"], sort=True, observed=True):
             if label in memory:
                 continue
@@ -85,3 +84,24 @@ def counter_series(trace: Trace) -> list[dict[str, Any]]:
                         "time": part["time"].to_numpy(np.float64),
                         "values": part["value"].to_numpy(np.float64)})
     return out
+
+
+def _labels(counters: Any) -> np.ndarray:
+    """Each counter row's series label: its ``name``, or ``name: series`` where the series has
+    its own name (as text: a missing one reads ``nan``); made once per distinct (name, series)
+    pair, not per row."""
+    (names, name_code), (series, series_code) = _texts(counters["name"]), _texts(counters["series"])
+    pairs, inverse = np.unique(name_code * len(series) + series_code, return_inverse=True)
+    labels = []
+    for pair in pairs.tolist():
+        n, s = names[pair // len(series)], series[pair % len(series)]
+        labels.append(n if s == n else f"{n}: {s}")
+    return np.asarray(labels, object)[inverse.reshape(-1)]
+
+
+def _texts(column: Any) -> tuple[list[str], np.ndarray]:
+    """A column's distinct values as text (``str``, ``nan`` for a missing one, last) and each
+    row's index into them."""
+    cat = pd.Categorical(column)
+    texts = [str(c) for c in cat.categories] + ["nan"]
+    return texts, np.asarray(cat.codes, np.int64) % len(texts)  # code -1 (missing): "nan"

@@ -25,6 +25,7 @@ import pandas as pd
 from ..kinds import by_code, is_communication
 from ..model import KERNEL_TYPES, PHASES
 from ..palette import CATEGORY_COLORS, OTHER_COLOR, PHASE_COLORS, UNKNOWN_COLORS
+from .blocks import blocks
 
 LEGEND_TOP = 11
 
@@ -62,12 +63,22 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
         column, pinned = device_type_keys(events, column, launches)
     if color_by == "category":
         column, pinned = communication_keys(events, column, pinned)
-    codes = column.codes.astype(np.int64)
+    codes = np.asarray(column.codes)
     ncat = len(column.categories)
-    valid = codes >= 0
-    dur = events["dur"].to_numpy(np.float64)
-    total = np.bincount(codes[valid], weights=dur[valid], minlength=ncat)
-    count = np.bincount(codes[valid], minlength=ncat)
+    dur = events["dur"].to_numpy()
+    if dur.dtype.kind not in "iuf":
+        dur = events["dur"].to_numpy(np.float64)
+    # per category: total duration (float64 sums of integers: exact, so in any order) and count,
+    # block by block (no full-size int64 / float64 copies of the codes and durations)
+    total = np.zeros(ncat, np.float64)
+    count = np.zeros(ncat, np.int64)
+    for a, b in blocks(n):
+        part, part_dur = codes[a:b], dur[a:b]
+        valid = part >= 0
+        if not valid.all():
+            part, part_dur = part[valid], part_dur[valid]
+        total += np.bincount(part, weights=part_dur, minlength=ncat)
+        count += np.bincount(part, minlength=ncat)
     if color_by == "phase":
         keep = [c for c in range(ncat) if count[c] > 0]
         keep.sort(key=lambda c: PHASES.index(str(column.categories[c]))
@@ -85,11 +96,11 @@ def build_legend(events: pd.DataFrame, color_by: str = "auto",
     lookup = np.full(ncat + 1, len(entries), np.uint16)  # last slot (and code -1) -> "other"
     for i, c in enumerate(keep):
         lookup[c] = i
-    event_codes = lookup[codes]
+    event_codes = lookup[codes]  # uint16 (code -1: the last slot)
     rest = int((event_codes == len(entries)).sum())
     if rest:
         entries.append({"key": "other", "color": OTHER_COLOR, "count": rest})
-    return Legend(color_by, entries, event_codes.astype(np.uint16))
+    return Legend(color_by, entries, event_codes)
 
 
 def category_colors(keys: list[str]) -> list[str]:

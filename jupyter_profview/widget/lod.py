@@ -21,8 +21,11 @@ import pandas as pd
 
 from .. import derived, kinds
 from ..model import OVERLAP_TAG, Trace
+from . import blocks
+from .blocks import changes, first_positions, gather, running_max
 from .codec import encode_frame
 from .legend import LEGEND_TOP, Legend, build_legend
+from .merge import merge_sorted
 
 __all__ = [
     "LEGEND_TOP", "OVERVIEW_BUDGET", "OVERVIEW_WIDTH", "Legend", "TimelineIndex", "build_legend",
@@ -94,13 +97,17 @@ def lane_codes(ev: pd.DataFrame, ranked: bool) -> tuple[np.ndarray, list[str], n
         pairs // max(len(labels), 1)
 
 
-def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
+Lanes = tuple[np.ndarray, list[str], "np.ndarray | None"]
+
+
+def lane_rows(ev: pd.DataFrame, ranked: bool, lanes: Lanes | None = None) -> np.ndarray:
     """The row of each event within its track: its ``depth`` (tree level), but
     on an overlap sub-lane the number of its ancestors drawn on that sub-lane,
     so that a sub-lane starts at its top row (``nesting`` module docstring:
-    main-lane events only nest in main-lane events)."""
+    main-lane events only nest in main-lane events).  `lanes`: `lane_codes`' answer, where the
+    caller has it."""
     rows = ev["depth"].to_numpy(np.int32).copy()
-    codes, labels, _ = lane_codes(ev, ranked)
+    codes, labels, _ = lanes if lanes is not None else lane_codes(ev, ranked)
     moved = np.flatnonzero(kinds.code_mask(labels, codes, _OVERLAP.search))
     if not len(moved):
         return rows
@@ -113,7 +120,7 @@ def lane_rows(ev: pd.DataFrame, ranked: bool) -> np.ndarray:
     return rows
 
 
-def track_table(trace: Trace) -> pd.DataFrame:
+def track_table(trace: Trace, lanes: Lanes | None = None, depth: np.ndarray | None = None) -> pd.DataFrame:
     """One row per lane in display order: ``label, process, thread, lane, depths``,
     the on-screen ``group`` and ``name`` (`group_name`, `lane_name`), how many ``events``
     the lane holds and how many of them are ``wrappers`` (`derived.wrapper_mask`: the
@@ -124,6 +131,8 @@ def track_table(trace: Trace) -> pd.DataFrame:
     The order is the rank, then ``trace.info.track_order`` (track labels; with ranks each
     rank's own, ``info.rank_track_order``) where given, then process, thread (natural
     sort) and overlap sub-lane.
+
+    `lanes` and `depth`: `lane_codes` and `lane_rows` of the trace, where the caller has them.
     """
     ev = trace.events
     if len(ev) == 0:
@@ -132,13 +141,15 @@ def track_table(trace: Trace) -> pd.DataFrame:
     own = trace.info.process_labels
     labels_of: dict[Any, Any] = trace.info.rank_process_labels
     ranked = bool(trace.info.ranks)
-    codes, track_labels, ranks = lane_codes(ev, ranked)
-    present, first = np.unique(codes, return_index=True)
-    depth = lane_rows(ev, ranked)
+    lanes = lanes if lanes is not None else lane_codes(ev, ranked)
+    codes, track_labels, ranks = lanes
+    present, first = first_positions(codes, len(track_labels))
+    depth = depth if depth is not None else lane_rows(ev, ranked, lanes)
     max_depth = np.zeros(len(track_labels), np.int64)
-    np.maximum.at(max_depth, codes, np.asarray(depth, np.int64))  # same dtypes: numpy's fast path (30x)
+    for a, b in blocks.blocks(len(codes)):  # same dtypes: numpy's fast path (30x)
+        np.maximum.at(max_depth, codes[a:b], depth[a:b].astype(np.int64))
     counts = np.bincount(codes, minlength=len(track_labels))
-    wrappers = np.bincount(codes, weights=derived.wrapper_mask(ev), minlength=len(track_labels))
+    wrappers = np.bincount(codes[derived.wrapper_mask(ev)], minlength=len(track_labels))
     rows = []
     # each lane's process and thread, read once for all lanes (not per lane: linear in lanes)
     processes = ev["process"].iloc[first].astype(str).tolist()
@@ -170,31 +181,46 @@ def track_table(trace: Trace) -> pd.DataFrame:
 
 
 class TimelineIndex:
-    """Events sorted per row for fast windowed level-of-detail queries."""
+    """Events sorted per row for fast windowed level-of-detail queries.
+
+    Per event, in row order, it keeps only what every query reads: ``start``, ``dur``, ``end``
+    (float64), ``end_max``, ``row``, ``position`` and ``color``.  These are filled block by block
+    (`.blocks`), so that building the index touches no full-size temporary; the
+    ids, names and lanes of events are read from the trace for the boxes a frame sends
+    (``id``, ``name`` and ``event_track`` are computed on first use).
+    """
 
     def __init__(self, trace: Trace, legend: Legend | None = None) -> None:
         ev = trace.events
         self.legend = legend if legend is not None else build_legend(ev, launches=trace.launches)
-        self.tracks = track_table(trace)
+        self._ranked = bool(trace.info.ranks)
+        lanes = lane_codes(ev, self._ranked) if len(ev) else None
+        depth = lane_rows(ev, self._ranked, lanes) if lanes is not None else None
+        self.tracks = track_table(trace, lanes, depth)
         n = len(ev)
         self.n = n
-        self.names = [str(c) for c in pd.Categorical(ev["name"]).categories] if n else []
+        self._trace = trace
+        self._index = ev.index
+        names = pd.Categorical(ev["name"]) if n else pd.Categorical([])
+        self.names = [str(c) for c in names.categories]
+        self._name_codes = np.asarray(names.codes)  # by event position
+        self._lazy: dict[str, np.ndarray] = {}
         if n == 0:
             self.order = np.zeros(0, np.int64)
             self.row_bounds = np.zeros(1, np.int64)
-            self.event_track = np.zeros(0, np.uint32)
+            self._lazy["event_track"] = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
-        ranked = bool(trace.info.ranks)
-        codes = lane_codes(ev, ranked)[0]
-        rank = np.zeros(int(codes.max()) + 1, np.uint32)
-        rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
-        self.event_track = rank[codes]  # by event position
-        del codes
-        depth = lane_rows(ev, ranked)
+        assert lanes is not None and depth is not None
         self.depth_span = int(depth.max()) + 1
         wide = len(self.tracks) * self.depth_span >= 2**31
-        row = self.event_track.astype(np.int64 if wide else np.int32) * self.depth_span
+        # each lane code's first row (its track's place in display order times the depth span)
+        codes = lanes[0]
+        del lanes
+        lane_row = np.zeros(int(codes.max()) + 1, np.int64 if wide else np.int32)
+        lane_row[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks)) * self.depth_span
+        row = lane_row[codes]
+        del codes
         np.add(row, depth, out=row, casting="unsafe")
         del depth
         start = ev["start"].to_numpy(np.int64)
@@ -204,33 +230,66 @@ class TimelineIndex:
             order = np.lexsort((start, row))
         del start
         self.order = order
-        row_sorted = row[order]
-        cuts = np.flatnonzero(np.diff(row_sorted)) + 1
-        self.row_bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
+        row_sorted = gather(row, order, row.dtype)
+        del row
+        self.row_bounds = np.concatenate(([0], changes(row_sorted), [n])).astype(np.int64)
         self._set_sorted(order, ev, row_sorted)
 
+    def _lane_codes(self) -> np.ndarray:
+        """Each event's lane code (`lane_codes`), in the trace's order."""
+        ev = self._trace.events
+        if not self._ranked and isinstance(ev["track"].dtype, pd.CategoricalDtype):
+            return np.asarray(ev["track"].cat.codes)  # the categorical's own codes: no copy
+        return lane_codes(ev, self._ranked)[0]
+
     def _set_sorted(self, order: np.ndarray, ev: pd.DataFrame, row_sorted: np.ndarray) -> None:
-        start = ev["start"].to_numpy(np.int64)[order]
-        dur = ev["dur"].to_numpy(np.int64)[order]
-        end = start + dur
-        self.start = start.astype(np.float64)
-        self.dur = dur.astype(np.float64)
-        self.end = end.astype(np.float64)
+        start_ns = ev["start"].to_numpy(np.int64)
+        dur_ns = ev["dur"].to_numpy(np.int64)
+        n = len(order)
+        self.start = np.empty(n, np.float64)
+        self.dur = np.empty(n, np.float64)
+        self.end = np.empty(n, np.float64)
+        for a, b in blocks.blocks(n):  # block by block: no full-size int64 temporaries
+            o = order[a:b]
+            s, d = start_ns[o], dur_ns[o]
+            self.start[a:b] = s
+            self.dur[a:b] = d
+            np.add(s, d, out=s)
+            self.end[a:b] = s  # the end summed in integers, then as float (as before)
         self.row = row_sorted
-        self.id = ev.index.to_numpy()[order].astype(np.int32)
         self.position = order  # positional index into trace.events
         self.set_legend(self.legend)
-        self.name = (pd.Categorical(ev["name"]).codes[order].astype(np.int32)
-                     if len(order) else np.zeros(0, np.int32))
-        # Per-row running maximum of the end time (robust even if a row had overlaps):
-        # offset each row by its index times a span larger than any time, accumulate, undo.
-        if len(order):
-            span = int(end.max()) - int(min(0, start.min())) + 1
-            row_id = np.repeat(np.arange(len(self.row_bounds) - 1), np.diff(self.row_bounds))
-            shifted = end + row_id.astype(np.int64) * span
-            self.end_max = (np.maximum.accumulate(shifted) - row_id * span).astype(np.float64)
-        else:
-            self.end_max = np.zeros(0, np.float64)
+        self.end_max = running_max(self.end, row_sorted, self.row_bounds)
+        #: the earliest start and the latest end
+        self._span = (float(self.start.min()), float(self.end.max())) if n else (0.0, 0.0)
+
+    @property
+    def id(self) -> np.ndarray:
+        """Each event's id (``trace.events.index``) in row order (int32)."""
+        if "id" not in self._lazy:
+            self._lazy["id"] = self.ids_at(np.arange(self.n))
+        return self._lazy["id"]
+
+    @property
+    def name(self) -> np.ndarray:
+        """Each event's name code (into `names`) in row order (int32)."""
+        if "name" not in self._lazy:
+            self._lazy["name"] = self._name_codes[self.position].astype(np.int32)
+        return self._lazy["name"]
+
+    @property
+    def event_track(self) -> np.ndarray:
+        """Each event's lane (its row in `tracks`), by position in ``trace.events`` (uint32)."""
+        if "event_track" not in self._lazy:
+            codes = self._lane_codes()
+            rank = np.zeros(int(codes.max()) + 1, np.uint32)
+            rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
+            self._lazy["event_track"] = rank[codes]
+        return self._lazy["event_track"]
+
+    def ids_at(self, sorted_pos: np.ndarray) -> np.ndarray:
+        """The ids (``trace.events.index``, int32) of the events at row-order positions `sorted_pos`."""
+        return np.asarray(self._index[self.position[sorted_pos]]).astype(np.int32)
 
     def set_legend(self, legend: Legend) -> None:
         """Recolour (e.g. switching between category and phase colours)."""
@@ -242,7 +301,7 @@ class TimelineIndex:
         if self.n == 0:
             return np.zeros(0, np.int64)
         bounds = self.row_bounds
-        if t0 <= float(self.start.min()) and t1 >= float(self.end.max()):
+        if self._covers(t0, t1):
             return np.arange(self.n)
         parts = []
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
@@ -254,25 +313,32 @@ class TimelineIndex:
             return np.zeros(0, np.int64)
         return np.concatenate(parts)
 
+    def _covers(self, t0: float, t1: float) -> bool:
+        """Whether ``[t0, t1]`` holds every event (the whole trace's window)."""
+        lo, hi = self._span
+        return self.n > 0 and t0 <= lo and t1 >= hi
+
     def slices_columns(
         self, t0: float, t1: float, width: int
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The slices frame's columns and meta for ``[t0, t1]`` at ``width`` pixels."""
-        idx = self.window(t0, t1)
-        m = len(idx)
+        idx = None if self._covers(t0, t1) else self.window(t0, t1)
+        m = self.n if idx is None else len(idx)
         px = (t1 - t0) / width
         meta: dict[str, Any] = {"t0": t0, "t1": t1, "width": width, "labels": [], "total": m}
         if m == 0:
             empty = {k: np.zeros(0, dt) for k, dt in _SLICE_DTYPES.items()}
             return empty, meta
-        if m == self.n:  # the whole trace (idx is 0..n-1): use the arrays, no gathers
+        if idx is None or m == self.n:  # the whole trace (idx is 0..n-1): the arrays, no gathers
+            idx = None
             st, du, en, rk = self.start, self.dur, self.end, self.row
         else:
             st, du, en, rk = self.start[idx], self.dur[idx], self.end[idx], self.row[idx]
         box = merge_sorted(rk, st, du, en, t0, px)
         first, single = box["first"], box["single"]
-        head = idx[first]
-        names = self.name[head]
+        head = first if idx is None else idx[first]
+        pick = box["pick"] if idx is None else idx[box["pick"]]
+        names = self._name_codes[self.position[head]]
         uniq, inverse = np.unique(names[single], return_inverse=True)
         label = np.full(len(first), -1, np.int32)
         label[single] = inverse
@@ -283,10 +349,10 @@ class TimelineIndex:
             "depth": (row % self.depth_span).astype(np.uint16),
             "start": box["start"],
             "dur": box["dur"],
-            "id": np.where(single, self.id[head], -1).astype(np.int32),
+            "id": np.where(single, self.ids_at(head), -1).astype(np.int32),
             "count": box["count"].astype(np.uint32),
             "busy": box["busy"],
-            "color": self.color[idx[box["pick"]]].astype(np.uint16),
+            "color": self.color[pick].astype(np.uint16),
             "label": label,
             "longest": box["longest"],
         }
@@ -303,10 +369,14 @@ class TimelineIndex:
             columns = compact_times(columns, meta, t0, ("start",), ("dur", "busy", "longest"))
         return encode_frame(columns, meta)
 
+    def span(self) -> tuple[float, float]:
+        """The earliest start and the latest end of the events (0, 0 without events)."""
+        return self._span
+
     def extent(self) -> tuple[float, float]:
         if self.n == 0:
             return 0.0, 1.0
-        t0, t1 = float(self.start.min()), float(self.end.max())
+        t0, t1 = self._span
         return t0, t1 if t1 > t0 else t0 + 1.0
 
     def overview(self, width: int = OVERVIEW_WIDTH, budget: int = OVERVIEW_BUDGET) -> bytes:
@@ -337,43 +407,6 @@ _SLICE_DTYPES = {
     "track": np.uint32, "depth": np.uint16, "start": np.float64, "dur": np.float64, "id": np.int32,
     "count": np.uint32, "busy": np.float64, "color": np.uint16, "label": np.int32, "longest": np.float64,
 }
-
-
-def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.ndarray, t0: float,
-                 px: float, count: np.ndarray | None = None, busy: np.ndarray | None = None,
-                 longest: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """The protocol's merge rule over boxes sorted by ``(row, start)`` (all touching the window).
-
-    A box with ``dur >= px`` stays alone; consecutive shorter boxes of a row whose starts fall in
-    the same pixel column ``floor((start - t0) / px)`` merge: ``start`` of the first, ``dur`` to
-    the furthest end, ``count`` and ``busy`` summed, and the colour (``pick``: position of the box
-    whose colour it takes) of the box with the longest event -- the first such box on a tie.
-    Events are boxes with ``count = 1``, ``busy = longest = dur`` (the defaults); merged boxes
-    carry their ``count``, ``busy`` and ``longest``, so merging again (the front end does, for
-    the view) follows the same rule.  ``single``: the output box is one input box, unchanged.
-    """
-    m = len(start)
-    count = np.ones(m, np.int64) if count is None else np.asarray(count, np.int64)
-    busy = dur if busy is None else np.asarray(busy, np.float64)
-    longest = dur if longest is None else np.asarray(longest, np.float64)
-    big = dur >= px
-    col = np.floor((start - t0) / px)
-    brk = np.ones(m, bool)
-    brk[1:] = (row[1:] != row[:-1]) | big[1:] | big[:-1] | (col[1:] != col[:-1])
-    first = np.flatnonzero(brk)
-    single = np.diff(np.append(first, m)) == 1
-    if single.all():
-        return {"first": first, "single": single, "start": start, "dur": dur, "count": count,
-                "busy": busy, "pick": np.arange(m), "longest": longest}
-    box_end = np.maximum.reduceat(end, first)
-    gmax = np.maximum.reduceat(longest, first)
-    group = np.cumsum(brk) - 1
-    pos = np.where(longest == gmax[group], np.arange(m), m)
-    return {
-        "first": first, "single": single, "start": start[first], "dur": box_end - start[first],
-        "count": np.add.reduceat(count, first), "busy": np.add.reduceat(busy, first).astype(np.float64),
-        "pick": np.minimum.reduceat(pos, first), "longest": gmax.astype(np.float64),
-    }
 
 
 def first_view(trace: Trace, extent: tuple[float, float]) -> tuple[float, float]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Trace
+from . import blocks
 from .codec import encode_frame
 from .counters import counter_series
 from .lod import OVERVIEW_WIDTH, compact_times, natural_key
@@ -30,11 +31,46 @@ class MemorySeries:
     axis: str = ""  # the trace's own counters: the counter's name (one y axis per name)
 
 
-def _by_time(part: pd.DataFrame) -> pd.DataFrame:
-    """``part`` sorted by time (stable); as it is when it already is (a memory table is sorted by
-    device and time: no sort of millions of points at open)."""
-    t = part["time"].to_numpy()
-    return part if not (t[1:] < t[:-1]).any() else part.sort_values("time", kind="stable")
+def _floats(column: pd.Series, rows: slice | np.ndarray) -> np.ndarray:
+    """A numeric column's values at `rows`, as float64 (its own array read: no full-size copy)."""
+    values = column.to_numpy()
+    if values.dtype.kind not in "iuf":
+        values = column.to_numpy(np.float64)
+    return values[rows].astype(np.float64) if isinstance(rows, slice) else \
+        blocks.gather(values, rows, np.float64)
+
+
+def _groups(mem: pd.DataFrame, ranked: bool) -> list[tuple[str, str, int | None, slice | np.ndarray]]:
+    """The memory table's points per ``(rank, device, kind)``: each group's device, kind, rank
+    (None without ranks) and rows (in table order: a slice where the table holds the group in one
+    run, as `model.memory_frame` sorts it), grouped by the categoricals' codes (no string per
+    point, no copy of the table)."""
+    device = pd.Categorical(mem["device"])
+    kind = pd.Categorical(mem["kind"])
+    nd, nk = len(device.categories) + 1, len(kind.categories) + 1
+    rank = mem["rank"].to_numpy(np.int64) if ranked else None
+    ranks, rank_code = np.unique(rank, return_inverse=True) if rank is not None else (None, None)
+    wide = nd * nk * (1 if ranks is None else len(ranks)) >= 2**31
+    key: np.ndarray = np.asarray(device.codes, np.int64 if wide else np.int32) + 1
+    np.multiply(key, nk, out=key)
+    np.add(key, np.asarray(kind.codes, key.dtype) + 1, out=key)
+    if rank_code is not None:
+        np.add(key, rank_code.astype(key.dtype) * (nd * nk), out=key)
+    order: np.ndarray | None = None
+    if (key[1:] < key[:-1]).any():
+        order = np.argsort(key, kind="stable")  # rows of a group in table order
+        key = blocks.gather(key, order, key.dtype)
+    cuts = [0, *blocks.changes(key).tolist(), len(key)]
+    out: list[tuple[str, str, int | None, slice | np.ndarray]] = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        k = int(key[a])
+        d, c = divmod(k % (nd * nk), nk)
+        if d == 0 or c == 0:  # a point without device or kind: no series (as groupby drops NaN)
+            continue
+        r = None if ranks is None else int(ranks[k // (nd * nk)])
+        out.append((str(device.categories[d - 1]), str(kind.categories[c - 1]), r,
+                    slice(a, b) if order is None else order[a:b]))
+    return out
 
 
 class MemoryIndex:
@@ -54,18 +90,14 @@ class MemoryIndex:
                                             c["unit"], c.get("busy"), axis=c.get("axis", "")))
         if len(mem) == 0:
             return
-        frame = pd.DataFrame({
-            "rank": mem["rank"].to_numpy(np.int64) if trace.info.ranks else np.full(len(mem), -1),
-            "device": mem["device"], "kind": mem["kind"],  # grouped as they are: no string per point
-            "time": mem["time"].to_numpy(np.float64), "bytes": mem["bytes"].to_numpy(np.float64),
-        })
-        for (_, device, kind), part in frame.groupby(["rank", "device", "kind"], sort=False, observed=True):
-            part = _by_time(part)
-            rank = int(part["rank"].to_numpy(np.int64)[0])
-            t, b = part["time"].to_numpy(), part["bytes"].to_numpy()
+        for device, kind, rank, rows in _groups(mem, bool(trace.info.ranks)):
+            t = _floats(mem["time"], rows)
+            b = _floats(mem["bytes"], rows)
+            if (t[1:] < t[:-1]).any():  # a memory table is sorted by device and time: seldom
+                order = np.argsort(t, kind="stable")
+                t, b = t[order], b[order]
             at = int(np.argmax(b))
-            self.series.append(MemorySeries(str(device), str(kind), t, b, float(b[at]), float(t[at]),
-                                            rank=None if rank < 0 else int(rank)))
+            self.series.append(MemorySeries(device, kind, t, b, float(b[at]), float(t[at]), rank=rank))
         # memory first, by rank and device
         self.series.sort(key=lambda s: (s.unit != "bytes", -1 if s.rank is None else s.rank,
                                         natural_key(s.device), s.kind))
@@ -130,7 +162,25 @@ class MemoryIndex:
 
 
 def downsample(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
-    """Indices of the first, min, max and last point of each pixel column (sorted, unique)."""
+    """Indices of the first, min, max and last point of each pixel column (sorted, unique).
+
+    Many points are taken in runs of about `blocks.BLOCK` cut where a new column starts
+    (`blocks.group_cuts`): the same indices, without full-size temporaries."""
+    m = len(t)
+    if m <= blocks.BLOCK:
+        return _downsample_run(t, b, t0, px)
+
+    def starts_column(lo: int, hi: int) -> np.ndarray:
+        col = np.floor((t[lo - 1:hi] - t0) / px)
+        return col[1:] != col[:-1]
+
+    cuts = blocks.group_cuts(m, starts_column)
+    return np.concatenate([_downsample_run(t[a:e], b[a:e], t0, px) + a
+                           for a, e in zip(cuts[:-1], cuts[1:], strict=True)])
+
+
+def _downsample_run(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
+    """`downsample` on whole arrays."""
     m = len(t)
     col = np.floor((t - t0) / px)
     brk = np.ones(m, bool)

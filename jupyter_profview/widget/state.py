@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -34,11 +35,9 @@ class WidgetData:
         self.legend: Legend = legend_for(events, color_by, getattr(trace, "launches", None), self.metrics)
         self.timeline = TimelineIndex(trace, self.legend)
         self.memory = MemoryIndex(trace)
-        self.ids = events.index.to_numpy()
         self.start = events["start"].to_numpy(np.int64) if self.n else np.zeros(0, np.int64)
         self.dur = events["dur"].to_numpy(np.int64) if self.n else np.zeros(0, np.int64)
         self.self_time = events["self"].to_numpy(np.int64) if self.n else np.zeros(0, np.int64)
-        self.end = self.start + self.dur
         self._sort_keys: dict[str, np.ndarray] = {}
         self._table_orders: dict[tuple[str, bool], np.ndarray] = {}
         self._efficiency: pd.DataFrame | None = None
@@ -48,6 +47,17 @@ class WidgetData:
         #: whether the timeline draws the lanes that hold only the profiler's own records
         #: (`derived.wrapper_mask`); the ``show_wrappers`` trait
         self.show_wrappers = False
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        """Each event's id (``trace.events.index``), by position; made on first use (the first
+        draw reads the ids of the boxes it sends only)."""
+        return self.events.index.to_numpy()
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        """Each event's end (``start + dur``, int64), by position; made on first use."""
+        return self.start + self.dur
 
     def efficiency(self) -> pd.DataFrame:
         """``op_efficiency(trace)``, computed on first use (the table's efficiency tab)."""
@@ -104,7 +114,8 @@ class WidgetData:
             "format": trace.format,
             "source": trace.info.source,
             "time_unit": trace.time_unit,
-            "duration": float(trace.duration),
+            # trace.duration (the last end), read off the index: no pass over the events
+            "duration": self.timeline.span()[1] if self.n else float(trace.duration),
             "start": min(0.0, float(self.timeline.extent()[0])) if self.n else 0.0,
             "base_time_ns": float(trace.info.base_time_ns or 0),
             "event_count": self.n,

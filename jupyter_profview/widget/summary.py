@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..derived import step_mask, union, wrapper_mask
+from .blocks import blocks
 from .codec import encode_frame
 from .legend import communication_mask
 from .lod import OVERVIEW_WIDTH, TimelineIndex
@@ -60,13 +61,17 @@ def top_work(events: Any) -> np.ndarray:
     wrapper = wrapper_mask(events) | step_mask(events)[0]
     parent = events["parent"].to_numpy(np.int64, na_value=-1) if "parent" in events.columns \
         else np.full(n, -1, np.int64)
-    ppos = np.full(n, -1, np.int64)
-    has = parent >= 0
-    ppos[has] = events.index.get_indexer(parent[has])
-    under = np.zeros(n, bool)
-    under[ppos >= 0] = wrapper[ppos[ppos >= 0]]
-    slices = events["dur"].to_numpy(np.int64) > 0
-    return slices & ~wrapper & ((ppos < 0) | under)
+    dur = events["dur"].to_numpy(np.int64)
+    out = np.empty(n, bool)
+    for a, b in blocks(n):  # block by block: no full-size position arrays
+        mine = parent[a:b]
+        ppos = np.full(b - a, -1, np.int64)
+        has = mine >= 0
+        ppos[has] = events.index.get_indexer(mine[has])
+        top_or_under = ppos < 0  # no parent in the trace, or (below) a parent that is a wrapper
+        top_or_under[~top_or_under] = wrapper[ppos[~top_or_under]]
+        out[a:b] = (dur[a:b] > 0) & ~wrapper[a:b] & top_or_under
+    return out
 
 
 def summary_frame(timeline: TimelineIndex, tracks: list[dict[str, Any]], events: Any = None,
