@@ -14,6 +14,7 @@ row whose starts fall in the same pixel column merge into one box with ``count``
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -204,11 +205,9 @@ class TimelineIndex:
         names = pd.Categorical(ev["name"]) if n else pd.Categorical([])
         self.names = [str(c) for c in names.categories]
         self._name_codes = np.asarray(names.codes)  # by event position
-        self._lazy: dict[str, np.ndarray] = {}
         if n == 0:
             self.order = np.zeros(0, np.int64)
             self.row_bounds = np.zeros(1, np.int64)
-            self._lazy["event_track"] = np.zeros(0, np.uint32)
             self._set_sorted(np.zeros(0, np.int64), ev, np.zeros(0, np.int64))
             return
         assert lanes is not None and depth is not None
@@ -263,29 +262,25 @@ class TimelineIndex:
         #: the earliest start and the latest end
         self._span = (float(self.start.min()), float(self.end.max())) if n else (0.0, 0.0)
 
-    @property
+    @cached_property
     def id(self) -> np.ndarray:
         """Each event's id (``trace.events.index``) in row order (int32)."""
-        if "id" not in self._lazy:
-            self._lazy["id"] = self.ids_at(np.arange(self.n))
-        return self._lazy["id"]
+        return self.ids_at(np.arange(self.n))
 
-    @property
+    @cached_property
     def name(self) -> np.ndarray:
         """Each event's name code (into `names`) in row order (int32)."""
-        if "name" not in self._lazy:
-            self._lazy["name"] = self._name_codes[self.position].astype(np.int32)
-        return self._lazy["name"]
+        return self._name_codes[self.position].astype(np.int32)
 
-    @property
+    @cached_property
     def event_track(self) -> np.ndarray:
         """Each event's lane (its row in `tracks`), by position in ``trace.events`` (uint32)."""
-        if "event_track" not in self._lazy:
-            codes = self._lane_codes()
-            rank = np.zeros(int(codes.max()) + 1, np.uint32)
-            rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
-            self._lazy["event_track"] = rank[codes]
-        return self._lazy["event_track"]
+        if self.n == 0:
+            return np.zeros(0, np.uint32)
+        codes = self._lane_codes()
+        rank = np.zeros(int(codes.max()) + 1, np.uint32)
+        rank[self.tracks["code"].to_numpy(np.int64)] = np.arange(len(self.tracks))
+        return rank[codes]
 
     def ids_at(self, sorted_pos: np.ndarray) -> np.ndarray:
         """The ids (``trace.events.index``, int32) of the events at row-order positions `sorted_pos`."""

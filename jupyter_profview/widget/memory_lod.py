@@ -15,6 +15,7 @@ from . import blocks
 from .codec import encode_frame
 from .counters import counter_series
 from .lod import OVERVIEW_WIDTH, compact_times, natural_key
+from .merge import new_column
 
 
 @dataclass
@@ -170,11 +171,7 @@ def downsample(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray
     if m <= blocks.BLOCK:
         return _downsample_run(t, b, t0, px)
 
-    def starts_column(lo: int, hi: int) -> np.ndarray:
-        col = np.floor((t[lo - 1:hi] - t0) / px)
-        return col[1:] != col[:-1]
-
-    cuts = blocks.group_cuts(m, starts_column)
+    cuts = blocks.group_cuts(m, lambda lo, hi: new_column(t[lo - 1:hi], t0, px))
     return np.concatenate([_downsample_run(t[a:e], b[a:e], t0, px) + a
                            for a, e in zip(cuts[:-1], cuts[1:], strict=True)])
 
@@ -182,9 +179,8 @@ def downsample(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray
 def _downsample_run(t: np.ndarray, b: np.ndarray, t0: float, px: float) -> np.ndarray:
     """`downsample` on whole arrays."""
     m = len(t)
-    col = np.floor((t - t0) / px)
     brk = np.ones(m, bool)
-    brk[1:] = col[1:] != col[:-1]
+    brk[1:] = new_column(t, t0, px)
     first = np.flatnonzero(brk)
     last = np.append(first[1:] - 1, m - 1)
     group = np.cumsum(brk) - 1

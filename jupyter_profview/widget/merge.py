@@ -7,7 +7,7 @@ import numpy as np
 
 from . import blocks
 
-__all__ = ["merge_sorted"]
+__all__ = ["merge_sorted", "new_column"]
 
 
 def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.ndarray, t0: float,
@@ -31,9 +31,7 @@ def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.nd
         return _merge_run(row, start, dur, end, t0, px, count, busy, longest)
 
     def starts_box(lo: int, hi: int) -> np.ndarray:
-        r, big = row[lo - 1:hi], dur[lo - 1:hi] >= px
-        col = np.floor((start[lo - 1:hi] - t0) / px)
-        return (r[1:] != r[:-1]) | big[1:] | big[:-1] | (col[1:] != col[:-1])
+        return _breaks(row[lo - 1:hi], start[lo - 1:hi], dur[lo - 1:hi], t0, px)
 
     cuts = blocks.group_cuts(m, starts_box)
 
@@ -46,10 +44,7 @@ def merge_sorted(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.nd
            "single": np.concatenate([r["single"] for _, r in runs]),
            "pick": np.concatenate([r["pick"] + a for a, r in runs])}
     if out["single"].all():  # every box alone: the inputs themselves, as `_merge_run` gives them
-        return {**out, "start": start, "dur": dur,
-                "count": np.ones(m, np.int64) if count is None else np.asarray(count, np.int64),
-                "busy": dur if busy is None else np.asarray(busy, np.float64),
-                "longest": dur if longest is None else np.asarray(longest, np.float64)}
+        return {**out, "start": start, "dur": dur, **_boxes(m, dur, count, busy, longest)}
     for key in ("start", "dur", "count", "busy", "longest"):
         out[key] = np.concatenate([r[key] for _, r in runs])
     return out
@@ -60,18 +55,15 @@ def _merge_run(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.ndar
                longest: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """`merge_sorted` on whole arrays."""
     m = len(start)
-    count = np.ones(m, np.int64) if count is None else np.asarray(count, np.int64)
-    busy = dur if busy is None else np.asarray(busy, np.float64)
-    longest = dur if longest is None else np.asarray(longest, np.float64)
-    big = dur >= px
-    col = np.floor((start - t0) / px)
+    boxes = _boxes(m, dur, count, busy, longest)
+    count, busy, longest = boxes["count"], boxes["busy"], boxes["longest"]
     brk = np.ones(m, bool)
-    brk[1:] = (row[1:] != row[:-1]) | big[1:] | big[:-1] | (col[1:] != col[:-1])
+    brk[1:] = _breaks(row, start, dur, t0, px)
     first = np.flatnonzero(brk)
     single = np.diff(np.append(first, m)) == 1
     if single.all():
-        return {"first": first, "single": single, "start": start, "dur": dur, "count": count,
-                "busy": busy, "pick": np.arange(m), "longest": longest}
+        return {"first": first, "single": single, "start": start, "dur": dur, "pick": np.arange(m),
+                **boxes}
     box_end = np.maximum.reduceat(end, first)
     gmax = np.maximum.reduceat(longest, first)
     group = np.cumsum(brk) - 1
@@ -81,3 +73,28 @@ def _merge_run(row: np.ndarray, start: np.ndarray, dur: np.ndarray, end: np.ndar
         "count": np.add.reduceat(count, first), "busy": np.add.reduceat(busy, first).astype(np.float64),
         "pick": np.minimum.reduceat(pos, first), "longest": gmax.astype(np.float64),
     }
+
+
+def _breaks(row: np.ndarray, start: np.ndarray, dur: np.ndarray, t0: float, px: float) -> np.ndarray:
+    """The merge rule's break: whether each box after the first starts a new output box (another
+    row, either box at least a pixel long, or another pixel column)."""
+    big = dur >= px
+    out: np.ndarray = (row[1:] != row[:-1]) | big[1:] | big[:-1] | new_column(start, t0, px)
+    return out
+
+
+def new_column(t: np.ndarray, t0: float, px: float) -> np.ndarray:
+    """Whether each time after the first falls in another pixel column (``floor((t - t0) / px)``,
+    columns of `px` from `t0`) than the time before it."""
+    col = np.floor((t - t0) / px)
+    out: np.ndarray = col[1:] != col[:-1]
+    return out
+
+
+def _boxes(m: int, dur: np.ndarray, count: np.ndarray | None, busy: np.ndarray | None,
+           longest: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The input boxes' ``count``, ``busy`` and ``longest``: as given, or an event's
+    (``count = 1``, ``busy = longest = dur``)."""
+    return {"count": np.ones(m, np.int64) if count is None else np.asarray(count, np.int64),
+            "busy": dur if busy is None else np.asarray(busy, np.float64),
+            "longest": dur if longest is None else np.asarray(longest, np.float64)}
